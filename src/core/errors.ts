@@ -1,0 +1,39 @@
+/**
+ * Errors that cross a port carry a code and whether retrying can help, so the router can decide
+ * without knowing which SDK produced them.
+ */
+
+/** A model call failed. Providers convert SDK errors to this at the boundary. */
+export class LlmError extends Error {
+  override readonly name = 'LlmError';
+  constructor(
+    message: string,
+    /** Short machine code: 'timeout' | 'rate_limited' | 'overloaded' | 'auth' | 'bad_request' | 'network' | 'server' | 'empty' | 'aborted'. */
+    readonly code: string,
+    /** Whether another attempt later may succeed. */
+    readonly retryable: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** A user-facing mistake (bad command, unknown agent, invalid config value). Shown verbatim. */
+export class UserError extends Error {
+  override readonly name = 'UserError';
+  constructor(
+    message: string,
+    /** Machine code, used as `error.code` in API responses. */
+    readonly code: string = 'bad_request',
+    /** HTTP status for the web API. */
+    readonly status: number = 400,
+  ) {
+    super(message);
+  }
+}
+
+/** Short, log-safe description of any thrown value. */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

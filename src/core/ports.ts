@@ -1,0 +1,287 @@
+/**
+ * The ports through which the core talks to the world. Adapters (channels, LLM providers, the
+ * store) implement these; the core never imports an adapter, SDK, HTTP or file-system module.
+ */
+import type {
+  AgentDef,
+  ChannelKind,
+  ChatRef,
+  ChatTurn,
+  GroupConfig,
+  InboundMessage,
+  Observation,
+  ReceiveResult,
+  TranscriptEntry,
+  Usage,
+} from './types.js';
+
+/** Structured logger; pino satisfies it. Never pass secrets in fields. */
+export interface Logger {
+  debug(obj: object | string, msg?: string): void;
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+  child(bindings: Record<string, unknown>): Logger;
+}
+
+/** Time source, faked in tests so cooldowns and timeouts are deterministic. */
+export interface Clock {
+  now(): number;
+  /** Resolves after `ms`; rejects with the signal's reason when aborted. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Channels
+
+/** What a channel can do; the router adapts to it. */
+export interface ChannelCapabilities {
+  /** Longest text one platform message may carry; longer replies are split by the channel. */
+  maxMessageLength: number;
+}
+
+/** Options for one outgoing post. */
+export interface PostOptions {
+  /** Platform id of the message this post replies to (Telegram reply, Discord reference). */
+  replyToMessageId?: string | undefined;
+}
+
+/** What the platform assigned to a post: one id per chunk, in order. */
+export interface PostedMessage {
+  ids: string[];
+}
+
+/** A group as adapters may see it (read-only snapshot). */
+export interface GroupView {
+  id: string;
+  title: string;
+  channel: ChannelKind;
+  chatId: string;
+  participants: string[];
+  config: GroupConfig;
+  archived: boolean;
+  createdAt: number;
+}
+
+/** What the router offers a channel adapter while it runs. */
+export interface ChannelHost {
+  /** Hand one inbound message over. Resolves once it is durably recorded (acknowledge then). */
+  receive(msg: InboundMessage): Promise<ReceiveResult>;
+  /** All configured agents. */
+  agents(): readonly AgentDef[];
+  /** The live group bound to this chat, if any. */
+  findGroup(channel: ChannelKind, chatId: string): GroupView | undefined;
+  /**
+   * Agent bots joined or left a chat (Telegram my_chat_member). Creates the group when allowed
+   * and none exists, otherwise adds/removes participants; greets through the system voice.
+   */
+  membershipChanged(
+    chat: ChatRef,
+    change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean },
+  ): Promise<void>;
+  /** A chat changed its platform id (Telegram group → supergroup). */
+  rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void>;
+  /** Which agent posted this platform message (reply-to addressing), if known. */
+  agentForPostedMessage(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined;
+  /** Group management and live events, for channels that offer a UI/API (the web feed). */
+  gateway: GatewayApi;
+  logger: Logger;
+}
+
+/** A group as listed in the sidebar / `GET /api/groups`. */
+export interface GroupSummary extends GroupView {
+  messageCount: number;
+  lastMessage: { authorName: string; text: string; ts: number } | null;
+  sticky: string | null;
+  /** Agents muted in this group. */
+  muted: string[];
+}
+
+/** A group with everything `/group list` shows. */
+export interface GroupDetail extends GroupSummary {
+  /** Per participant: status for the members panel. */
+  members: Array<{ agentId: string; muted: boolean; cooldownLeftMs: number; lastSpokeAt: number | null }>;
+  warnings: string[];
+  usage: Record<string, UsageTotals>;
+}
+
+/** Live events (SSE on the web feed). `seq` orders message-like events within a group. */
+export type GatewayEvent =
+  | { type: 'message'; groupId: string; entry: TranscriptEntry }
+  | { type: 'decision'; groupId: string; entry: TranscriptEntry }
+  | { type: 'typing'; groupId: string; agentId: string; active: boolean }
+  | { type: 'delta'; groupId: string; agentId: string; turnId: string; text: string }
+  | { type: 'member'; groupId: string; participants: string[]; added?: string | undefined; removed?: string | undefined }
+  | { type: 'config'; groupId: string; config: GroupConfig }
+  | { type: 'group'; groupId: string; action: 'created' | 'updated' | 'dissolved' };
+
+/**
+ * What the router offers user interfaces and APIs. Methods throw `UserError` (with an HTTP
+ * status and a code) for bad input: unknown group, unknown agent, invalid config value, ...
+ */
+export interface GatewayApi {
+  listAgents(): readonly AgentDef[];
+  listGroups(): GroupSummary[];
+  getGroup(id: string): GroupDetail | undefined;
+  createGroup(input: { title: string; participants: string[]; id?: string | undefined }): Promise<GroupView>;
+  dissolveGroup(id: string): Promise<void>;
+  /** Validate and apply a partial config; the error names the bad key and the allowed values. */
+  updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig>;
+  addMember(id: string, agentId: string): Promise<GroupView>;
+  removeMember(id: string, agentId: string): Promise<GroupView>;
+  /** Transcript page, oldest first: entries with seq < before (or the newest), at most `limit`. */
+  messages(id: string, opts: { before?: number | undefined; limit: number }): TranscriptEntry[];
+  /** Listen to every group's events; returns the unsubscribe function. */
+  subscribe(listener: (ev: GatewayEvent) => void): () => void;
+  /** True when the LLM provider is the offline scripted one (the page shows a loud note). */
+  readonly scriptedProvider: boolean;
+}
+
+/** One platform integration (SPEC §7). `start`/`stop` are idempotent. */
+export interface Channel {
+  readonly kind: ChannelKind;
+  readonly capabilities: ChannelCapabilities;
+  start(host: ChannelHost): Promise<void>;
+  stop(): Promise<void>;
+  /** Post `text` under the agent's own identity, split to the platform limit. */
+  postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage>;
+  /** Post as the gateway's system voice (command replies, notices, greetings). */
+  postAsSystem(chat: ChatRef, text: string, opts?: PostOptions): Promise<PostedMessage>;
+  /** Show "agent is typing" until the returned function is called. Never throws. */
+  startTyping(chat: ChatRef, agent: AgentDef): () => void;
+  /** May this user run admin commands in this chat? */
+  isAdmin(chat: ChatRef, userId: string): Promise<boolean>;
+  /** Problems worth showing in `/group list` (e.g. a bot that cannot read the group). */
+  warnings(chat: ChatRef, participants: readonly string[]): string[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// LLM
+
+/** One model call. `system` is the stable prefix; `summary` comes right after it. */
+export interface LlmRequest {
+  purpose: 'turn' | 'summary' | 'selector';
+  model: string;
+  system: string;
+  /** Running summary of trimmed history; placed after the stable prefix, before the messages. */
+  summary?: string | null | undefined;
+  messages: ChatTurn[];
+  maxTokens?: number | undefined;
+  signal?: AbortSignal | undefined;
+  /** Streamed text as it is generated; providers that cannot stream simply never call it. */
+  onDelta?: ((text: string) => void) | undefined;
+  /** Who is speaking; real providers ignore it, the scripted provider uses it. */
+  agent?: AgentDef | undefined;
+  groupId?: string | undefined;
+  /** Whether this turn must be answered (addressed) or may pass (voluntary). */
+  mustReply?: boolean | undefined;
+}
+
+/** What a model call gave back. */
+export interface LlmResponse {
+  text: string;
+  model: string;
+  usage: Usage;
+  /** Estimated cost from the configured price table, if the provider knows prices. */
+  costUsd?: number | null | undefined;
+}
+
+/** A model backend (SPEC §8). Throws `LlmError` on failure. */
+export interface LlmProvider {
+  readonly name: string;
+  complete(req: LlmRequest): Promise<LlmResponse>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Storage
+
+/** Accumulated token figures. */
+export interface UsageTotals {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+}
+
+/** A turn the router still owes within a recorded round. */
+export interface PlannedTurn {
+  agentId: string;
+  reason: 'addressed' | 'voluntary' | 'reaction' | 'sticky' | 'rotation' | 'selected' | 'direct';
+  depth: number;
+}
+
+/** A round recorded before it ran, so a restart can finish it (SPEC §6). */
+export interface RoundRecord {
+  id: string;
+  createdAt: number;
+  /** Transcript ids of the human message(s) this round answers (several when batched). */
+  triggerIds: string[];
+  /** Agents named by the human(s), in order; they are always answered. */
+  addressed: string[];
+  /** Set when the round was forced by /ask. */
+  forced: boolean;
+  /** Set once the router has planned the turns (addressed / strategy / voluntary). */
+  planned: boolean;
+  /** Turns still to run, in order. */
+  queue: PlannedTurn[];
+  /** Agents already asked voluntarily (never asked twice). */
+  asked: string[];
+  /** Delivered voluntary + reaction replies (the turn cap counts these). */
+  capped: number;
+  /** Delivered voluntary replies. */
+  voluntary: number;
+}
+
+/** Mutable state of a group that must survive restarts. */
+export interface GroupState {
+  muted: string[];
+  /** agentId → epoch ms of its last delivered reply (cooldowns, "last spoke"). */
+  lastSpoke: Record<string, number>;
+  sticky: string | null;
+  rrIndex: number;
+  archived: boolean;
+  usage: Record<string, UsageTotals>;
+}
+
+/** Everything stored for one group: one file. */
+export interface GroupDoc {
+  version: 1;
+  id: string;
+  title: string;
+  channel: ChannelKind;
+  chatId: string;
+  participants: string[];
+  config: GroupConfig;
+  createdAt: number;
+  state: GroupState;
+  transcript: TranscriptEntry[];
+  nextSeq: number;
+  rounds: RoundRecord[];
+  /** Recently seen platform message ids (dedupe memory), oldest first. */
+  seen: string[];
+}
+
+/** One agent's private conversation in one group: one file. */
+export interface SessionDoc {
+  version: 1;
+  groupId: string;
+  agentId: string;
+  history: ChatTurn[];
+  mailbox: Observation[];
+  summary: string | null;
+  usage: UsageTotals;
+}
+
+/** Durable storage of groups and sessions (SPEC §6). */
+export interface Store {
+  /** Load everything at start. Corrupt files are reported, never silently dropped. */
+  loadAll(): Promise<{ groups: GroupDoc[]; sessions: SessionDoc[] }>;
+  /** Schedule a write of this document; resolves once a write containing this state is durable. */
+  saveGroup(doc: GroupDoc): Promise<void>;
+  saveSession(doc: SessionDoc): Promise<void>;
+  /** Wait for every scheduled write. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,160 @@
+/**
+ * The channel-agnostic data shapes of Chorus. Everything here is plain JSON so it can be stored
+ * by any Store and sent over any wire without conversion.
+ */
+
+/** The platforms a group can live on. */
+export type ChannelKind = 'telegram' | 'discord' | 'web';
+
+/** How the router picks speakers when nobody is addressed (SPEC §4 step 4). */
+export type ReplyStrategy = 'hybrid' | 'mention_only' | 'round_robin' | 'selector';
+
+/** A persona from the config (SPEC §1). */
+export interface AgentDef {
+  id: string;
+  name: string;
+  persona: string;
+  /** Model id; null falls back to `llm.model`. */
+  model: string | null;
+  /** Emoji or https URL. */
+  avatar: string | null;
+  color: string | null;
+  aliases: string[];
+  /** 0..1, how willing the agent is to take voluntary turns (scripted provider, selector hints). */
+  talkativeness: number;
+  telegram?: { token: string } | undefined;
+  discord?: { avatar_url: string | null } | undefined;
+}
+
+/** Per-group tunables; every key can be changed with `/group config` (SPEC §2). */
+export interface GroupConfig {
+  reply_strategy: ReplyStrategy;
+  max_agent_turns_per_message: number;
+  max_depth: number;
+  cooldown_seconds: number;
+  agent_reply_timeout_seconds: number;
+  voluntary_timeout_seconds: number;
+  max_voluntary_responders: number;
+  sticky: boolean;
+  last_speaker: string | null;
+  execution: 'sequential' | 'parallel';
+  history_turns: number;
+}
+
+/** Where a channel should post: one chat of one platform, optionally a forum topic. */
+export interface ChatRef {
+  channel: ChannelKind;
+  chatId: string;
+  /** Telegram forum topic / Discord thread, kept so replies land in the same place. */
+  threadId?: string | undefined;
+  /**
+   * Telegram: the agent whose bot received the command, so the system voice answers through it.
+   * Ignored by channels with a single identity.
+   */
+  viaAgentId?: string | undefined;
+}
+
+/** The author of an inbound message as the platform describes them. */
+export interface InboundAuthor {
+  id: string;
+  name: string;
+}
+
+/** One inbound human message, already normalised by its channel adapter. */
+export interface InboundMessage {
+  channel: ChannelKind;
+  chatId: string;
+  /** Platform message id; (channel, chatId, messageId) is the dedupe key (SPEC §4.1). */
+  messageId: string;
+  author: InboundAuthor;
+  text: string;
+  /** Epoch ms as reported by the platform (or receipt time). */
+  ts: number;
+  threadId?: string | undefined;
+  /** The agent whose bot received this copy (Telegram); used for the system voice and DMs. */
+  viaAgentId?: string | undefined;
+  /** A private chat with one agent's bot: 1:1 with that agent (SPEC §3). */
+  isPrivate?: boolean | undefined;
+  /** The message replies to a message that agent posted: that agent is addressed. */
+  replyToAgentId?: string | undefined;
+  /** Agents the platform itself marked as mentioned (Telegram entities), in order of appearance. */
+  mentionedAgentIds?: string[] | undefined;
+  /** Display name of the chat, used as the title of groups created from it. */
+  chatTitle?: string | undefined;
+}
+
+/** What the router answers when a channel hands it a message. */
+export interface ReceiveResult {
+  /** 'recorded': durable in transcript and mailboxes; the channel may now acknowledge. */
+  status: 'recorded' | 'duplicate' | 'command' | 'no_group' | 'rejected';
+  groupId?: string | undefined;
+  entryId?: string | undefined;
+  /** Human-readable reason for 'rejected' / 'no_group'. */
+  reason?: string | undefined;
+}
+
+/** Token and cost figures of one LLM call. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+}
+
+/** Per-message metadata of an agent reply, shown on demand in the page. */
+export interface ReplyMeta {
+  model: string;
+  usage: Usage;
+  latencyMs: number;
+  costUsd: number | null;
+  depth: number;
+  /** Why the agent spoke: addressed by a human, voluntary, reaction to another agent, sticky, ... */
+  reason: TurnReason;
+}
+
+export type TurnReason = 'addressed' | 'voluntary' | 'reaction' | 'sticky' | 'rotation' | 'selected' | 'direct';
+
+/** Quiet decision lines: why an agent did or did not speak. */
+export type DecisionType = 'pass' | 'cooldown' | 'cap' | 'error' | 'muted' | 'depth' | 'batch' | 'selector';
+
+/** One line of a group's transcript. */
+export interface TranscriptEntry {
+  /** Unique within the group; also the observation id in mailboxes. */
+  id: string;
+  /** Monotonic position in the group, for paging and SSE resume. */
+  seq: number;
+  kind: 'human' | 'agent' | 'system' | 'decision';
+  ts: number;
+  authorId: string;
+  authorName: string;
+  text: string;
+  /** For agent replies. */
+  agentId?: string | undefined;
+  meta?: ReplyMeta | undefined;
+  /** For human messages: the platform id, so replies can thread to it. */
+  platformMessageId?: string | undefined;
+  threadId?: string | undefined;
+  /** For decision lines. */
+  decision?: { type: DecisionType; agentId?: string | undefined; detail?: string | undefined } | undefined;
+  /** Agent replies and system notices: has the channel posted it yet? Re-posted after a crash. */
+  delivery?: 'pending' | 'posted' | 'failed' | undefined;
+  /** Platform message ids of the posted chunks (for reply-to-agent addressing). */
+  postedIds?: string[] | undefined;
+  roundId?: string | undefined;
+}
+
+/** Something an agent did not say itself but should know (SPEC §1). */
+export interface Observation {
+  /** The transcript entry id; makes delivery idempotent. */
+  id: string;
+  ts: number;
+  /** Display label, e.g. "Maya (human)" or "Analyst". */
+  from: string;
+  text: string;
+}
+
+/** A message exactly as sent to the model. */
+export interface ChatTurn {
+  role: 'user' | 'assistant';
+  content: string;
+}

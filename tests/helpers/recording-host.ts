@@ -1,0 +1,61 @@
+/**
+ * A ChannelHost that records what an adapter hands over, for adapter tests that do not need the
+ * whole router. Behaves like the router on dedupe: the same (channel, chat, message id) twice is
+ * answered 'duplicate'.
+ */
+import type { ChannelHost, GroupView } from '../../src/core/ports.js';
+import type { AgentDef, ChannelKind, ChatRef, InboundMessage, ReceiveResult } from '../../src/core/types.js';
+import { silentLogger } from './logger.js';
+
+export class RecordingHost implements ChannelHost {
+  readonly received: InboundMessage[] = [];
+  readonly memberships: Array<{ chat: ChatRef; joined?: string[] | undefined; left?: string[] | undefined }> = [];
+  readonly rekeys: Array<{ from: string; to: string }> = [];
+  readonly posted = new Map<string, string>();
+  readonly groups = new Map<string, GroupView>();
+  private readonly seen = new Set<string>();
+  private waiters: Array<() => void> = [];
+  logger = silentLogger;
+
+  constructor(private readonly agentList: AgentDef[]) {}
+
+  async receive(msg: InboundMessage): Promise<ReceiveResult> {
+    const key = `${msg.channel}:${msg.chatId}:${msg.messageId}`;
+    if (this.seen.has(key)) return { status: 'duplicate' };
+    this.seen.add(key);
+    this.received.push(msg);
+    for (const w of this.waiters.splice(0)) w();
+    return { status: 'recorded', groupId: `${msg.channel}-${msg.chatId}` };
+  }
+  agents(): readonly AgentDef[] {
+    return this.agentList;
+  }
+  findGroup(channel: ChannelKind, chatId: string): GroupView | undefined {
+    return this.groups.get(`${channel}:${chatId}`);
+  }
+  async membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[] }): Promise<void> {
+    this.memberships.push({ chat, joined: change.joined, left: change.left });
+  }
+  async rekeyChat(_channel: ChannelKind, from: string, to: string): Promise<void> {
+    this.rekeys.push({ from, to });
+  }
+  agentForPostedMessage(channel: ChannelKind, chatId: string, id: string): string | undefined {
+    return this.posted.get(`${channel}:${chatId}:${id}`);
+  }
+  /** Remember that `agentId` posted platform message `id` (what the router does on delivery). */
+  notePosted(chat: ChatRef, id: string, agentId: string): void {
+    this.posted.set(`${chat.channel}:${chat.chatId}:${id}`, agentId);
+  }
+  /** Resolve once at least `n` messages were received (or reject after `ms`). */
+  async waitForReceived(n: number, ms = 5000): Promise<InboundMessage[]> {
+    const deadline = Date.now() + ms;
+    while (this.received.length < n) {
+      if (Date.now() > deadline) throw new Error(`expected ${n} inbound message(s), got ${this.received.length}`);
+      await new Promise<void>((r) => {
+        this.waiters.push(r);
+        setTimeout(r, 50);
+      });
+    }
+    return this.received;
+  }
+}
