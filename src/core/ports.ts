@@ -9,7 +9,6 @@ import type {
   ChatTurn,
   GroupConfig,
   InboundMessage,
-  Observation,
   ReceiveResult,
   TranscriptEntry,
   Usage,
@@ -210,6 +209,8 @@ export interface PlannedTurn {
   agentId: string;
   reason: 'addressed' | 'voluntary' | 'reaction' | 'sticky' | 'rotation' | 'selected' | 'direct';
   depth: number;
+  /** For reactions: the agent whose reply mentioned this one. */
+  by?: string | undefined;
 }
 
 /** A round recorded before it ran, so a restart can finish it (SPEC §6). */
@@ -252,6 +253,8 @@ export interface GroupDoc {
   title: string;
   channel: ChannelKind;
   chatId: string;
+  /** Set for a private chat with one agent's bot: the chat id alone is shared by every bot. */
+  dmAgentId?: string | undefined;
   participants: string[];
   config: GroupConfig;
   createdAt: number;
@@ -263,13 +266,19 @@ export interface GroupDoc {
   seen: string[];
 }
 
-/** One agent's private conversation in one group: one file. */
+/**
+ * One agent's private conversation in one group: one file. The mailbox is not copied here: it is
+ * every observable transcript entry after `cursor` that the agent did not write. Draining it means
+ * advancing `cursor` in the same write that appends the turn to `history`, so each observation
+ * reaches the agent exactly once, across passes, batches and restarts.
+ */
 export interface SessionDoc {
   version: 1;
   groupId: string;
   agentId: string;
   history: ChatTurn[];
-  mailbox: Observation[];
+  /** Seq of the last transcript entry this agent has been shown. */
+  cursor: number;
   summary: string | null;
   usage: UsageTotals;
 }

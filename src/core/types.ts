@@ -141,6 +141,8 @@ export interface TranscriptEntry {
   /** Platform message ids of the posted chunks (for reply-to-agent addressing). */
   postedIds?: string[] | undefined;
   roundId?: string | undefined;
+  /** Commands, command replies and decisions are never shown to agents (SPEC §3). */
+  hiddenFromAgents?: boolean | undefined;
 }
 
 /** Something an agent did not say itself but should know (SPEC §1). */

@@ -1,0 +1,137 @@
+/**
+ * createApp(deps) wires config, store, provider, router and channels together. No I/O happens at
+ * import time; `start()` loads state and opens the channels, `stop()` closes them and flushes.
+ */
+import { resolve } from 'node:path';
+import type { ChorusConfig } from './config/schema.js';
+import { validateGroupConfig } from './config/groupConfig.js';
+import { systemClock } from './core/clock.js';
+import type { Channel, Clock, GatewayApi, LlmProvider, Logger, Store } from './core/ports.js';
+import type { AgentDef } from './core/types.js';
+import { GroupRouter } from './core/router/GroupRouter.js';
+import { describeError } from './core/errors.js';
+import { LowdbStore } from './store/LowdbStore.js';
+import { ScriptedProvider } from './llm/ScriptedProvider.js';
+import { createProvider } from './llm/createProvider.js';
+import { WebChannel } from './channels/web/WebChannel.js';
+import { TelegramChannel } from './channels/telegram/TelegramChannel.js';
+import { DiscordChannel } from './channels/discord/DiscordChannel.js';
+import { createLogger } from './logger.js';
+
+export interface CreateAppOptions {
+  config: ChorusConfig;
+  /** Replace the configured provider (tests, benchmarks). */
+  llm?: LlmProvider;
+  logger?: Logger;
+  clock?: Clock;
+  /** Replace the channels built from the config. */
+  channels?: Channel[];
+  store?: Store;
+}
+
+export interface App {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  gateway: GatewayApi;
+  router: GroupRouter;
+  channels: Channel[];
+  /** The web feed's URL once started (when the web channel runs). */
+  readonly webUrl: string | undefined;
+  /** Why the scripted provider is used, when it is. */
+  scriptedReason: string | null;
+}
+
+/** Agents as the core sees them. */
+export function agentsFromConfig(config: ChorusConfig): AgentDef[] {
+  return config.agents.map((a) => ({
+    id: a.id,
+    name: a.name,
+    persona: a.persona,
+    model: a.model,
+    avatar: a.avatar,
+    color: a.color,
+    aliases: a.aliases.map((x) => x.replace(/^@/, '')),
+    talkativeness: a.talkativeness,
+    telegram: a.telegram?.token.trim() ? { token: a.telegram.token.trim() } : undefined,
+    discord: a.discord,
+  }));
+}
+
+/** The configured provider, or the scripted one with the reason (no key). */
+export function chooseProvider(config: ChorusConfig, logger: Logger): { provider: LlmProvider; scriptedReason: string | null } {
+  const llm = config.llm;
+  if (llm.provider === 'scripted') return { provider: new ScriptedProvider(), scriptedReason: 'llm.provider is "scripted"' };
+  if (llm.provider === 'anthropic' && !llm.api_key) {
+    return { provider: new ScriptedProvider(), scriptedReason: 'no Anthropic API key (set ANTHROPIC_API_KEY or llm.api_key)' };
+  }
+  return { provider: createProvider(llm, logger), scriptedReason: null };
+}
+
+export async function createApp(opts: CreateAppOptions): Promise<App> {
+  const { config } = opts;
+  const logger = opts.logger ?? createLogger(config.log_level);
+  const clock = opts.clock ?? systemClock;
+  const agents = agentsFromConfig(config);
+  const chosen = opts.llm ? { provider: opts.llm, scriptedReason: null } : chooseProvider(config, logger);
+  const store = opts.store ?? new LowdbStore(resolve(config.data_dir), logger.child({ part: 'store' }));
+  const router = new GroupRouter({
+    agents,
+    aliases: config.aliases,
+    groupDefaults: config.group_defaults,
+    limits: config.limits,
+    llm: chosen.provider,
+    llmSettings: { model: config.llm.model, summaryModel: config.llm.summary_model, maxTokens: config.llm.max_tokens, maxConcurrency: config.llm.max_concurrency },
+    validateConfig: validateGroupConfig,
+    store,
+    clock,
+    logger: logger.child({ part: 'router' }),
+    declaredGroups: config.groups.map((g) => ({ channel: g.channel, chatId: g.chat_id, title: g.title, participants: g.participants, config: g.config })),
+    scripted: chosen.provider.name === 'scripted',
+  });
+  const channels = opts.channels ?? buildChannels(config, agents, logger, () => router.metrics.render());
+  for (const c of channels) router.addChannel(c);
+  let started = false;
+
+  return {
+    router,
+    gateway: router,
+    channels,
+    scriptedReason: chosen.scriptedReason,
+    get webUrl() {
+      const web = channels.find((c) => c.kind === 'web') as (Channel & { url?: string }) | undefined;
+      return web?.url;
+    },
+    async start() {
+      if (started) return;
+      started = true;
+      await router.start();
+      for (const c of channels) {
+        try {
+          await c.start(router);
+        } catch (err) {
+          // The web feed is how people reach Chorus by default: without it, do not pretend to run.
+          if (c.kind === 'web') throw err;
+          logger.error({ channel: c.kind, err: describeError(err) }, `${c.kind} channel could not start; other channels keep running`);
+        }
+      }
+    },
+    async stop() {
+      if (!started) return;
+      started = false;
+      for (const c of channels) {
+        await c.stop().catch((err: unknown) => logger.warn({ channel: c.kind, err: describeError(err) }, 'channel stop failed'));
+      }
+      await router.stop();
+      await store.close();
+    },
+  };
+}
+
+function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: Logger, metrics: () => string): Channel[] {
+  const out: Channel[] = [];
+  const ch = config.channels;
+  if (ch.web.enabled) out.push(new WebChannel({ config: ch.web, logger, agents, aliases: config.aliases, metrics }));
+  if (ch.telegram.enabled) out.push(new TelegramChannel({ config: ch.telegram, agents, logger }));
+  if (ch.discord.enabled) out.push(new DiscordChannel({ config: ch.discord, agents, logger }));
+  return out;
+}

@@ -1,0 +1,182 @@
+/**
+ * `/group …`, `/ask …` and `/help` (SPEC §3). Commands behave the same on every channel; replies
+ * come from the system voice and neither the command nor its reply is shown to agents.
+ */
+import type { GroupDoc } from '../ports.js';
+import type { InboundMessage } from '../types.js';
+import { UserError, describeError } from '../errors.js';
+import type { GroupRouter } from '../router/GroupRouter.js';
+import { formatGroupList, formatUsage } from './format.js';
+
+export interface ParsedCommand {
+  name: 'group' | 'ask' | 'help';
+  /** `/group@some_bot`: the bot the command was addressed to. */
+  target?: string | undefined;
+  args: string[];
+  /** Everything after the command word, as typed. */
+  rest: string;
+}
+
+const COMMAND = /^\/(group|ask|help|start)(?:@([A-Za-z0-9_]{1,64}))?(?=\s|$)\s*([\s\S]*)$/i;
+
+/** Recognise a command; null for ordinary text. */
+export function parseCommand(text: string): ParsedCommand | null {
+  const m = COMMAND.exec(text.trim());
+  if (!m) return null;
+  const word = m[1]!.toLowerCase();
+  const rest = m[3]!.trim();
+  return { name: word === 'start' ? 'help' : (word as ParsedCommand['name']), target: m[2], args: rest ? rest.split(/\s+/) : [], rest };
+}
+
+const ADMIN_SUBCOMMANDS = new Set(['create', 'add', 'remove', 'mute', 'unmute', 'reset', 'dissolve', 'config']);
+
+export const HELP_TEXT = [
+  'Chorus commands:',
+  '/group create <agent> <agent> … — make this chat a group (admin)',
+  '/group add <agent> · /group remove <agent> — change members (admin)',
+  '/group list — members, status, strategy and settings',
+  '/group config [<key> <value>] — show or change a setting (admin to change)',
+  '/group mute <agent> · /group unmute <agent> — no voluntary turns (admin)',
+  '/group reset [agent] — clear agent memory (admin)',
+  '/group usage — tokens and estimated cost per agent',
+  '/group dissolve — archive the group (admin)',
+  '/ask <agent> [<agent> …] [text] — make these agents answer',
+  'Address agents with @handle; @all reaches everyone.',
+].join('\n');
+
+/** Run a command and answer in the chat. Never throws: mistakes become a reply. */
+export async function handleCommand(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: GroupDoc | undefined): Promise<void> {
+  let reply: string | null;
+  try {
+    reply = await run(r, msg, cmd, g);
+  } catch (err) {
+    reply = err instanceof UserError ? `⚠ ${err.message}` : `⚠ command failed: ${describeError(err)}`;
+    if (!(err instanceof UserError)) r.logger.error({ err: describeError(err), command: cmd.name }, 'command failed');
+  }
+  if (reply) await r.replyInChat(msg, g && !g.state.archived ? g : undefined, reply);
+}
+
+async function run(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: GroupDoc | undefined): Promise<string | null> {
+  if (cmd.name === 'help') return HELP_TEXT;
+  if (cmd.name === 'ask') return ask(r, msg, cmd, g);
+  const [sub = 'list', ...args] = cmd.args;
+  const subLower = sub.toLowerCase();
+  if (ADMIN_SUBCOMMANDS.has(subLower) && !(subLower === 'config' && args.length === 0)) {
+    const channel = r.channel(msg.channel);
+    const admin = channel ? await channel.isAdmin({ channel: msg.channel, chatId: msg.chatId, threadId: msg.threadId }, msg.author.id) : false;
+    if (!admin) throw new UserError(`only chat admins can use /group ${subLower}`);
+  }
+  if (subLower === 'create') return create(r, msg, args, g);
+  if (!g) throw new UserError('this chat has no group yet; an admin can start one with /group create <agent> <agent> …');
+  switch (subLower) {
+    case 'add': {
+      const id = resolveAgent(r, one(args, 'add'), null);
+      await r.addMember(g.id, id);
+      return `${r.agentMap.get(id)!.name} joined. Address it as ${r.handlesOf(id).slice(0, 3).join(' ')}.`;
+    }
+    case 'remove': {
+      const id = resolveAgent(r, one(args, 'remove'), g.participants);
+      await r.removeMember(g.id, id);
+      return `${r.agentMap.get(id)!.name} left the group; its memory is kept.`;
+    }
+    case 'list':
+      return formatGroupList(r, g);
+    case 'usage':
+      return formatUsage(r, g);
+    case 'config':
+      return config(r, g, args);
+    case 'mute':
+    case 'unmute': {
+      const id = resolveAgent(r, one(args, subLower), g.participants);
+      g.state.muted = g.state.muted.filter((m) => m !== id);
+      if (subLower === 'mute') g.state.muted.push(id);
+      await r.groups.save(g);
+      r.events.emit({ type: 'group', groupId: g.id, action: 'updated' });
+      const name = r.agentMap.get(id)!.name;
+      return subLower === 'mute' ? `${name} is muted: it answers only when @mentioned.` : `${name} is unmuted.`;
+    }
+    case 'reset': {
+      const ids = args.length ? [resolveAgent(r, args[0]!, g.participants)] : g.participants;
+      for (const id of ids) {
+        const s = r.groups.session(g, id);
+        s.history = [];
+        s.summary = null;
+        s.cursor = g.nextSeq - 1;
+        await r.groups.saveSession(s);
+      }
+      return args.length ? `${r.agentMap.get(ids[0]!)!.name}'s memory of this group was cleared.` : 'Every agent’s memory of this group was cleared.';
+    }
+    case 'dissolve':
+      await r.dissolveGroup(g.id);
+      return 'This group was dissolved; its history stays on disk. Agents now answer here one-to-one only when the chat is private.';
+    default:
+      throw new UserError(`unknown subcommand "${sub}"; try /help`);
+  }
+}
+
+async function create(r: GroupRouter, msg: InboundMessage, args: string[], g: GroupDoc | undefined): Promise<string> {
+  if (g && !g.dmAgentId) throw new UserError(`this chat already has a group (“${g.title}”); use /group add or /group dissolve`);
+  if (msg.isPrivate) throw new UserError('groups live in group chats; add the agent bots to a group and run /group create there');
+  const known = r.agents().map((a) => a.id);
+  if (args.length === 0) throw new UserError(`name the agents: /group create ${known.slice(0, 2).join(' ')} (known: ${known.join(', ')})`);
+  const ids: string[] = [];
+  for (const a of args) {
+    const resolved = r.handles.resolve(a, known);
+    if (resolved.length === 0) throw new UserError(`unknown agent "${a}"; known agents: ${known.join(', ')}`);
+    for (const id of resolved) if (!ids.includes(id)) ids.push(id);
+  }
+  const created = await r.createGroupInChat(msg, ids);
+  return r.greeting(created);
+}
+
+async function ask(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: GroupDoc | undefined): Promise<string | null> {
+  if (!g) throw new UserError('this chat has no group yet; an admin can start one with /group create <agent> …');
+  const ids: string[] = [];
+  let i = 0;
+  for (; i < cmd.args.length; i++) {
+    const found = r.handles.resolve(cmd.args[i]!, g.participants);
+    if (found.length === 0) break;
+    for (const id of found) if (!ids.includes(id)) ids.push(id);
+  }
+  if (ids.length === 0) throw new UserError(`name who should answer: /ask ${g.participants[0] ?? 'agent'} [text] (members: ${g.participants.join(', ')})`);
+  // Everything after the agent names is the question, exactly as typed.
+  const text = cmd.rest.split(/\s+/).slice(i).join(' ').trim();
+  await r.ask(g, msg, ids, text || null);
+  return null;
+}
+
+async function config(r: GroupRouter, g: GroupDoc, args: string[]): Promise<string> {
+  if (args.length === 0) {
+    return ['Settings (change with /group config <key> <value>):', ...Object.entries(g.config).map(([k, v]) => `${k} = ${v === null ? 'none' : String(v)}`)].join('\n');
+  }
+  const [key, ...valueParts] = args;
+  if (valueParts.length === 0) throw new UserError(`give a value: /group config ${key} <value>`);
+  const value = parseValue(valueParts.join(' '));
+  const next = await r.updateConfig(g.id, { [key!]: value });
+  return `${key} = ${String(next[key as keyof typeof next] ?? 'none')}`;
+}
+
+/** Command-line words to typed values: numbers, booleans, none/null. */
+export function parseValue(raw: string): unknown {
+  const v = raw.trim();
+  if (/^(true|on|yes)$/i.test(v)) return true;
+  if (/^(false|off|no)$/i.test(v)) return false;
+  if (/^(none|null|off)$/i.test(v)) return null;
+  if (/^-?\d+(\.\d+)?$/.test(v)) return Number(v);
+  return v;
+}
+
+function one(args: string[], sub: string): string {
+  if (args.length !== 1) throw new UserError(`usage: /group ${sub} <agent>`);
+  return args[0]!;
+}
+
+/** An agent named by id, @handle, name or alias; limited to `within` when given. */
+function resolveAgent(r: GroupRouter, word: string, within: string[] | null): string {
+  const pool = within ?? r.agents().map((a) => a.id);
+  const found = r.handles.resolve(word, pool);
+  if (found.length === 1) return found[0]!;
+  const all = r.handles.resolve(word, r.agents().map((a) => a.id));
+  if (within && all.length === 1) throw new UserError(`${r.agentMap.get(all[0]!)!.name} is not in this group (members: ${within.join(', ')})`);
+  throw new UserError(`unknown agent "${word}"; known agents: ${pool.join(', ')}`);
+}

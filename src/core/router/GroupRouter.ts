@@ -1,0 +1,547 @@
+/**
+ * The GroupRouter: the channel-agnostic heart of Chorus. Channels hand it inbound messages; it
+ * dedupes, records durably, and runs rounds on a per-group FIFO queue (SPEC §4). It is also the
+ * ChannelHost adapters talk to and the GatewayApi the web feed uses.
+ */
+import PQueue from 'p-queue';
+import type {
+  Channel,
+  ChannelHost,
+  Clock,
+  GatewayApi,
+  GatewayEvent,
+  GroupDetail,
+  GroupDoc,
+  GroupSummary,
+  GroupView,
+  LlmProvider,
+  Logger,
+  RoundRecord,
+  Store,
+} from '../ports.js';
+import type { AgentDef, ChannelKind, ChatRef, DecisionType, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
+import { describeError, UserError } from '../errors.js';
+import { EventHub } from '../events.js';
+import { Metrics } from '../metrics.js';
+import { GroupManager } from '../groups/GroupManager.js';
+import { HandleIndex, findMentions } from './mentions.js';
+import { LlmGate } from './LlmGate.js';
+import { RoundRunner } from './RoundRunner.js';
+import { handleCommand, parseCommand } from '../commands/commands.js';
+import { RateLimiter } from './RateLimiter.js';
+
+/** Validates a partial group config; returns readable problems (one per key) or the clean patch. */
+export type ConfigValidator = (patch: Record<string, unknown>) => { ok: true; value: Partial<GroupConfig> } | { ok: false; problems: string[] };
+
+/** Everything the router needs; built by the composition root (src/app.ts). */
+export interface RouterOptions {
+  agents: AgentDef[];
+  aliases: Record<string, string[]>;
+  groupDefaults: GroupConfig;
+  limits: { user_messages_per_minute: number; max_message_chars: number };
+  llm: LlmProvider;
+  llmSettings: { model: string; summaryModel: string; maxTokens: number; maxConcurrency: number };
+  validateConfig: ConfigValidator;
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  /** Groups from the config file, created on first start. */
+  declaredGroups?: Array<{ channel: ChannelKind; chatId: string; title?: string | undefined; participants: string[]; config?: Partial<GroupConfig> | undefined }>;
+  scripted?: boolean;
+}
+
+/** Dedupe memory for chats that have no group yet (commands sent to several bots). */
+const CHATLESS_SEEN = 2000;
+
+export class GroupRouter implements ChannelHost, GatewayApi {
+  readonly events: EventHub;
+  readonly metrics = new Metrics();
+  readonly groups: GroupManager;
+  readonly handles: HandleIndex;
+  readonly agentMap: ReadonlyMap<string, AgentDef>;
+  readonly scriptedProvider: boolean;
+  private readonly channels = new Map<ChannelKind, Channel>();
+  private readonly queues = new Map<string, PQueue>();
+  private readonly postedIndex = new Map<string, string>();
+  private readonly chatlessSeen = new Set<string>();
+  private readonly typingStops = new Map<string, () => void>();
+  private readonly shutdownController = new AbortController();
+  private readonly gate: LlmGate;
+  private readonly runner: RoundRunner;
+  private readonly rate: RateLimiter;
+  private started = false;
+  readonly logger: Logger;
+
+  constructor(readonly opts: RouterOptions) {
+    this.logger = opts.logger;
+    this.events = new EventHub(opts.logger);
+    this.agentMap = new Map(opts.agents.map((a) => [a.id, a]));
+    this.handles = new HandleIndex(opts.agents, opts.aliases);
+    this.scriptedProvider = opts.scripted ?? false;
+    this.groups = new GroupManager(opts.store, this.agentMap, opts.groupDefaults, () => opts.clock.now(), opts.logger);
+    this.gate = new LlmGate(opts.llm, opts.llmSettings.maxConcurrency, opts.clock, this.metrics, this.shutdownController.signal);
+    this.rate = new RateLimiter(opts.limits.user_messages_per_minute, 60_000);
+    this.runner = new RoundRunner({
+      groups: this.groups,
+      agents: this.agentMap,
+      handles: this.handles,
+      gate: this.gate,
+      clock: opts.clock,
+      events: this.events,
+      metrics: this.metrics,
+      logger: opts.logger,
+      models: opts.llmSettings,
+      shutdown: this.shutdownController.signal,
+      post: (g, e, replyTo) => this.postEntry(g, e, replyTo),
+      notice: (g, text, o) => this.notice(g, text, o),
+      typing: (g, a, active) => this.setTyping(g, a, active),
+    });
+    this.metrics.gauge('chorus_queue_depth', 'Rounds waiting or running across groups', () => this.groups.all().reduce((n, g) => n + g.rounds.length, 0));
+    this.metrics.gauge('chorus_llm_in_flight', 'LLM calls waiting or in flight', () => this.gate.depth);
+    this.metrics.gauge('chorus_groups', 'Live groups', () => this.groups.all().filter((g) => !g.state.archived).length);
+  }
+
+  get gateway(): GatewayApi {
+    return this;
+  }
+
+  /** Register a channel before `start`. */
+  addChannel(channel: Channel): void {
+    this.channels.set(channel.kind, channel);
+  }
+
+  channel(kind: ChannelKind): Channel | undefined {
+    return this.channels.get(kind);
+  }
+
+  /** Load state, create declared groups, resume unfinished rounds and deliveries. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    const { groups, sessions } = await this.opts.store.loadAll();
+    this.groups.load(groups, sessions);
+    for (const g of this.groups.all()) for (const e of g.transcript) this.indexPosted(g, e);
+    for (const d of this.opts.declaredGroups ?? []) {
+      if (this.groups.find(d.channel, d.chatId)) continue;
+      const g = this.groups.create({ channel: d.channel, chatId: d.chatId, title: d.title ?? d.chatId, participants: d.participants, config: d.config, id: d.channel === 'web' ? d.chatId : undefined });
+      await this.persistNew(g);
+    }
+    for (const g of this.groups.all()) {
+      if (g.state.archived) continue;
+      const pending = g.transcript.filter((e) => e.delivery === 'pending');
+      if (pending.length > 0 || g.rounds.length > 0) {
+        this.logger.info({ group: g.id, rounds: g.rounds.length, undelivered: pending.length }, 'resuming unfinished work');
+        this.queue(g.id).add(async () => {
+          for (const e of pending) await this.postEntry(g, e, undefined);
+        });
+        this.schedule(g);
+      }
+    }
+  }
+
+  /** Stop taking work, cancel model calls (their turns stay queued on disk), flush writes. */
+  async stop(): Promise<void> {
+    this.shutdownController.abort();
+    for (const stop of this.typingStops.values()) stop();
+    this.typingStops.clear();
+    await Promise.all([...this.queues.values()].map((q) => q.onIdle()));
+    await this.opts.store.flush();
+  }
+
+  /** Wait until every group's queue is empty (tests, benchmarks). */
+  async idle(): Promise<void> {
+    for (;;) {
+      const busy = [...this.queues.values()].filter((q) => q.size > 0 || q.pending > 0);
+      if (busy.length === 0) return;
+      await Promise.all(busy.map((q) => q.onIdle()));
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Inbound
+
+  async receive(msg: InboundMessage): Promise<ReceiveResult> {
+    if (this.shutdownController.signal.aborted) return { status: 'rejected', reason: 'shutting down' };
+    const dm = msg.isPrivate && msg.viaAgentId && this.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
+    let g = this.groups.find(msg.channel, msg.chatId, dm);
+    const command = parseCommand(msg.text);
+    if (!g) {
+      const key = `${msg.channel}:${msg.chatId}:${msg.messageId}`;
+      if (this.chatlessSeen.has(key)) return { status: 'duplicate' };
+      if (command) {
+        rememberBounded(this.chatlessSeen, key, CHATLESS_SEEN);
+        await handleCommand(this, msg, command, undefined);
+        return { status: 'command' };
+      }
+      if (!dm) return { status: 'no_group', reason: 'this chat has no group; use /group create' };
+      const agent = this.agentMap.get(dm)!;
+      g = this.groups.create({ channel: msg.channel, chatId: msg.chatId, dmAgentId: dm, title: `${agent.name} · ${msg.author.name}`, participants: [dm] });
+      await this.persistNew(g);
+      this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
+    }
+    if (!this.groups.markSeen(g, msg.messageId)) return { status: 'duplicate', groupId: g.id };
+    if (command) {
+      const entry = this.groups.append(g, this.humanEntry(msg, true));
+      await this.groups.save(g);
+      this.events.emit({ type: 'message', groupId: g.id, entry });
+      await handleCommand(this, msg, command, g);
+      return { status: 'command', groupId: g.id, entryId: entry.id };
+    }
+    const refusal = this.checkLimits(g, msg);
+    if (refusal) {
+      await this.groups.save(g);
+      void this.notice(g, refusal, { decision: 'cap' }).catch(() => undefined);
+      return { status: 'rejected', groupId: g.id, reason: refusal };
+    }
+    const entry = this.groups.append(g, this.humanEntry(msg, false));
+    const addressed = this.addressedBy(g, msg);
+    if (addressed.length > 0) g.state.sticky = addressed.at(-1)!;
+    this.addRound(g, [entry.id], addressed, false);
+    await this.groups.save(g); // durable before the channel acknowledges (SPEC §4 step 2)
+    this.metrics.inc('chorus_messages_total', { channel: msg.channel });
+    this.events.emit({ type: 'message', groupId: g.id, entry });
+    this.schedule(g);
+    return { status: 'recorded', groupId: g.id, entryId: entry.id };
+  }
+
+  /** `/ask`: record the optional text and force these agents to answer. */
+  async ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string | null): Promise<void> {
+    const triggers: string[] = [];
+    if (text) {
+      const entry = this.groups.append(g, { ...this.humanEntry(msg, false), text });
+      triggers.push(entry.id);
+      this.events.emit({ type: 'message', groupId: g.id, entry });
+    }
+    this.addRound(g, triggers, agentIds, true);
+    await this.groups.save(g);
+    this.schedule(g);
+  }
+
+  private addRound(g: GroupDoc, triggerIds: string[], addressed: string[], forced: boolean): RoundRecord {
+    const round: RoundRecord = { id: `r${g.nextSeq}`, createdAt: this.opts.clock.now(), triggerIds, addressed, forced, planned: false, queue: [], asked: [], capped: 0, voluntary: 0 };
+    g.rounds.push(round);
+    return round;
+  }
+
+  private humanEntry(msg: InboundMessage, command: boolean): Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> {
+    return {
+      kind: 'human',
+      authorId: `${msg.channel}:${msg.author.id}`,
+      authorName: msg.author.name,
+      text: msg.text,
+      platformMessageId: msg.messageId,
+      threadId: msg.threadId,
+      hiddenFromAgents: command || undefined,
+    };
+  }
+
+  /** SPEC §4 step 3: text handles, platform mentions, reply-to, in order of appearance. */
+  private addressedBy(g: GroupDoc, msg: InboundMessage): string[] {
+    const out = findMentions(msg.text, this.handles, g.participants);
+    for (const id of msg.mentionedAgentIds ?? []) if (g.participants.includes(id) && !out.includes(id)) out.push(id);
+    if (msg.replyToAgentId && g.participants.includes(msg.replyToAgentId) && !out.includes(msg.replyToAgentId)) out.push(msg.replyToAgentId);
+    return out;
+  }
+
+  private checkLimits(g: GroupDoc, msg: InboundMessage): string | null {
+    const max = this.opts.limits.max_message_chars;
+    if (msg.text.length > max) return `⚠ ${msg.author.name}, that message is too long (${msg.text.length} characters; the limit is ${max}). Nothing was sent to the agents.`;
+    if (!msg.text.trim()) return `⚠ Empty messages are ignored.`;
+    if (!this.rate.allow(`${g.id}:${msg.channel}:${msg.author.id}`, this.opts.clock.now())) {
+      return `⚠ ${msg.author.name}, you are sending messages faster than ${this.opts.limits.user_messages_per_minute} a minute; please wait a moment.`;
+    }
+    return null;
+  }
+
+  private queue(groupId: string): PQueue {
+    let q = this.queues.get(groupId);
+    if (!q) this.queues.set(groupId, (q = new PQueue({ concurrency: 1 })));
+    return q;
+  }
+
+  /** Make sure one drain task is waiting in the group's queue. */
+  private schedule(g: GroupDoc): void {
+    const q = this.queue(g.id);
+    if (q.size === 0) void q.add(() => this.drain(g)).catch((err) => this.logger.error({ group: g.id, err: describeError(err) }, 'round failed'));
+  }
+
+  /** Run the group's recorded rounds in order; waiting rounds are answered as one batch (§4.7). */
+  private async drain(g: GroupDoc): Promise<void> {
+    while (g.rounds.length > 0 && !this.shutdownController.signal.aborted && !g.state.archived) {
+      const round = g.rounds[0]!;
+      if (!round.planned) {
+        const waiting = g.rounds.filter((r) => !r.planned);
+        if (waiting.length > 1) {
+          for (const r of waiting.slice(1)) {
+            round.triggerIds.push(...r.triggerIds);
+            for (const a of r.addressed) if (!round.addressed.includes(a)) round.addressed.push(a);
+            round.forced ||= r.forced;
+          }
+          g.rounds = g.rounds.filter((r) => r === round || r.planned);
+          this.logger.info({ group: g.id, messages: waiting.length }, 'answering waiting messages as one batch');
+        }
+      }
+      await this.runner.run(g, round);
+      if (g.rounds.includes(round)) break; // interrupted by shutdown
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Outbound
+
+  /** Save a new group and a fresh session per participant, so every mailbox starts now. */
+  private async persistNew(g: GroupDoc): Promise<void> {
+    await Promise.all([this.groups.save(g), ...g.participants.map((p) => this.groups.join(g, p, false))]);
+  }
+
+  chatOf(g: GroupDoc, threadId?: string, viaAgentId?: string): ChatRef {
+    return { channel: g.channel, chatId: g.chatId, threadId, viaAgentId: viaAgentId ?? g.dmAgentId };
+  }
+
+  private async postEntry(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined): Promise<void> {
+    const channel = this.channels.get(g.channel);
+    const agent = entry.agentId ? this.agentMap.get(entry.agentId) : undefined;
+    if (!channel) {
+      this.logger.warn({ group: g.id, channel: g.channel }, 'channel not running; reply kept for later delivery');
+      return;
+    }
+    try {
+      const chat = this.chatOf(g, entry.threadId);
+      const res = agent ? await channel.postAsAgent(chat, agent, entry.text, { replyToMessageId: replyTo }) : await channel.postAsSystem(chat, entry.text);
+      entry.delivery = 'posted';
+      entry.postedIds = res.ids;
+      this.indexPosted(g, entry);
+    } catch (err) {
+      entry.delivery = 'failed';
+      this.logger.error({ group: g.id, agent: entry.agentId, err: describeError(err) }, 'channel could not post a reply');
+    }
+    await this.groups.save(g);
+  }
+
+  /** A system-voice message in the chat: recorded in the transcript, posted, never shown to agents. */
+  async notice(g: GroupDoc, text: string, opts: { decision?: DecisionType; agentId?: string; viaAgentId?: string; threadId?: string } = {}): Promise<void> {
+    const entry = this.groups.append(g, {
+      kind: 'system',
+      authorId: 'system',
+      authorName: 'Chorus',
+      text,
+      hiddenFromAgents: true,
+      delivery: 'pending',
+      threadId: opts.threadId,
+      decision: opts.decision ? { type: opts.decision, agentId: opts.agentId, detail: text } : undefined,
+    });
+    await this.groups.save(g);
+    this.events.emit({ type: 'message', groupId: g.id, entry });
+    const channel = this.channels.get(g.channel);
+    if (!channel) return;
+    try {
+      const res = await channel.postAsSystem(this.chatOf(g, opts.threadId, opts.viaAgentId), text);
+      entry.delivery = 'posted';
+      entry.postedIds = res.ids;
+    } catch (err) {
+      entry.delivery = 'failed';
+      this.logger.warn({ group: g.id, err: describeError(err) }, 'channel could not post a notice');
+    }
+    await this.groups.save(g);
+  }
+
+  /** Reply to a chat that may have no group (commands like /group create, /help). */
+  async replyInChat(msg: InboundMessage, g: GroupDoc | undefined, text: string): Promise<void> {
+    if (g) return this.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId });
+    const channel = this.channels.get(msg.channel);
+    try {
+      await channel?.postAsSystem({ channel: msg.channel, chatId: msg.chatId, threadId: msg.threadId, viaAgentId: msg.viaAgentId }, text, { replyToMessageId: msg.messageId });
+    } catch (err) {
+      this.logger.warn({ chat: msg.chatId, err: describeError(err) }, 'could not answer a command');
+    }
+  }
+
+  private setTyping(g: GroupDoc, agent: AgentDef, active: boolean): void {
+    const key = `${g.id}/${agent.id}`;
+    this.typingStops.get(key)?.();
+    this.typingStops.delete(key);
+    if (active) {
+      const stop = this.channels.get(g.channel)?.startTyping(this.chatOf(g), agent);
+      if (stop) this.typingStops.set(key, stop);
+    }
+    this.events.emit({ type: 'typing', groupId: g.id, agentId: agent.id, active });
+  }
+
+  private indexPosted(g: GroupDoc, e: TranscriptEntry): void {
+    if (!e.agentId || !e.postedIds) return;
+    for (const id of e.postedIds) rememberBoundedMap(this.postedIndex, `${g.channel}:${g.chatId}:${id}`, e.agentId, 50_000);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // ChannelHost
+
+  agents(): readonly AgentDef[] {
+    return this.opts.agents;
+  }
+
+  findGroup(channel: ChannelKind, chatId: string): GroupView | undefined {
+    const g = this.groups.find(channel, chatId);
+    return g ? this.groups.view(g) : undefined;
+  }
+
+  agentForPostedMessage(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined {
+    return this.postedIndex.get(`${channel}:${chatId}:${platformMessageId}`);
+  }
+
+  async membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean }): Promise<void> {
+    const joined = (change.joined ?? []).filter((a) => this.agentMap.has(a));
+    const left = change.left ?? [];
+    let g = this.groups.find(chat.channel, chat.chatId);
+    if (!g) {
+      if (!change.autoCreate || joined.length === 0) return;
+      g = this.groups.create({ channel: chat.channel, chatId: chat.chatId, title: change.title ?? `Chat ${chat.chatId}`, participants: joined });
+      await this.persistNew(g);
+      this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
+      await this.notice(g, this.greeting(g), { viaAgentId: joined[0] });
+      return;
+    }
+    for (const a of joined) if (!g.participants.includes(a)) await this.addMember(g.id, a);
+    for (const a of left) if (g.participants.includes(a)) await this.removeMember(g.id, a, { allowEmpty: true });
+    if (g.participants.length === 0) await this.dissolveGroup(g.id);
+  }
+
+  async rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
+    const g = this.groups.find(channel, oldChatId);
+    if (!g || this.groups.find(channel, newChatId)) return;
+    this.groups.rekey(g, newChatId);
+    this.logger.info({ group: g.id, from: oldChatId, to: newChatId }, 'chat moved to a new id; group re-keyed');
+    await this.groups.save(g);
+    this.events.emit({ type: 'group', groupId: g.id, action: 'updated' });
+  }
+
+  greeting(g: GroupDoc): string {
+    const who = g.participants.map((p) => `${this.agentMap.get(p)?.name ?? p} (@${p})`).join(', ');
+    return `👋 Group "${g.title}" is ready with ${who}. Address an agent with its @handle, @all for everyone, or just talk and agents join in when they have something to add. /help lists the commands.`;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // GatewayApi
+
+  listAgents(): readonly AgentDef[] {
+    return this.opts.agents;
+  }
+
+  listGroups(): GroupSummary[] {
+    return this.groups
+      .all()
+      .filter((g) => !g.state.archived)
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .map((g) => this.groups.summary(g));
+  }
+
+  getGroup(id: string): GroupDetail | undefined {
+    const g = this.groups.get(id);
+    if (!g || g.state.archived) return undefined;
+    const now = this.opts.clock.now();
+    return {
+      ...this.groups.summary(g),
+      members: g.participants.map((p) => {
+        const last = g.state.lastSpoke[p] ?? null;
+        return { agentId: p, muted: g.state.muted.includes(p), cooldownLeftMs: last === null ? 0 : Math.max(0, last + g.config.cooldown_seconds * 1000 - now), lastSpokeAt: last };
+      }),
+      warnings: this.channels.get(g.channel)?.warnings(this.chatOf(g), g.participants) ?? [],
+      usage: structuredClone(g.state.usage),
+    };
+  }
+
+  async createGroup(input: { title: string; participants: string[]; id?: string | undefined }): Promise<GroupView> {
+    if (input.id !== undefined && !/^[a-z0-9][a-z0-9_-]{0,59}$/.test(input.id)) throw new UserError('id must be a slug (a-z 0-9 _ -, at most 60)', 'bad_request', 400);
+    if (typeof input.title !== 'string' || !input.title.trim()) throw new UserError('title is required', 'bad_request', 400);
+    // Web rooms are addressed by their group id (chatId '' = use the id).
+    const g = this.groups.create({ channel: 'web', chatId: input.id ?? '', title: input.title, participants: input.participants, id: input.id });
+    await this.persistNew(g);
+    this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
+    return this.groups.view(g);
+  }
+
+  async createGroupInChat(msg: InboundMessage, participants: string[]): Promise<GroupDoc> {
+    const g = this.groups.create({ channel: msg.channel, chatId: msg.chatId, title: msg.chatTitle ?? `Chat ${msg.chatId}`, participants });
+    await this.persistNew(g);
+    this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
+    return g;
+  }
+
+  async dissolveGroup(id: string): Promise<void> {
+    const g = this.groups.require(id);
+    this.groups.archive(g);
+    await this.groups.save(g);
+    this.events.emit({ type: 'group', groupId: g.id, action: 'dissolved' });
+  }
+
+  async updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig> {
+    const g = this.groups.require(id);
+    if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw new UserError('config must be an object of keys to values', 'bad_request', 400);
+    const res = this.opts.validateConfig(patch);
+    if (!res.ok) throw new UserError(res.problems.join('; '), 'invalid_config', 400);
+    const next = { ...g.config, ...res.value };
+    if (next.last_speaker && !g.participants.includes(next.last_speaker)) {
+      throw new UserError(`last_speaker: "${next.last_speaker}" is not a participant (${g.participants.join(', ')})`, 'invalid_config', 400);
+    }
+    g.config = next;
+    await this.groups.save(g);
+    this.events.emit({ type: 'config', groupId: g.id, config: { ...g.config } });
+    return { ...g.config };
+  }
+
+  async addMember(id: string, agentId: string): Promise<GroupView> {
+    const g = this.groups.require(id);
+    const agent = this.agentMap.get(agentId);
+    if (!agent) throw new UserError(`unknown agent "${agentId}"; known: ${[...this.agentMap.keys()].join(', ')}`, 'unknown_agent', 400);
+    if (g.participants.includes(agentId)) throw new UserError(`${agent.name} is already in this group`, 'conflict', 409);
+    g.participants.push(agentId);
+    // The newcomer is shown the last messages so it has context (SPEC §3).
+    await this.groups.join(g, agentId, true);
+    this.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${agent.name} joined the group.`, delivery: 'posted' });
+    await this.groups.save(g);
+    this.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], added: agentId });
+    return this.groups.view(g);
+  }
+
+  async removeMember(id: string, agentId: string, opts: { allowEmpty?: boolean } = {}): Promise<GroupView> {
+    const g = this.groups.require(id);
+    if (!g.participants.includes(agentId)) throw new UserError(`"${agentId}" is not in this group`, 'not_found', 404);
+    if (g.participants.length === 1 && !opts.allowEmpty) throw new UserError('cannot remove the last agent; dissolve the group instead', 'conflict', 409);
+    g.participants = g.participants.filter((p) => p !== agentId);
+    if (g.state.sticky === agentId) g.state.sticky = null;
+    if (g.config.last_speaker === agentId) g.config.last_speaker = null;
+    const name = this.agentMap.get(agentId)?.name ?? agentId;
+    this.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${name} left the group.`, delivery: 'posted' });
+    await this.groups.save(g);
+    this.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], removed: agentId });
+    return this.groups.view(g);
+  }
+
+  messages(id: string, opts: { before?: number | undefined; limit: number }): TranscriptEntry[] {
+    const g = this.groups.require(id);
+    const list = opts.before === undefined ? g.transcript : g.transcript.filter((e) => e.seq < opts.before!);
+    return list.slice(-Math.max(1, Math.min(opts.limit, 500)));
+  }
+
+  subscribe(listener: (ev: GatewayEvent) => void): () => void {
+    return this.events.subscribe(listener);
+  }
+
+  /** Agents that act as handles of `agentId`, for help texts. */
+  handlesOf(agentId: string): string[] {
+    return this.handles.handlesOf(agentId);
+  }
+
+  get now(): number {
+    return this.opts.clock.now();
+  }
+}
+
+function rememberBounded(set: Set<string>, key: string, max: number): void {
+  set.add(key);
+  if (set.size > max) set.delete(set.values().next().value!);
+}
+
+function rememberBoundedMap(map: Map<string, string>, key: string, value: string, max: number): void {
+  map.set(key, value);
+  if (map.size > max) map.delete(map.keys().next().value!);
+}

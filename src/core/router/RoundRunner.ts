@@ -1,0 +1,275 @@
+/**
+ * Running one round (SPEC §4 steps 4–10): plan who speaks, run each turn, deliver replies, queue
+ * reactions, keep the turn cap. The round's remaining turns live in the group file and each
+ * turn's outcome is written together with its reply, so a restart resumes where it stopped and
+ * answers nothing twice.
+ */
+import type { GroupDoc, Logger, PlannedTurn, RoundRecord } from '../ports.js';
+import type { AgentDef, ChatTurn, DecisionType, TranscriptEntry } from '../types.js';
+import { describeError, LlmError } from '../errors.js';
+import type { EventHub } from '../events.js';
+import type { Metrics } from '../metrics.js';
+import type { GroupManager } from '../groups/GroupManager.js';
+import { buildSystemPrompt, buildUserTurn, PASS_TOKEN, type Ask } from '../session/prompt.js';
+import { cleanReply, isPass } from './pass.js';
+import { findMentions, type HandleIndex } from './mentions.js';
+import type { LlmGate } from './LlmGate.js';
+import { planRound } from './planning.js';
+import { maybeSummarize } from '../session/summary.js';
+import type { Clock } from '../ports.js';
+
+/** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */
+const HUMAN_CAUSED = new Set<PlannedTurn['reason']>(['addressed', 'sticky', 'rotation', 'direct']);
+
+/** What a round needs from the router. */
+export interface RoundDeps {
+  groups: GroupManager;
+  agents: ReadonlyMap<string, AgentDef>;
+  handles: HandleIndex;
+  gate: LlmGate;
+  clock: Clock;
+  events: EventHub;
+  metrics: Metrics;
+  logger: Logger;
+  models: { model: string; summaryModel: string; maxTokens: number };
+  shutdown: AbortSignal;
+  /** Hand a recorded reply to the channel; updates its delivery state. */
+  post(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined): Promise<void>;
+  /** Record and post a system notice visible in the chat. */
+  notice(g: GroupDoc, text: string, opts?: { decision?: DecisionType; agentId?: string }): Promise<void>;
+  /** Show or hide the typing indicator for an agent. */
+  typing(g: GroupDoc, agent: AgentDef, active: boolean): void;
+}
+
+export class RoundRunner {
+  constructor(private readonly d: RoundDeps) {}
+
+  /** Run `round` to the end (or until shutdown). Removes it from the group when done. */
+  async run(g: GroupDoc, round: RoundRecord): Promise<void> {
+    const notes = new Set<string>();
+    if (!round.planned) {
+      await planRound(this.d, g, round);
+      await this.d.groups.save(g);
+    }
+    while (round.queue.length > 0 && !this.d.shutdown.aborted && !g.state.archived) {
+      const batch = this.parallelBatch(g, round);
+      if (batch.length > 1) await Promise.all(batch.map((t) => this.turn(g, round, t, notes)));
+      else await this.turn(g, round, round.queue[0]!, notes);
+    }
+    if (this.d.shutdown.aborted) return;
+    g.rounds = g.rounds.filter((r) => r !== round);
+    this.d.metrics.inc('chorus_rounds_total');
+    await this.d.groups.save(g);
+  }
+
+  /** With `execution: parallel`, the leading human-addressed turns run at once, last_speaker after. */
+  private parallelBatch(g: GroupDoc, round: RoundRecord): PlannedTurn[] {
+    if (g.config.execution !== 'parallel') return [];
+    const out: PlannedTurn[] = [];
+    for (const t of round.queue) {
+      if (t.reason !== 'addressed' || t.agentId === g.config.last_speaker) break;
+      out.push(t);
+    }
+    return out;
+  }
+
+  private drop(round: RoundRecord, t: PlannedTurn): void {
+    round.queue = round.queue.filter((x) => x !== t);
+  }
+
+  private decide(g: GroupDoc, type: DecisionType, agentId: string | undefined, detail: string, roundId: string): void {
+    const name = agentId ? (this.d.agents.get(agentId)?.name ?? agentId) : 'Chorus';
+    const entry = this.d.groups.append(g, {
+      kind: 'decision',
+      authorId: 'system',
+      authorName: name,
+      text: detail,
+      agentId: undefined,
+      decision: { type, agentId, detail },
+      hiddenFromAgents: true,
+      roundId,
+    });
+    this.d.events.emit({ type: 'decision', groupId: g.id, entry });
+    this.d.logger.debug({ group: g.id, agent: agentId, decision: type }, detail);
+  }
+
+  /** One agent's turn: checks, prompt, model call, pass or delivery, reactions. */
+  private async turn(g: GroupDoc, round: RoundRecord, t: PlannedTurn, notes: Set<string>): Promise<void> {
+    const { groups, clock } = this.d;
+    const agent = this.d.agents.get(t.agentId);
+    const cfg = g.config;
+    if (!agent || !g.participants.includes(t.agentId)) return this.drop(round, t);
+    const cooldownLeft = (g.state.lastSpoke[agent.id] ?? -Infinity) + cfg.cooldown_seconds * 1000 - clock.now();
+    const capReached = round.capped >= cfg.max_agent_turns_per_message;
+
+    if (!HUMAN_CAUSED.has(t.reason)) {
+      if (t.reason === 'voluntary' && g.state.muted.includes(agent.id)) return this.drop(round, t);
+      if (t.reason === 'voluntary' && round.voluntary >= cfg.max_voluntary_responders) return this.drop(round, t);
+      if (capReached) {
+        if (!notes.has('cap')) {
+          notes.add('cap');
+          this.decide(g, 'cap', undefined, `turn cap reached (${cfg.max_agent_turns_per_message} agent replies for this message)`, round.id);
+        }
+        return this.drop(round, t);
+      }
+      if (cooldownLeft > 0) {
+        this.decide(g, 'cooldown', agent.id, `${agent.name} is cooling down (${Math.ceil(cooldownLeft / 1000)}s left)`, round.id);
+        return this.drop(round, t);
+      }
+    } else if (cooldownLeft > 0) {
+      // A human's @mention is never dropped: wait the cooldown out.
+      try {
+        await clock.sleep(cooldownLeft, this.d.shutdown);
+      } catch {
+        return;
+      }
+    }
+    if (round.asked.includes(agent.id) && t.reason === 'voluntary') return this.drop(round, t);
+    if (t.reason === 'voluntary') round.asked.push(agent.id);
+
+    const session = groups.session(g, agent.id);
+    const observations = groups.mailbox(g, session);
+    const seenUpTo = g.nextSeq - 1;
+    const ask = this.askFor(g, round, t, session.cursor);
+    const userTurn = buildUserTurn(observations, ask);
+    const participants = g.participants.map((p) => this.d.agents.get(p)).filter((a): a is AgentDef => !!a);
+    const system = buildSystemPrompt(agent, { title: g.title, participants, handles: (id) => this.d.handles.handlesOf(id) });
+    const messages: ChatTurn[] = [...session.history, { role: 'user', content: userTurn }];
+    const turnId = `${round.id}:${agent.id}:${t.depth}`;
+    const mustReply = ask.kind !== 'voluntary';
+    const timeout = (t.reason === 'voluntary' ? cfg.voluntary_timeout_seconds : cfg.agent_reply_timeout_seconds) * 1000;
+
+    this.d.typing(g, agent, true);
+    let res;
+    try {
+      res = await this.d.gate.call(
+        {
+          purpose: 'turn',
+          model: agent.model ?? this.d.models.model,
+          system,
+          summary: session.summary,
+          messages,
+          maxTokens: this.d.models.maxTokens,
+          agent,
+          groupId: g.id,
+          mustReply,
+          onDelta: (text) => this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text }),
+        },
+        timeout,
+      );
+    } catch (err) {
+      this.d.typing(g, agent, false);
+      if (this.d.shutdown.aborted) return; // the turn stays queued and runs after restart
+      const code = err instanceof LlmError ? err.code : 'error';
+      this.d.metrics.inc('chorus_errors_total', { agent: agent.id, code });
+      this.d.logger.warn({ group: g.id, agent: agent.id, code, err: describeError(err) }, 'agent could not reply');
+      this.drop(round, t);
+      // The mailbox is not drained: the agent sees these observations next time.
+      await this.d.notice(g, `⚠ ${agent.name} could not reply (${code === 'timeout' ? 'timeout' : describeCode(code)})`, { decision: 'error', agentId: agent.id });
+      return;
+    }
+    this.d.typing(g, agent, false);
+
+    const pass = isPass(res.text);
+    const text = pass ? '' : cleanReply(res.text, agent);
+    session.history.push({ role: 'user', content: userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text });
+    session.cursor = Math.max(session.cursor, seenUpTo);
+    const usage = session.usage;
+    usage.calls++;
+    usage.inputTokens += res.usage.inputTokens;
+    usage.outputTokens += res.usage.outputTokens;
+    usage.cacheReadTokens += res.usage.cacheReadTokens;
+    usage.cacheWriteTokens += res.usage.cacheWriteTokens;
+    usage.costUsd += res.costUsd ?? 0;
+    const gu = (g.state.usage[agent.id] ??= { calls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 });
+    gu.calls++;
+    gu.inputTokens += res.usage.inputTokens;
+    gu.outputTokens += res.usage.outputTokens;
+    gu.cacheReadTokens += res.usage.cacheReadTokens;
+    gu.cacheWriteTokens += res.usage.cacheWriteTokens;
+    gu.costUsd += res.costUsd ?? 0;
+    this.drop(round, t);
+
+    if (pass || !text) {
+      this.d.metrics.inc('chorus_passes_total', { agent: agent.id });
+      this.decide(g, 'pass', agent.id, `${agent.name} passed`, round.id);
+      await Promise.all([groups.save(g), groups.saveSession(session)]);
+      return;
+    }
+
+    const entry = groups.append(g, {
+      kind: 'agent',
+      authorId: `agent:${agent.id}`,
+      authorName: agent.name,
+      agentId: agent.id,
+      text,
+      delivery: 'pending',
+      roundId: round.id,
+      threadId: this.trigger(g, round)?.threadId,
+      meta: { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, depth: t.depth, reason: t.reason },
+    });
+    g.state.lastSpoke[agent.id] = clock.now();
+    if (t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected') round.capped++;
+    if (t.reason === 'voluntary') round.voluntary++;
+    this.queueReactions(g, round, t, agent, text);
+    await Promise.all([groups.save(g), groups.saveSession(session)]);
+    this.d.metrics.inc('chorus_replies_total', { agent: agent.id, reason: t.reason });
+    this.d.events.emit({ type: 'message', groupId: g.id, entry });
+    const replyTo = HUMAN_CAUSED.has(t.reason) ? this.trigger(g, round)?.platformMessageId : undefined;
+    await this.d.post(g, entry, replyTo);
+    await maybeSummarize(this.d, g, agent, session);
+  }
+
+  /** The newest human message of the round (replies thread to it). */
+  private trigger(g: GroupDoc, round: RoundRecord): TranscriptEntry | undefined {
+    const id = round.triggerIds.at(-1);
+    return id ? g.transcript.find((e) => e.id === id) : undefined;
+  }
+
+  private askFor(g: GroupDoc, round: RoundRecord, t: PlannedTurn, cursor: number): Ask {
+    if (t.reason === 'direct') return { kind: 'direct' };
+    if (t.reason === 'voluntary') return { kind: 'voluntary' };
+    if (t.reason === 'reaction') return { kind: 'reaction', by: this.d.agents.get(t.by ?? '')?.name ?? 'Another participant' };
+    if (round.forced && t.reason === 'addressed' && round.triggerIds.length === 0) {
+      // `/ask agent` without text: answer the last human message, quoted if already seen.
+      const last = [...g.transcript].reverse().find((e) => e.kind === 'human' && !e.hiddenFromAgents);
+      return { kind: 'forced', lastHuman: last ? { name: last.authorName, text: last.seq <= cursor ? last.text : null } : null };
+    }
+    return { kind: 'addressed' };
+  }
+
+  /** A delivered reply that @mentions other participants gives them a turn at depth+1 (SPEC §4.7). */
+  private queueReactions(g: GroupDoc, round: RoundRecord, t: PlannedTurn, agent: AgentDef, text: string): void {
+    const mentioned = findMentions(text, this.d.handles, g.participants).filter((id) => id !== agent.id);
+    if (mentioned.length === 0) return;
+    if (t.depth >= g.config.max_depth) {
+      this.decide(g, 'depth', agent.id, `max depth ${g.config.max_depth} reached; ${mentioned.map((m) => this.d.agents.get(m)?.name ?? m).join(', ')} will not react`, round.id);
+      return;
+    }
+    // An agent that already has a human-caused turn coming speaks then; no extra reaction turn.
+    const owed = new Set(round.queue.filter((q) => HUMAN_CAUSED.has(q.reason) || q.reason === 'reaction').map((q) => q.agentId));
+    const reactions: PlannedTurn[] = mentioned.filter((id) => !owed.has(id)).map((id) => ({ agentId: id, reason: 'reaction', depth: t.depth + 1, by: agent.id }));
+    if (reactions.length === 0) return;
+    // A reaction replaces that agent's pending voluntary turn and runs before the rest.
+    round.queue = [...reactions, ...round.queue.filter((q) => !(q.reason === 'voluntary' && mentioned.includes(q.agentId)))];
+  }
+}
+
+function describeCode(code: string): string {
+  switch (code) {
+    case 'rate_limited':
+      return 'rate limited';
+    case 'overloaded':
+      return 'model overloaded';
+    case 'auth':
+      return 'API key rejected';
+    case 'empty':
+      return 'empty answer';
+    case 'network':
+      return 'network error';
+    default:
+      return 'error';
+  }
+}
+
+export type { TranscriptEntry };

@@ -1,0 +1,96 @@
+/**
+ * Who speaks in a round (SPEC §4 steps 3–6): the addressed agents, else the group's strategy —
+ * sticky, voluntary, round-robin, or an LLM selector. The plan is stored in the round so a
+ * restart continues it instead of choosing again.
+ */
+import type { GroupDoc, PlannedTurn, RoundRecord } from '../ports.js';
+import { describeError } from '../errors.js';
+import { observationLine } from '../session/prompt.js';
+import { isObservable } from '../groups/GroupManager.js';
+import { findHandles } from './mentions.js';
+import type { RoundDeps } from './RoundRunner.js';
+
+/** Transcript lines the selector sees. */
+const SELECTOR_CONTEXT = 12;
+
+export async function planRound(d: RoundDeps, g: GroupDoc, round: RoundRecord): Promise<void> {
+  round.queue = await chooseTurns(d, g, round);
+  round.planned = true;
+}
+
+async function chooseTurns(d: RoundDeps, g: GroupDoc, round: RoundRecord): Promise<PlannedTurn[]> {
+  const cfg = g.config;
+  const ps = g.participants;
+  const turn = (agentId: string, reason: PlannedTurn['reason']): PlannedTurn => ({ agentId, reason, depth: 0 });
+  if (ps.length === 1) return [turn(ps[0]!, 'direct')];
+
+  const addressed = round.addressed.filter((a) => ps.includes(a));
+  if (addressed.length > 0) {
+    const ordered = cfg.last_speaker && addressed.includes(cfg.last_speaker) ? [...addressed.filter((a) => a !== cfg.last_speaker), cfg.last_speaker] : addressed;
+    return ordered.map((a) => turn(a, 'addressed'));
+  }
+  if (round.forced) return [];
+
+  const sticky = cfg.sticky && g.state.sticky && ps.includes(g.state.sticky) ? g.state.sticky : null;
+  switch (cfg.reply_strategy) {
+    case 'mention_only':
+      return sticky ? [turn(sticky, 'sticky')] : [];
+    case 'round_robin': {
+      const eligible = ps.filter((p) => !g.state.muted.includes(p));
+      if (eligible.length === 0) return [];
+      const next = eligible[g.state.rrIndex % eligible.length]!;
+      g.state.rrIndex = (g.state.rrIndex + 1) % eligible.length;
+      return [turn(next, 'rotation')];
+    }
+    case 'selector': {
+      const chosen = await select(d, g);
+      if (chosen) return chosen.map((a) => turn(a, 'selected'));
+      return voluntaryPlan(g, sticky, turn);
+    }
+    case 'hybrid':
+    default:
+      return voluntaryPlan(g, sticky, turn);
+  }
+}
+
+function voluntaryPlan(g: GroupDoc, sticky: string | null, turn: (a: string, r: PlannedTurn['reason']) => PlannedTurn): PlannedTurn[] {
+  const out: PlannedTurn[] = sticky ? [turn(sticky, 'sticky')] : [];
+  for (const p of g.participants) if (p !== sticky) out.push(turn(p, 'voluntary'));
+  return out;
+}
+
+/**
+ * One cheap call picks the speakers. Returns null when the call fails (the caller falls back to
+ * hybrid); names that are not participants are ignored.
+ */
+async function select(d: RoundDeps, g: GroupDoc): Promise<string[] | null> {
+  const agents = g.participants.map((p) => d.agents.get(p)).filter((a) => !!a && !g.state.muted.includes(a.id));
+  const recent = g.transcript.filter(isObservable).slice(-SELECTOR_CONTEXT).map(observationLine).join('\n');
+  const roster = agents.map((a) => `- @${a!.id} (${a!.name}): ${a!.persona.trim().split('\n')[0]}`).join('\n');
+  const prompt = `Participants:\n${roster}\n\nRecent conversation:\n${recent}\n\nWho should answer the last message? Reply with the handles of at most ${Math.max(1, g.config.max_agent_turns_per_message)} participants, most relevant first, separated by spaces — or NONE if nobody needs to.`;
+  try {
+    const res = await d.gate.call(
+      {
+        purpose: 'selector',
+        model: d.models.summaryModel,
+        system: 'You route messages in a group chat to the participants best placed to answer. Answer only with handles like @name, or NONE.',
+        messages: [{ role: 'user', content: prompt }],
+        maxTokens: 64,
+        groupId: g.id,
+      },
+      g.config.voluntary_timeout_seconds * 1000,
+    );
+    const ids: string[] = [];
+    const words = [...findHandles(res.text), ...res.text.split(/[^\p{L}\p{N}_-]+/u)];
+    for (const w of words) {
+      for (const id of d.handles.resolve(w, g.participants)) {
+        if (!ids.includes(id) && agents.some((a) => a!.id === id) && w.toLowerCase() !== 'all' && w.toLowerCase() !== 'everyone') ids.push(id);
+      }
+    }
+    d.logger.debug({ group: g.id, chosen: ids, answer: res.text.slice(0, 100) }, 'selector chose');
+    return ids.slice(0, Math.max(1, g.config.max_agent_turns_per_message));
+  } catch (err) {
+    d.logger.warn({ group: g.id, err: describeError(err) }, 'selector failed; falling back to hybrid');
+    return null;
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * The offline provider (SPEC §8): deterministic, persona-flavoured canned replies so a first run
+ * works with no API key. Addressed agents always answer; voluntary turns pass unless the
+ * message touches one of the agent's handles or keywords.
+ */
+import type { LlmProvider, LlmRequest, LlmResponse } from '../core/ports.js';
+
+const TEMPLATES = [
+  (name: string, topic: string, flavour: string) => `${name} here (demo mode). On “${topic}”: ${flavour}`,
+  (name: string, topic: string, flavour: string) => `“${topic}” — ${flavour} (${name}, canned demo reply)`,
+  (name: string, topic: string, flavour: string) => `Quick take from ${name}: ${flavour} You asked about “${topic}”.`,
+];
+
+export class ScriptedProvider implements LlmProvider {
+  readonly name = 'scripted';
+
+  async complete(req: LlmRequest): Promise<LlmResponse> {
+    const text = this.reply(req);
+    // Stream word by word so the web feed shows the same flow as with a real model.
+    if (req.onDelta) for (const part of text.match(/\S+\s*/g) ?? []) req.onDelta(part);
+    return {
+      text,
+      model: 'scripted',
+      usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
+      costUsd: 0,
+    };
+  }
+
+  private reply(req: LlmRequest): string {
+    const last = req.messages.at(-1)?.content ?? '';
+    if (req.purpose === 'summary') return 'Earlier in this conversation: ' + last.slice(-300).replace(/\s+/g, ' ');
+    if (req.purpose === 'selector') return 'NONE';
+    const agent = req.agent;
+    if (!agent) return 'ok';
+    const topic = lastHumanLine(last);
+    if (!req.mustReply) {
+      const words = [agent.id, agent.name, ...agent.aliases].map((w) => w.replace(/^@/, '').toLowerCase());
+      const hay = topic.toLowerCase();
+      if (!words.some((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escape(w)}([^\\p{L}\\p{N}]|$)`, 'u').test(hay))) return '[PASS]';
+    }
+    const flavour = firstSentence(agent.persona.replace(/^You are [^,.]+,?\s*/i, ''));
+    // Quote without "@" so a canned reply never addresses anyone (no reaction chains in the demo).
+    const plain = topic.replace(/(^|\s)@(?=[\p{L}\p{N}_])/gu, "$1");
+    const short = plain.length > 80 ? plain.slice(0, 77) + '…' : plain || 'this';
+    const pick = TEMPLATES[hash(agent.id + topic) % TEMPLATES.length]!;
+    return pick(agent.name, short, capitalise(flavour) + ' Set an API key for real answers.');
+  }
+}
+
+/** The newest human line in a mailbox-formatted user turn (or the whole text for 1:1 turns). */
+function lastHumanLine(turn: string): string {
+  const lines = turn.split('\n').filter((l) => /^\[[^\]]+\(human\)\] /.test(l));
+  const line = lines.at(-1);
+  if (line) return line.replace(/^\[[^\]]+\] /, '').trim();
+  return turn.includes('## Your turn') ? '' : turn.trim();
+}
+
+function firstSentence(s: string): string {
+  const m = /[^.!?]+[.!?]/.exec(s.replace(/\s+/g, ' ').trim());
+  return (m ? m[0] : s).trim();
+}
+
+function capitalise(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+function hash(s: string): number {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) >>> 0;
+  return h;
+}
+
+function escape(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
