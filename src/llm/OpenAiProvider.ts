@@ -1,0 +1,161 @@
+/**
+ * The `openai` provider (SPEC §8, issue 5): chat completions on the official `openai` SDK against
+ * any OpenAI-compatible `llm.base_url` — OpenAI itself, Ollama (`http://127.0.0.1:11434/v1`),
+ * llama.cpp's server, vLLM.
+ *
+ * The stable prefix and the summary go into ONE system message (prefix first, then the summary):
+ * several chat templates of local models accept only a single, leading system message, and the
+ * servers' automatic prefix caching still sees the same stable beginning on every turn.
+ *
+ * Usage is taken from the response where the server reports it (zeros otherwise). Streams ask for
+ * a final usage chunk with `stream_options.include_usage`; a server that rejects that option gets
+ * the request again without it, and is remembered. `inputTokens` counts the uncached prompt
+ * tokens, `cacheReadTokens` the cached ones (`prompt_tokens_details.cached_tokens`), the same
+ * meaning as for Anthropic.
+ */
+import OpenAI from 'openai';
+import type { ChorusConfig } from '../config/schema.js';
+import { LlmError } from '../core/errors.js';
+import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
+import type { Usage } from '../core/types.js';
+import { CallController, FailureReporter, displayUrl, sdkLogger } from './common.js';
+import { toLlmError } from './errors.js';
+import { estimateCost } from './pricing.js';
+
+type LlmConfig = ChorusConfig['llm'];
+type ChatParams = OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming;
+type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+
+export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
+/** Local servers need no key, but the SDK insists on one; this placeholder is sent instead. */
+const NO_KEY = 'no-key';
+
+/** Build the chat completion parameters for one request (exported for tests). */
+export function buildOpenAiParams(req: LlmRequest, defaultMaxTokens: number): ChatParams {
+  if (req.messages.length === 0) throw new LlmError('OpenAI-compatible: a request needs at least one message', 'bad_request', false);
+  const system = req.summary && req.summary.trim() ? `${req.system}\n\n${req.summary}` : req.system;
+  const messages: ChatMessage[] = [];
+  if (system.trim()) messages.push({ role: 'system', content: system });
+  for (const m of req.messages) messages.push({ role: m.role, content: m.content });
+  return { model: req.model, max_tokens: req.maxTokens ?? defaultMaxTokens, messages };
+}
+
+/** Map a chat completion usage object to ours. */
+export function usageFromOpenAi(u: OpenAI.CompletionUsage | null | undefined): Usage {
+  const prompt = u?.prompt_tokens ?? 0;
+  const cached = Math.min(u?.prompt_tokens_details?.cached_tokens ?? 0, prompt);
+  return { inputTokens: prompt - cached, outputTokens: u?.completion_tokens ?? 0, cacheReadTokens: cached, cacheWriteTokens: 0 };
+}
+
+export class OpenAiProvider implements LlmProvider {
+  readonly name = 'openai';
+  private readonly client: OpenAI;
+  private readonly config: LlmConfig;
+  private readonly logger: Logger;
+  private readonly baseUrl: string;
+  private readonly failures: FailureReporter;
+  private readonly secrets: string[];
+  /** Set once the server refused `stream_options`; later streams go without it. */
+  private streamOptionsUnsupported = false;
+
+  constructor(opts: { config: LlmConfig; logger: Logger }) {
+    this.config = opts.config;
+    this.logger = opts.logger.child({ component: 'llm', provider: 'openai' });
+    this.baseUrl = displayUrl(opts.config.base_url ?? DEFAULT_OPENAI_BASE_URL);
+    this.secrets = opts.config.api_key ? [opts.config.api_key] : [];
+    this.failures = new FailureReporter(this.logger, 'OpenAI-compatible endpoint', this.baseUrl);
+    this.client = new OpenAI({
+      apiKey: opts.config.api_key || NO_KEY,
+      baseURL: this.baseUrl,
+      timeout: Math.round(opts.config.timeout_seconds * 1000),
+      maxRetries: opts.config.max_retries,
+      logger: sdkLogger(this.logger, this.secrets),
+      logLevel: 'warn',
+    });
+  }
+
+  async complete(req: LlmRequest): Promise<LlmResponse> {
+    let call: CallController | undefined;
+    try {
+      const params = buildOpenAiParams(req, this.config.max_tokens);
+      let result: { text: string; model: string; usage: Usage };
+      call = new CallController(req.signal, Math.round(this.config.timeout_seconds * 1000));
+      if (req.onDelta) {
+        try {
+          result = await this.streamed(params, req.onDelta, call, !this.streamOptionsUnsupported);
+        } catch (err) {
+          if (this.streamOptionsUnsupported || !rejectsStreamOptions(err)) throw err;
+          this.streamOptionsUnsupported = true;
+          this.logger.info({ baseUrl: this.baseUrl }, 'endpoint does not accept stream_options; streaming without usage');
+          call.dispose();
+          call = new CallController(req.signal, Math.round(this.config.timeout_seconds * 1000));
+          result = await this.streamed(params, req.onDelta, call, false);
+        }
+      } else {
+        const res = await this.client.chat.completions.create(params, { signal: call.signal });
+        const choice = res.choices[0];
+        result = { text: choice?.message?.content ?? '', model: res.model || req.model, usage: usageFromOpenAi(res.usage) };
+      }
+      if (!result.text.trim()) throw new LlmError('OpenAI-compatible: the model returned no text', 'empty', false);
+      this.failures.succeeded(req.model);
+      return { ...result, costUsd: estimateCost(result.model, result.usage, this.config.prices) };
+    } catch (err) {
+      const e = toLlmError(err, {
+        provider: 'OpenAI-compatible endpoint',
+        signal: req.signal,
+        idleTimedOut: call?.idleTimedOut,
+        secrets: this.secrets,
+      });
+      if (e.code !== 'aborted') {
+        const status = (err as { status?: unknown })?.status;
+        this.failures.failed(e, req.model, { purpose: req.purpose, ...(typeof status === 'number' ? { status } : {}) });
+      }
+      throw e;
+    } finally {
+      call?.dispose();
+    }
+  }
+
+  private async streamed(
+    params: ChatParams,
+    onDelta: (text: string) => void,
+    call: CallController,
+    includeUsage: boolean,
+  ): Promise<{ text: string; model: string; usage: Usage }> {
+    const stream = await this.client.chat.completions.create(
+      { ...params, stream: true, ...(includeUsage ? { stream_options: { include_usage: true } } : {}) },
+      { signal: call.signal },
+    );
+    let text = '';
+    let model = params.model;
+    let usage: Usage | undefined;
+    // Headers are in (the SDK's timeout and retries covered the wait); now bound the silences.
+    call.touch();
+    for await (const chunk of stream) {
+      call.touch();
+      if (chunk.model) model = chunk.model;
+      if (chunk.usage) usage = usageFromOpenAi(chunk.usage);
+      const delta = chunk.choices?.[0]?.delta?.content;
+      if (delta) {
+        text += delta;
+        try {
+          onDelta(delta);
+        } catch (err) {
+          this.logger.warn({ err: String(err) }, 'onDelta listener threw; ignoring');
+        }
+      }
+    }
+    // The SDK ends the iteration quietly when its signal fires; make that an error.
+    if (call.signal.aborted) throw call.signal.reason ?? new Error('aborted');
+    return { text, model, usage: usage ?? usageFromOpenAi(null) };
+  }
+}
+
+/** Did the server refuse the request because of `stream_options` (older OpenAI-compatible servers)? */
+function rejectsStreamOptions(err: unknown): boolean {
+  const status = (err as { status?: unknown })?.status;
+  if (status !== 400 && status !== 422) return false;
+  const msg = err instanceof Error ? err.message : String(err);
+  return /stream_options|include_usage/i.test(msg);
+}

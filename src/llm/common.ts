@@ -1,0 +1,146 @@
+/**
+ * Plumbing shared by the real providers: the SDK logger bridge, the "first failure" report, the
+ * stream idle watchdog and small request helpers.
+ */
+import type { LlmError } from '../core/errors.js';
+import type { Logger } from '../core/ports.js';
+import { redact } from './errors.js';
+
+/** The logger shape both official SDKs accept (`ClientOptions.logger`). */
+export interface SdkLogger {
+  error(message: string, ...rest: unknown[]): void;
+  warn(message: string, ...rest: unknown[]): void;
+  info(message: string, ...rest: unknown[]): void;
+  debug(message: string, ...rest: unknown[]): void;
+}
+
+function flatten(message: string, rest: unknown[], secrets: ReadonlyArray<string | null | undefined>): string {
+  const parts = [message];
+  for (const r of rest) {
+    if (r instanceof Error) parts.push(r.message);
+    else if (typeof r === 'string') parts.push(r);
+    else {
+      try {
+        parts.push(JSON.stringify(r));
+      } catch {
+        parts.push(String(r));
+      }
+    }
+  }
+  return redact(parts.join(' '), secrets);
+}
+
+/**
+ * Route the SDK's own log lines into our logger (redacted), instead of the console. The SDKs only
+ * log request details at debug level, which we never enable for them.
+ */
+export function sdkLogger(logger: Logger, secrets: ReadonlyArray<string | null | undefined>): SdkLogger {
+  return {
+    error: (m, ...r) => logger.error({ sdk: true }, flatten(m, r, secrets)),
+    warn: (m, ...r) => logger.warn({ sdk: true }, flatten(m, r, secrets)),
+    info: (m, ...r) => logger.debug({ sdk: true }, flatten(m, r, secrets)),
+    debug: () => {},
+  };
+}
+
+/**
+ * Logs the first failure of a provider loudly, with what was tried (endpoint, model) and why it
+ * failed; later failures go to debug (the router reports them per turn). A success after failures
+ * is logged once so an operator sees the endpoint recovered.
+ */
+export class FailureReporter {
+  private failures = 0;
+  private failingSinceLastSuccess = false;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly provider: string,
+    private readonly baseUrl: string,
+  ) {}
+
+  failed(err: LlmError, model: string, extra: Record<string, unknown> = {}): void {
+    this.failures++;
+    this.failingSinceLastSuccess = true;
+    const fields = { provider: this.provider, baseUrl: this.baseUrl, model, code: err.code, retryable: err.retryable, ...extra };
+    if (this.failures === 1) {
+      this.logger.error(
+        fields,
+        `${this.provider} call failed: tried ${this.baseUrl} with model "${model}" → ${err.code}: ${err.message}${hint(err.code)}`,
+      );
+    } else {
+      this.logger.debug({ ...fields, failures: this.failures }, `${this.provider} call failed: ${err.code}: ${err.message}`);
+    }
+  }
+
+  succeeded(model: string): void {
+    if (!this.failingSinceLastSuccess) return;
+    this.failingSinceLastSuccess = false;
+    this.logger.info({ provider: this.provider, baseUrl: this.baseUrl, model }, `${this.provider} calls succeed again`);
+  }
+}
+
+function hint(code: string): string {
+  switch (code) {
+    case 'auth':
+      return ' (check llm.api_key)';
+    case 'network':
+      return ' (is llm.base_url reachable?)';
+    case 'bad_request':
+      return ' (check the model name and llm.base_url)';
+    default:
+      return '';
+  }
+}
+
+/**
+ * An AbortController that follows the caller's signal and can also fire on its own when a stream
+ * stays silent for `idleMs` (the SDK's timeout only covers the wait for the response headers).
+ */
+export class CallController {
+  readonly controller = new AbortController();
+  idleTimedOut = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly onAbort: () => void;
+
+  constructor(
+    private readonly outer: AbortSignal | undefined,
+    private readonly idleMs: number,
+  ) {
+    this.onAbort = () => this.controller.abort(outer?.reason);
+    if (outer?.aborted) this.controller.abort(outer.reason);
+    else outer?.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** (Re)start the idle timer; call on every received chunk. */
+  touch(): void {
+    if (this.idleMs <= 0 || this.controller.signal.aborted) return;
+    if (this.timer) this.timer.refresh();
+    else {
+      this.timer = setTimeout(() => {
+        this.idleTimedOut = true;
+        this.controller.abort(new DOMException('stream idle timeout', 'TimeoutError'));
+      }, this.idleMs);
+      this.timer.unref?.();
+    }
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.outer?.removeEventListener('abort', this.onAbort);
+  }
+}
+
+/** Strip a trailing slash so logged URLs look the same however they were configured. */
+export function displayUrl(url: string): string {
+  return url.replace(/\/+$/, '');
+}
+
+/** A non-empty text for a turn: providers reject empty content blocks. */
+export function nonEmpty(text: string): string {
+  return text.trim().length > 0 ? text : '(empty)';
+}

@@ -1,0 +1,19 @@
+/**
+ * Builds the configured real LLM provider (SPEC §8). The offline `scripted` provider and the
+ * fallback to it when no API key is configured belong to the start-up code, not here.
+ */
+import type { ChorusConfig } from '../config/schema.js';
+import type { LlmProvider, Logger } from '../core/ports.js';
+import { AnthropicProvider } from './AnthropicProvider.js';
+import { OpenAiProvider } from './OpenAiProvider.js';
+
+export function createProvider(config: ChorusConfig['llm'], logger: Logger): LlmProvider {
+  switch (config.provider) {
+    case 'anthropic':
+      return new AnthropicProvider({ config, logger });
+    case 'openai':
+      return new OpenAiProvider({ config, logger });
+    default:
+      throw new Error(`createProvider: llm.provider "${config.provider}" is not a network provider (use the scripted provider for it)`);
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * Conversion of SDK errors into `LlmError` at the provider boundary, shared by the Anthropic and
+ * OpenAI providers. Both official SDKs use the same error model (an `APIError` with `status`,
+ * subclasses for aborts, timeouts and connection failures), so this works on their shape rather
+ * than on one SDK's classes.
+ */
+import { LlmError } from '../core/errors.js';
+
+/** What the caller knows about the attempt, for the message and the abort reason. */
+export interface ConvertContext {
+  /** Human name of the provider ("Anthropic", "OpenAI-compatible endpoint"). */
+  provider: string;
+  /** The caller's own signal: when it fired, the failure is an abort (or its timeout). */
+  signal?: AbortSignal | undefined;
+  /** Our own watchdog fired (stream idle too long): the failure is a timeout. */
+  idleTimedOut?: boolean | undefined;
+  /** Strings that must never appear in a message (the API key). */
+  secrets?: ReadonlyArray<string | null | undefined> | undefined;
+}
+
+/** Replace every secret in `text` with `***`. */
+export function redact(text: string, secrets: ReadonlyArray<string | null | undefined> = []): string {
+  let out = text;
+  for (const s of secrets) {
+    if (s && s.length >= 4) out = out.split(s).join('***');
+  }
+  return out;
+}
+
+interface ApiErrorShape {
+  status?: number | undefined;
+  type?: string | null | undefined;
+  error?: unknown;
+  message?: string;
+  name?: string;
+}
+
+function className(err: unknown): string {
+  if (!err || typeof err !== 'object') return '';
+  const own = (err as { name?: unknown }).name;
+  if (typeof own === 'string' && own !== 'Error') return own;
+  return (err as { constructor?: { name?: string } }).constructor?.name ?? '';
+}
+
+/** The `error.type` (Anthropic) or `error.code`/`type` (OpenAI) of an API error body, if any. */
+function bodyType(err: ApiErrorShape): string | undefined {
+  if (typeof err.type === 'string') return err.type;
+  const body = err.error as Record<string, unknown> | undefined;
+  if (!body || typeof body !== 'object') return undefined;
+  const inner = (body['error'] ?? body) as Record<string, unknown>;
+  const t = inner['type'] ?? inner['code'];
+  return typeof t === 'string' ? t : undefined;
+}
+
+/** Code and retryability for an HTTP status / API error type. */
+export function classify(status: number | undefined, type: string | undefined): { code: string; retryable: boolean } {
+  if (type === 'overloaded_error' || status === 529) return { code: 'overloaded', retryable: true };
+  if (type === 'rate_limit_error' || status === 429) return { code: 'rate_limited', retryable: true };
+  if (type === 'authentication_error' || type === 'permission_error' || type === 'billing_error') return { code: 'auth', retryable: false };
+  if (status === 401 || status === 402 || status === 403) return { code: 'auth', retryable: false };
+  if (type === 'timeout_error' || status === 408 || status === 504) return { code: 'timeout', retryable: true };
+  if (type === 'api_error' || (status !== undefined && status >= 500)) return { code: 'server', retryable: true };
+  if (status === 409) return { code: 'server', retryable: true };
+  if (type === 'invalid_request_error' || type === 'not_found_error' || type === 'request_too_large') {
+    return { code: 'bad_request', retryable: false };
+  }
+  if (status !== undefined && status >= 400) return { code: 'bad_request', retryable: false };
+  return { code: 'server', retryable: true };
+}
+
+function isAbortReasonTimeout(signal: AbortSignal | undefined): boolean {
+  const reason: unknown = signal?.reason;
+  return !!reason && typeof reason === 'object' && (reason as { name?: string }).name === 'TimeoutError';
+}
+
+/**
+ * Turn anything an SDK threw into an `LlmError`. Aborts by the caller's signal become 'aborted'
+ * (or 'timeout' when the signal's reason is a `TimeoutError`, as with `AbortSignal.timeout`).
+ */
+export function toLlmError(err: unknown, ctx: ConvertContext): LlmError {
+  if (err instanceof LlmError) return err;
+  const e = (err ?? {}) as ApiErrorShape;
+  const name = className(err);
+  const secrets = ctx.secrets ?? [];
+  const raw = err instanceof Error ? err.message : String(err);
+  const detail = redact(raw, secrets);
+  const make = (code: string, retryable: boolean, message: string) =>
+    new LlmError(redact(message, secrets), code, retryable, { cause: err });
+
+  if (ctx.idleTimedOut) return make('timeout', true, `${ctx.provider}: no data received before the timeout`);
+  if (ctx.signal?.aborted) {
+    if (isAbortReasonTimeout(ctx.signal)) return make('timeout', true, `${ctx.provider}: the call timed out (caller deadline)`);
+    return make('aborted', false, `${ctx.provider}: the call was aborted`);
+  }
+  if (name === 'APIConnectionTimeoutError' || /timed? ?out/i.test(name)) {
+    return make('timeout', true, `${ctx.provider}: request timed out`);
+  }
+  if (name === 'APIUserAbortError' || name === 'AbortError' || (err as { name?: string })?.name === 'AbortError') {
+    return make('aborted', false, `${ctx.provider}: the call was aborted`);
+  }
+  if (name === 'APIConnectionError') {
+    const cause = (err as { cause?: unknown }).cause;
+    const why = cause instanceof Error ? `${cause.message}${(cause as { code?: string }).code ? ` (${(cause as { code?: string }).code})` : ''}` : detail;
+    return make('network', true, `${ctx.provider}: could not connect: ${redact(why, secrets)}`);
+  }
+  if (typeof e.status === 'number' || bodyType(e) !== undefined) {
+    const { code, retryable } = classify(e.status, bodyType(e));
+    return make(code, retryable, `${ctx.provider}: ${detail}`);
+  }
+  if (err instanceof TypeError && /fetch failed|network|ECONN/i.test(raw)) {
+    return make('network', true, `${ctx.provider}: could not connect: ${detail}`);
+  }
+  if (/api ?key|auth/i.test(raw) && /could not resolve|missing|expected/i.test(raw)) {
+    return make('auth', false, `${ctx.provider}: ${detail}`);
+  }
+  return make('server', false, `${ctx.provider}: unexpected error: ${detail}`);
+}

@@ -1,0 +1,231 @@
+/**
+ * # Fake OpenAI-compatible chat completions server
+ *
+ * `POST /v1/chat/completions` on 127.0.0.1 (random port), the way OpenAI, Ollama, llama.cpp's
+ * server and vLLM answer it:
+ *
+ * - JSON: `{id, object: 'chat.completion', model, choices: [{message, finish_reason}], usage}`;
+ *   `usage` is left out when the fake is built with `reportUsage: false` (servers that don't count).
+ * - SSE (`stream: true`): `data: {chat.completion.chunk}` lines — a role chunk, one chunk per
+ *   text piece, a chunk with `finish_reason` — then, when the request asked for
+ *   `stream_options.include_usage` (and `reportUsage` is on), a last chunk with `choices: []` and
+ *   the usage, then `data: [DONE]`.
+ * - `rejectStreamOptions: true` answers any request carrying `stream_options` with a 400, like
+ *   older servers that validate strictly.
+ * - Errors in OpenAI's shape `{error: {message, type, param, code}}`.
+ *
+ * Tokens are estimated as `ceil(chars / 4)`; `cachedTokens` lets a test report a cached share in
+ * `usage.prompt_tokens_details.cached_tokens`. Answers are scripted as for the Anthropic fake:
+ * `queue(...)` first, then `reply(req, n)`; every request is kept in `requests`.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface OpenAiReply {
+  text?: string;
+  chunks?: string[];
+  model?: string;
+  finishReason?: string;
+  delayMs?: number;
+  chunkDelayMs?: number;
+  /** Send a `data: {"error": …}` chunk after this many text chunks (streaming). */
+  streamErrorAfter?: number;
+}
+
+export interface OpenAiFailure {
+  status: number;
+  message?: string;
+  type?: string;
+  code?: string | null;
+  headers?: Record<string, string>;
+}
+
+export type OpenAiAnswer = string | OpenAiReply | OpenAiFailure;
+
+export interface OpenAiLoggedRequest {
+  index: number;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+  stream: boolean;
+  status: number;
+}
+
+export interface FakeOpenAiOptions {
+  /** When set, requests must carry `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** Report usage at all (default true). */
+  reportUsage?: boolean;
+  /** 400 for requests with `stream_options`. */
+  rejectStreamOptions?: boolean;
+  /** Cached prompt tokens to report (default 0, field omitted). */
+  cachedTokens?: number;
+  reply?: (req: OpenAiLoggedRequest, index: number) => OpenAiAnswer | Promise<OpenAiAnswer>;
+}
+
+const tokens = (s: string) => Math.ceil(s.length / 4);
+
+function isFailure(a: OpenAiAnswer): a is OpenAiFailure {
+  return typeof a === 'object' && typeof (a as OpenAiFailure).status === 'number';
+}
+
+export class FakeOpenAiServer {
+  readonly requests: OpenAiLoggedRequest[] = [];
+  private readonly queued: OpenAiAnswer[] = [];
+  private server: http.Server | undefined;
+  private port = 0;
+  reply: (req: OpenAiLoggedRequest, index: number) => OpenAiAnswer | Promise<OpenAiAnswer>;
+
+  constructor(private readonly opts: FakeOpenAiOptions = {}) {
+    this.reply = opts.reply ?? (() => 'ok');
+  }
+
+  /** Base URL for the SDK, including `/v1`. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/v1`;
+  }
+
+  queue(...answers: OpenAiAnswer[]): this {
+    this.queued.push(...answers);
+    return this;
+  }
+
+  async start(): Promise<this> {
+    this.server = http.createServer((req, res) => {
+      this.handle(req, res).catch((err) => {
+        if (!res.headersSent) this.sendError(res, { status: 500, message: `fake crashed: ${String(err)}` });
+        else res.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    if (!s) return;
+    this.server = undefined;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const parts: Buffer[] = [];
+    for await (const c of req) parts.push(c as Buffer);
+    const path = (req.url ?? '/').split('?')[0]!;
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(', ') : (v ?? '');
+    const entry: OpenAiLoggedRequest = { index: this.requests.length, method: req.method ?? 'GET', path, headers, body: {}, stream: false, status: 0 };
+    this.requests.push(entry);
+    const fail = (f: OpenAiFailure) => {
+      entry.status = f.status;
+      this.sendError(res, f);
+    };
+    if (req.method !== 'POST' || path !== '/v1/chat/completions') return fail({ status: 404, message: `no route ${req.method} ${path}`, type: 'not_found' });
+    try {
+      entry.body = JSON.parse(Buffer.concat(parts).toString('utf8')) as Record<string, unknown>;
+    } catch {
+      return fail({ status: 400, message: 'invalid JSON body' });
+    }
+    const body = entry.body;
+    entry.stream = body['stream'] === true;
+    if (this.opts.apiKey !== undefined && headers['authorization'] !== `Bearer ${this.opts.apiKey}`) {
+      return fail({ status: 401, message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' });
+    }
+    if (this.opts.rejectStreamOptions && body['stream_options'] !== undefined) {
+      return fail({ status: 400, message: "Unrecognized request argument supplied: stream_options", code: null });
+    }
+    const msgs = body['messages'];
+    if (typeof body['model'] !== 'string' || !Array.isArray(msgs) || msgs.length === 0) {
+      return fail({ status: 400, message: 'model and a non-empty messages list are required' });
+    }
+
+    const answer = this.queued.length ? this.queued.shift()! : await this.reply(entry, entry.index);
+    if (typeof answer === 'object' && 'delayMs' in answer && answer.delayMs) {
+      if (await delay(answer.delayMs, res)) {
+        entry.status = 499;
+        return;
+      }
+    }
+    if (isFailure(answer)) return fail(answer);
+    const r: OpenAiReply = typeof answer === 'string' ? { text: answer } : answer;
+    const text = r.text ?? 'ok';
+    const model = r.model ?? String(body['model']);
+    const promptTokens = (msgs as Array<{ content?: unknown }>).reduce((n, m) => n + tokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')), 0);
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: tokens(text),
+      total_tokens: promptTokens + tokens(text),
+      ...(this.opts.cachedTokens ? { prompt_tokens_details: { cached_tokens: this.opts.cachedTokens } } : {}),
+    };
+    const reportUsage = this.opts.reportUsage !== false;
+    const id = `chatcmpl-fake-${entry.index}`;
+    const created = 1_700_000_000;
+    entry.status = 200;
+
+    if (!entry.stream) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created,
+          model,
+          choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: r.finishReason ?? 'stop', logprobs: null }],
+          ...(reportUsage ? { usage } : {}),
+        }),
+      );
+      return;
+    }
+
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const includeUsage = reportUsage && (body['stream_options'] as { include_usage?: boolean } | undefined)?.include_usage === true;
+    const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id, object: 'chat.completion.chunk', created, model, choices, ...extra });
+    const send = async (data: unknown): Promise<boolean> => {
+      if (res.destroyed || res.writableEnded) return false;
+      res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+      if (r.chunkDelayMs) return !(await delay(r.chunkDelayMs, res));
+      return true;
+    };
+    if (!(await send(chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }])))) return;
+    const pieces = r.chunks ?? (text.match(/\S+\s*|\s+/g) ?? []);
+    for (let i = 0; i < pieces.length; i++) {
+      if (r.streamErrorAfter !== undefined && i >= r.streamErrorAfter) {
+        await send({ error: { message: 'upstream model crashed', type: 'server_error', code: null } });
+        res.end();
+        return;
+      }
+      if (!(await send(chunk([{ index: 0, delta: { content: pieces[i] }, finish_reason: null }])))) return;
+    }
+    if (!(await send(chunk([{ index: 0, delta: {}, finish_reason: r.finishReason ?? 'stop' }])))) return;
+    if (includeUsage && !(await send(chunk([], { usage })))) return;
+    await send('[DONE]');
+    res.end();
+  }
+
+  private sendError(res: http.ServerResponse, f: OpenAiFailure): void {
+    if (res.headersSent || res.destroyed) return;
+    res.writeHead(f.status, { 'content-type': 'application/json', ...(f.headers ?? {}) });
+    res.end(JSON.stringify({ error: { message: f.message ?? `error ${f.status}`, type: f.type ?? 'invalid_request_error', param: null, code: f.code ?? null } }));
+  }
+}
+
+function delay(ms: number, res: http.ServerResponse): Promise<boolean> {
+  return new Promise((resolve) => {
+    const onClose = () => {
+      clearTimeout(t);
+      resolve(true);
+    };
+    const t = setTimeout(() => {
+      res.off('close', onClose);
+      resolve(res.destroyed);
+    }, ms);
+    res.once('close', onClose);
+  });
+}
+
+export async function startFakeOpenAi(opts: FakeOpenAiOptions = {}): Promise<FakeOpenAiServer> {
+  return new FakeOpenAiServer(opts).start();
+}
