@@ -93,17 +93,17 @@ export const configSchema = z
         prices: z.record(z.string(), priceSchema).default({}),
       })
       .strict()
-      .default(() => ({}) as never),
+      .prefault({}),
     agents: z.array(agentSchema).min(1),
     aliases: z.record(z.string().regex(/^[\p{L}\p{N}_-]{1,32}$/u, 'must be a single word'), z.array(slug).min(1)).default({}),
-    group_defaults: groupConfigSchema.default(() => ({}) as never),
+    group_defaults: groupConfigSchema.prefault({}),
     limits: z
       .object({
         user_messages_per_minute: z.number().int().min(1).max(10000).default(20),
         max_message_chars: z.number().int().min(1).max(100000).default(8000),
       })
       .strict()
-      .default(() => ({}) as never),
+      .prefault({}),
     channels: z
       .object({
         web: z
@@ -114,7 +114,7 @@ export const configSchema = z
             auth_token: z.string().nullable().default(null),
           })
           .strict()
-          .default(() => ({}) as never),
+          .prefault({}),
         telegram: z
           .object({
             enabled: z.boolean().default(false),
@@ -123,7 +123,7 @@ export const configSchema = z
             admins: z.array(z.union([z.string(), z.number()]).transform(String)).default([]),
           })
           .strict()
-          .default(() => ({}) as never),
+          .prefault({}),
         discord: z
           .object({
             enabled: z.boolean().default(false),
@@ -136,10 +136,10 @@ export const configSchema = z
             emoji_avatar_base: z.string().url().nullable().default(null),
           })
           .strict()
-          .default(() => ({}) as never),
+          .prefault({}),
       })
       .strict()
-      .default(() => ({}) as never),
+      .prefault({}),
     groups: z.array(declaredGroupSchema).default([]),
   })
   .strict();

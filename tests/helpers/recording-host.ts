@@ -3,7 +3,7 @@
  * whole router. Behaves like the router on dedupe: the same (channel, chat, message id) twice is
  * answered 'duplicate'.
  */
-import type { ChannelHost, GroupView } from '../../src/core/ports.js';
+import type { ChannelHost, GatewayApi, GroupView } from '../../src/core/ports.js';
 import type { AgentDef, ChannelKind, ChatRef, InboundMessage, ReceiveResult } from '../../src/core/types.js';
 import { silentLogger } from './logger.js';
 
@@ -16,6 +16,11 @@ export class RecordingHost implements ChannelHost {
   private readonly seen = new Set<string>();
   private waiters: Array<() => void> = [];
   logger = silentLogger;
+
+  /** Only the web channel uses the gateway; adapter tests of other channels never should. */
+  get gateway(): GatewayApi {
+    throw new Error('RecordingHost has no gateway; test the web channel against the real app');
+  }
 
   constructor(private readonly agentList: AgentDef[]) {}
 

@@ -128,6 +128,11 @@ export class RoundRunner {
     if (t.reason === 'voluntary') round.asked.push(agent.id);
 
     const session = groups.session(g, agent.id);
+    if (HUMAN_CAUSED.has(t.reason) && !round.forced && this.alreadySeen(g, round, session.cursor)) {
+      // The agent's previous turn already showed it (and answered) this round's message(s).
+      this.decide(g, 'batch', agent.id, `${agent.name} already answered this together with an earlier message`, round.id);
+      return this.drop(round, t);
+    }
     const observations = groups.mailbox(g, session);
     const seenUpTo = g.nextSeq - 1;
     const ask = this.askFor(g, round, t, session.cursor);
@@ -218,6 +223,12 @@ export class RoundRunner {
     const replyTo = HUMAN_CAUSED.has(t.reason) ? this.trigger(g, round)?.platformMessageId : undefined;
     await this.d.post(g, entry, replyTo);
     await maybeSummarize(this.d, g, agent, session);
+  }
+
+  private alreadySeen(g: GroupDoc, round: RoundRecord, cursor: number): boolean {
+    if (round.triggerIds.length === 0) return false;
+    const seqs = round.triggerIds.map((id) => g.transcript.find((e) => e.id === id)?.seq ?? Infinity);
+    return Math.max(...seqs) <= cursor;
   }
 
   /** The newest human message of the round (replies thread to it). */

@@ -1,0 +1,53 @@
+/** A Channel that records what the router posts; admins configurable. */
+import type { Channel, ChannelHost, PostOptions, PostedMessage } from '../../src/core/ports.js';
+import type { AgentDef, ChannelKind, ChatRef } from '../../src/core/types.js';
+
+export interface FakePost {
+  chatId: string;
+  agentId: string | null;
+  text: string;
+  replyTo?: string | undefined;
+  id: string;
+}
+
+export class FakeChannel implements Channel {
+  readonly capabilities = { maxMessageLength: 4000 };
+  readonly posts: FakePost[] = [];
+  readonly typing: Array<{ agentId: string; active: boolean }> = [];
+  host: ChannelHost | null = null;
+  admins: Set<string> | 'everyone' = 'everyone';
+  failPosts = false;
+  private n = 0;
+
+  constructor(readonly kind: ChannelKind = 'web') {}
+
+  async start(host: ChannelHost) {
+    this.host = host;
+  }
+  async stop() {}
+  async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage> {
+    if (this.failPosts) throw new Error('platform down');
+    const id = `p${++this.n}`;
+    this.posts.push({ chatId: chat.chatId, agentId: agent.id, text, replyTo: opts?.replyToMessageId, id });
+    return { ids: [id] };
+  }
+  async postAsSystem(chat: ChatRef, text: string): Promise<PostedMessage> {
+    const id = `p${++this.n}`;
+    this.posts.push({ chatId: chat.chatId, agentId: null, text, id });
+    return { ids: [id] };
+  }
+  startTyping(_chat: ChatRef, agent: AgentDef) {
+    this.typing.push({ agentId: agent.id, active: true });
+    return () => void this.typing.push({ agentId: agent.id, active: false });
+  }
+  async isAdmin(_chat: ChatRef, userId: string) {
+    return this.admins === 'everyone' || this.admins.has(userId);
+  }
+  warnings(): string[] {
+    return [];
+  }
+  /** Texts posted by agents (and the system with `null`). */
+  texts(agentId?: string | null): string[] {
+    return this.posts.filter((p) => agentId === undefined || p.agentId === agentId).map((p) => p.text);
+  }
+}

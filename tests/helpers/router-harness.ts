@@ -1,0 +1,91 @@
+/**
+ * A real GroupRouter with a fake LLM, fake clock, memory store and fake channel — the unit-test
+ * rig for SPEC §4–§5. `say()` sends a human message and waits for the round to finish.
+ */
+import { parseConfigText } from '../../src/config/load.js';
+import { validateGroupConfig } from '../../src/config/groupConfig.js';
+import { agentsFromConfig } from '../../src/app.js';
+import { GroupRouter } from '../../src/core/router/GroupRouter.js';
+import type { Clock, LlmProvider, Store } from '../../src/core/ports.js';
+import type { GroupConfig, InboundMessage } from '../../src/core/types.js';
+import { FakeChannel } from './fake-channel.js';
+import { FakeClock } from './fake-clock.js';
+import { FakeLlm, type FakeLlmOptions } from './fake-llm.js';
+import { silentLogger } from './logger.js';
+import { MemoryStore } from './memory-store.js';
+
+export const AGENTS_YAML = `
+agents:
+  - { id: analyst, name: Analyst, persona: "You analyse numbers.", aliases: [numbers] }
+  - { id: writer, name: Writer, persona: "You write prose." }
+  - { id: critic, name: Critic, persona: "You critique ideas." }
+aliases:
+  creatives: [writer, critic]
+`;
+
+export interface HarnessOptions {
+  llm?: FakeLlmOptions | LlmProvider;
+  group?: Partial<GroupConfig>;
+  participants?: string[];
+  yaml?: string;
+  store?: Store;
+  clock?: Clock;
+  limits?: { user_messages_per_minute: number; max_message_chars: number };
+  maxConcurrency?: number;
+}
+
+export async function makeRouter(opts: HarnessOptions = {}) {
+  const { config } = parseConfigText((opts.yaml ?? AGENTS_YAML) + '\nllm: { provider: scripted }\n', 'test');
+  const llm = opts.llm && 'complete' in opts.llm ? opts.llm : new FakeLlm(opts.llm as FakeLlmOptions | undefined);
+  const clock = opts.clock ?? new FakeClock();
+  const store = opts.store ?? new MemoryStore();
+  const channel = new FakeChannel('web');
+  const router = new GroupRouter({
+    agents: agentsFromConfig(config),
+    aliases: config.aliases,
+    groupDefaults: { ...config.group_defaults, cooldown_seconds: 0, ...opts.group },
+    limits: opts.limits ?? { user_messages_per_minute: 1000, max_message_chars: 8000 },
+    llm,
+    llmSettings: { model: 'test-model', summaryModel: 'test-small', maxTokens: 256, maxConcurrency: opts.maxConcurrency ?? 8 },
+    validateConfig: validateGroupConfig,
+    store,
+    clock,
+    logger: silentLogger,
+  });
+  router.addChannel(channel);
+  await router.start();
+  await channel.start(router);
+  const group = await router.createGroup({ title: 'Test room', participants: opts.participants ?? ['analyst', 'writer', 'critic'], id: 'room' });
+  let n = 0;
+  const message = (text: string, extra: Partial<InboundMessage> = {}): InboundMessage => ({
+    channel: 'web',
+    chatId: group.chatId,
+    messageId: `m${++n}`,
+    author: { id: 'maya', name: 'Maya' },
+    text,
+    ts: clock.now(),
+    ...extra,
+  });
+  return {
+    router,
+    channel,
+    clock: clock as FakeClock,
+    store: store as MemoryStore,
+    llm: llm as FakeLlm,
+    group,
+    message,
+    /** Send and wait until the group is idle. */
+    async say(text: string, extra: Partial<InboundMessage> = {}) {
+      const res = await router.receive(message(text, extra));
+      await router.idle();
+      return res;
+    },
+    /** Agent ids of delivered replies, in order. */
+    speakers(): string[] {
+      return channel.posts.filter((p) => p.agentId).map((p) => p.agentId!);
+    },
+    transcript() {
+      return router.messages(group.id, { limit: 500 });
+    },
+  };
+}
