@@ -55,7 +55,7 @@ export async function makeRouter(opts: HarnessOptions = {}) {
   router.addChannel(channel);
   await router.start();
   await channel.start(router);
-  const group = await router.createGroup({ title: 'Test room', participants: opts.participants ?? ['analyst', 'writer', 'critic'], id: 'room' });
+  const group = router.getGroup('room') ?? (await router.createGroup({ title: 'Test room', participants: opts.participants ?? ['analyst', 'writer', 'critic'], id: 'room' }));
   let n = 0;
   const message = (text: string, extra: Partial<InboundMessage> = {}): InboundMessage => ({
     channel: 'web',

@@ -1,0 +1,158 @@
+/** SPEC §5: what an agent sees — prompts, mailboxes exactly once, passes, labels, summaries. */
+import { describe, expect, it } from 'vitest';
+import { isPass, cleanReply } from '../../src/core/router/pass.js';
+import { FakeLlm } from '../helpers/fake-llm.js';
+import { makeRouter } from '../helpers/router-harness.js';
+import { MemoryStore } from '../helpers/memory-store.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import type { LlmRequest } from '../../src/core/ports.js';
+
+describe('pass detection (fail-closed)', () => {
+  const passes = ['[PASS]', ' [pass] ', '**[PASS]**', '`[PASS]`', '_[Pass]_', '[PASS].', '[PASS] nothing to add', 'Nothing to add. [PASS]', '"[PASS]"', 'PASS', '', '   ', '[ PASS ]'];
+  const replies = ['I pass the ball to you', 'Passing thoughts: fine', 'We should [PASS] on this deal? no, buy it.'];
+  it.each(passes)('%j is a pass', (t) => expect(isPass(t)).toBe(true));
+  it.each(replies)('%j is a reply', (t) => expect(isPass(t)).toBe(false));
+  it('strips the token from the middle of a reply and a leading name label', () => {
+    const a = { id: 'analyst', name: 'Analyst' };
+    expect(cleanReply('We should [PASS] on this, buy.', a)).toBe('We should on this, buy.');
+    expect(cleanReply('Analyst: revenue is up', a)).toBe('revenue is up');
+    expect(cleanReply('**Analyst**: revenue is up', a)).toBe('revenue is up');
+    expect(cleanReply('[Analyst] revenue is up', a)).toBe('revenue is up');
+    expect(cleanReply('Writer: said that', a)).toBe('Writer: said that');
+  });
+  it('the literal token never reaches the channel', async () => {
+    const h = await makeRouter({ llm: { replies: { analyst: 'Fine. [PASS]', writer: 'ok [PASS] ok', critic: 'Critic: [pass]' } } });
+    await h.say('@all anything?');
+    expect(h.channel.texts().join('\n')).not.toMatch(/\[\s*pass\s*\]/i);
+    expect(h.speakers()).toEqual(['writer']);
+  });
+});
+
+describe('prompts', () => {
+  it('keeps the system prefix identical across turns and puts per-turn material in the user turn', async () => {
+    const h = await makeRouter();
+    await h.say('@analyst first');
+    await h.say('@analyst second');
+    const [a, b] = h.llm.callsFor('analyst') as [LlmRequest, LlmRequest];
+    expect(a.system).toBe(b.system);
+    expect(a.system).toContain('You analyse numbers.');
+    expect(a.system).toContain('Writer (@writer)');
+    expect(a.system).toContain('[PASS]');
+    expect(a.system).not.toContain('first');
+    expect(b.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect(b.messages[2]!.content).toMatch(/^## Group conversation since your last turn\n\[Maya \(human\)\] @analyst second\n\n## Your turn\nYou were addressed directly: reply\.$/);
+  });
+
+  it('voluntary turns are told they may pass', async () => {
+    const h = await makeRouter();
+    await h.say('anyone?');
+    expect(h.llm.callsFor('writer')[0]!.messages.at(-1)!.content).toContain('otherwise reply with exactly [PASS]');
+  });
+
+  it('commands are never shown to agents', async () => {
+    const h = await makeRouter();
+    await h.say('/group list');
+    await h.say('@analyst hi');
+    const seen = h.llm.callsFor('analyst')[0]!.messages.at(-1)!.content;
+    expect(seen).not.toContain('/group');
+    expect(seen).not.toContain('Group “Test room”');
+  });
+});
+
+describe('mailbox exactly once', () => {
+  /** Every observation id an agent was shown, from the recorded prompts. */
+  function shown(llm: FakeLlm, agentId: string): string[] {
+    return llm
+      .callsFor(agentId)
+      .flatMap((c) => c.messages.at(-1)!.content.split('\n'))
+      .filter((l) => /^\[.+\] /.test(l));
+  }
+
+  it('across passes, batching and a restart, every observation reaches every agent once', async () => {
+    const store = new MemoryStore();
+    const clock = new FakeClock();
+    // Agents speak or pass by a fixed pattern; one call hangs so messages pile up (batching).
+    let hold: (() => void) | null = null;
+    const reply = (id: string) => (req: LlmRequest, n: number) => {
+      if (id === 'writer' && n === 2) return new Promise<string>((r) => (hold = () => r(`${id} late ${n}`)));
+      return n % 3 === 0 ? '[PASS]' : `${id} says ${n}`;
+    };
+    const llm = new FakeLlm({ replies: { analyst: reply('analyst'), writer: reply('writer'), critic: reply('critic') } });
+    const h = await makeRouter({ llm, store, clock });
+    for (let i = 0; i < 3; i++) await h.say(`round ${i} @all`);
+    await h.router.receive(h.message('first message @writer'));
+    await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 3; i++) await h.router.receive(h.message(`queued ${i}`));
+    (hold as (() => void) | null)?.();
+    await h.router.idle();
+    await h.router.stop();
+
+    // Restart on the same store with a fresh LLM and keep talking.
+    const llm2 = new FakeLlm({ fallback: (q) => `${q.agent?.id} after restart` });
+    const h2 = await makeRouter({ llm: llm2, store, clock });
+    await h2.router.receive({ ...h2.message('after restart @all'), messageId: 'late-1' });
+    await h2.router.idle();
+
+    const transcript = h2.router.messages('room', { limit: 500 });
+    for (const agent of ['analyst', 'writer', 'critic']) {
+      const lines = [...shown(llm, agent), ...shown(llm2, agent)];
+      // No line shown twice …
+      expect(new Set(lines).size).toBe(lines.length);
+      // … and every human and other-agent message up to its cursor shown, once.
+      const cursor = store.session('room', agent).cursor;
+      const expected = transcript
+        .filter((e) => e.seq <= cursor && (e.kind === 'human' || e.kind === 'agent') && !e.hiddenFromAgents && e.agentId !== agent)
+        .map((e) => `[${e.kind === 'human' ? `${e.authorName} (human)` : e.authorName}] ${e.text}`);
+      expect(cursor).toBeGreaterThanOrEqual(transcript.find((e) => e.text === 'after restart @all')!.seq);
+      expect([...lines].sort()).toEqual(expected.sort());
+    }
+  });
+});
+
+describe('long histories', () => {
+  it('folds old turns into a summary past history_turns, placed after the prefix', async () => {
+    const h = await makeRouter({ group: { history_turns: 4 }, llm: { summary: 'they talked about numbers', replies: { analyst: 'noted' } } });
+    for (let i = 0; i < 3; i++) await h.say(`@analyst point ${i}`);
+    const summaries = h.llm.calls.filter((c) => c.purpose === 'summary');
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]!.model).toBe('test-small');
+    expect(summaries[0]!.messages[0]!.content).toContain('point 0');
+    const session = h.store.session('room', 'analyst');
+    expect(session.summary).toBe('they talked about numbers');
+    expect(session.history.length).toBeLessThanOrEqual(4);
+    await h.say('@analyst point 3');
+    const last = h.llm.callsFor('analyst').at(-1)!;
+    expect(last.summary).toBe('they talked about numbers');
+    expect(last.messages[0]!.role).toBe('user');
+  });
+
+  it('a failed summary keeps the history', async () => {
+    const h = await makeRouter({ group: { history_turns: 4 }, llm: { summary: () => { throw new Error('down'); }, replies: { analyst: 'noted' } } });
+    for (let i = 0; i < 3; i++) await h.say(`@analyst point ${i}`);
+    expect(h.store.session('room', 'analyst').history).toHaveLength(6);
+    expect(h.store.session('room', 'analyst').summary).toBeNull();
+  });
+});
+
+describe('selector strategy', () => {
+  it('one call picks the speakers; invalid names are ignored', async () => {
+    const h = await makeRouter({ group: { reply_strategy: 'selector' }, llm: { selector: '@critic @nobody writer', fallback: 'mine' } });
+    await h.say('is this draft any good?');
+    expect(h.llm.calls.filter((c) => c.purpose === 'selector')).toHaveLength(1);
+    expect(h.speakers()).toEqual(['critic', 'writer']);
+    expect(h.llm.calls.filter((c) => c.purpose === 'turn').every((c) => c.mustReply)).toBe(true);
+  });
+
+  it('NONE means nobody speaks', async () => {
+    const h = await makeRouter({ group: { reply_strategy: 'selector' }, llm: { selector: 'NONE', fallback: 'mine' } });
+    await h.say('ok thanks');
+    expect(h.llm.calls.filter((c) => c.purpose === 'turn')).toHaveLength(0);
+  });
+
+  it('falls back to hybrid when the selector fails', async () => {
+    const h = await makeRouter({ group: { reply_strategy: 'selector' }, llm: { selector: () => { throw new Error('down'); }, replies: { analyst: '[PASS]', writer: 'voluntary', critic: '[PASS]' } } });
+    await h.say('anyone?');
+    expect(h.speakers()).toEqual(['writer']);
+    expect(h.llm.calls.filter((c) => c.purpose === 'turn').map((c) => c.mustReply)).toEqual([false, false, false]);
+  });
+});
