@@ -41,15 +41,37 @@ export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.Proce
 /** Replace `${VAR}` and `${VAR:-default}` from the environment. `$${` escapes a literal `${`. */
 export function substituteEnv(text: string, env: NodeJS.ProcessEnv): { text: string; missing: string[] } {
   const missing: string[] = [];
-  const out = text.replace(/\$?\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (whole, name: string, fallback: string | undefined) => {
-    if (whole.startsWith('$$')) return whole.slice(1);
-    const value = env[name];
-    if (value !== undefined && value !== '') return value;
-    if (fallback !== undefined) return fallback;
-    missing.push(name);
-    return '';
-  });
+  const replace = (part: string) =>
+    part.replace(/\$?\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (whole, name: string, fallback: string | undefined) => {
+      if (whole.startsWith('$$')) return whole.slice(1);
+      const value = env[name];
+      if (value !== undefined && value !== '') return value;
+      if (fallback !== undefined) return fallback;
+      missing.push(name);
+      return '';
+    });
+  // Comments are left alone: documentation like "${VAR}" must not count as a missing variable.
+  const out = text
+    .split('\n')
+    .map((line) => {
+      const at = commentStart(line);
+      return at < 0 ? replace(line) : replace(line.slice(0, at)) + line.slice(at);
+    })
+    .join('\n');
   return { text: out, missing };
+}
+
+/** Index of a YAML comment's `#` (at line start or after whitespace, outside quotes), or -1. */
+function commentStart(line: string): number {
+  let quote: string | null = null;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (quote) {
+      if (c === quote) quote = null;
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === '#' && (i === 0 || /\s/.test(line[i - 1]!))) return i;
+  }
+  return -1;
 }
 
 /** Load from a path (or the built-in defaults when `path` is null). Throws ConfigError. */

@@ -1,0 +1,282 @@
+/**
+ * The Discord channel (SPEC §7.2): one gateway bot reads the channels; every agent posts through
+ * the channel's webhook under its own name and avatar.
+ *
+ * System voice: command replies and notices also go through the channel webhook, under
+ * `webhook_name` with the webhook's own avatar, so they look like the gateway and not like the
+ * bot account; only when the webhook is unavailable (no Manage Webhooks) does the bot post
+ * itself, so the notice explaining the problem still gets through.
+ *
+ * Replies: Discord webhooks cannot post message replies, so `replyToMessageId` is not used; the
+ * router's addressing does not depend on it.
+ */
+import { Client, GatewayIntentBits, Routes, type Message } from 'discord.js';
+import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
+import type { AgentDef, ChatRef } from '../../core/types.js';
+import { splitMessage } from '../../core/text/split.js';
+import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, TYPING_REFRESH_MS, type DiscordConfig } from './config.js';
+import { DiscordPostError, sanitizeError } from './errors.js';
+import { identityFor } from './identity.js';
+import { normalise } from './normalise.js';
+import { sendChunk, type Sender } from './outbound.js';
+import { hasManageChannels, guildChannel } from './permissions.js';
+import { KeyedSerialQueue, PostedIndex } from './sequencing.js';
+import { DiscordStartupError, MISSING_TOKEN_MESSAGE, agentNameProblems, loginFailure, missingManageWebhooksMessage } from './startupChecks.js';
+import { MissingWebhookPermission, WebhookCache } from './webhooks.js';
+
+export interface DiscordChannelOptions {
+  config: DiscordConfig;
+  agents: AgentDef[];
+  logger: Logger;
+}
+
+/** What one running session holds; replaced wholesale on restart. */
+interface Running {
+  client: Client;
+  host: ChannelHost;
+  webhooks: WebhookCache;
+}
+
+export class DiscordChannel implements Channel {
+  readonly kind = 'discord' as const;
+  readonly capabilities: ChannelCapabilities = { maxMessageLength: DISCORD_MAX_MESSAGE };
+
+  private readonly cfg: DiscordConfig;
+  private readonly agents: AgentDef[];
+  private readonly log: Logger;
+  private readonly allowList: ReadonlySet<string>;
+  private readonly admins: ReadonlySet<string>;
+  /** Agents whose names Discord will not take as webhook usernames (agent id → message). */
+  private readonly nameProblems: Map<string, string>;
+  /** Channels where the bot cannot post (channel id → message), for `/group list` warnings. */
+  private readonly channelProblems = new Map<string, string>();
+  private readonly posted = new PostedIndex(POSTED_INDEX_SIZE);
+  private readonly outbound = new KeyedSerialQueue();
+  private readonly inbound = new KeyedSerialQueue();
+  private readonly typingTimers = new Set<NodeJS.Timeout>();
+  private running: Running | null = null;
+  private starting: Promise<void> | null = null;
+
+  constructor(opts: DiscordChannelOptions) {
+    this.cfg = opts.config;
+    this.agents = opts.agents;
+    this.log = opts.logger.child({ channel: 'discord' });
+    this.allowList = new Set(opts.config.channels.map(String));
+    this.admins = new Set(opts.config.admins.map(String));
+    this.nameProblems = agentNameProblems(opts.agents, opts.config.webhook_name);
+  }
+
+  async start(host: ChannelHost): Promise<void> {
+    if (this.starting) return this.starting;
+    if (this.running) return;
+    this.starting = this.connect(host).finally(() => {
+      this.starting = null;
+    });
+    return this.starting;
+  }
+
+  async stop(): Promise<void> {
+    await this.starting?.catch(() => {});
+    const run = this.running;
+    this.running = null;
+    for (const t of this.typingTimers) clearInterval(t);
+    this.typingTimers.clear();
+    if (!run) return;
+    await run.webhooks.destroy();
+    await run.client.destroy();
+    this.log.info('discord: disconnected');
+  }
+
+  private async connect(host: ChannelHost): Promise<void> {
+    const token = this.cfg.token?.trim();
+    if (!token) {
+      this.log.error(MISSING_TOKEN_MESSAGE);
+      throw new DiscordStartupError(MISSING_TOKEN_MESSAGE, 'missing_token');
+    }
+    for (const problem of this.nameProblems.values()) this.log.error(problem);
+
+    const api = this.cfg.api_base?.replace(/\/+$/, '') || undefined;
+    const client = new Client({
+      intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent],
+      // The gateway URL is not configured separately: discord.js asks `<api>/gateway/bot` for it.
+      ...(api ? { rest: { api } } : {}),
+      allowedMentions: { parse: ['users'] },
+    });
+    let lastCloseCode: number | undefined;
+    client.on('shardDisconnect', (ev) => {
+      lastCloseCode = ev.code;
+    });
+    client.on('error', (err) => this.log.error({ err: sanitizeError(err, 'discord client') }, 'discord: client error'));
+    client.on('shardError', (err) => this.log.warn({ reason: sanitizeError(err, 'gateway').message }, 'discord: gateway error'));
+    client.on('warn', (text) => this.log.warn({ detail: text }, 'discord: client warning'));
+    client.on('messageCreate', (m) => this.onMessage(m));
+
+    // Go live in the ready handler itself: discord.js replays messages queued during the
+    // handshake right after it, and they must find the adapter running.
+    const ready = new Promise<void>((resolve) =>
+      client.once('clientReady', () => {
+        const webhooks = new WebhookCache({ rest: client.rest, name: this.cfg.webhook_name, api, applicationId: client.application?.id, logger: this.log });
+        this.running = { client, host, webhooks };
+        resolve();
+      }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new DiscordStartupError(`Discord: the gateway was not ready after ${READY_TIMEOUT_MS / 1000} s`, 'timeout')),
+        READY_TIMEOUT_MS,
+      );
+    });
+    try {
+      await Promise.race([client.login(token).then(() => ready), timeout]);
+    } catch (err) {
+      this.running = null;
+      await client.destroy().catch(() => {});
+      const failure = err instanceof DiscordStartupError ? err : loginFailure(err, lastCloseCode);
+      this.log.error(failure.message);
+      throw failure;
+    } finally {
+      clearTimeout(timer);
+    }
+
+    const run = this.running as Running | null;
+    if (!run) throw new DiscordStartupError('Discord: the gateway became ready but the adapter did not start', 'connect_failed');
+    this.log.info({ bot: client.user?.tag, guilds: client.guilds.cache.size }, 'discord: connected');
+    await this.checkChannels(run);
+  }
+
+  /**
+   * Prepare the webhook of every channel Chorus is meant to serve (the allow-list, and channels
+   * that already have a group) so permission problems show up at start, naming the channel,
+   * rather than at the first agent reply.
+   */
+  private async checkChannels(run: Running): Promise<void> {
+    const ids = new Set(this.allowList);
+    for (const ch of run.client.channels.cache.values()) {
+      if (!ch.isDMBased() && ch.isTextBased() && !ch.isThread() && run.host.findGroup('discord', ch.id)) ids.add(ch.id);
+    }
+    for (const id of ids) {
+      const channel = await guildChannel(run.client, id);
+      if (!channel) {
+        const msg = `Discord: channel ${id} from channels.discord.channels is not visible to the bot (wrong id, or the bot lacks View Channel there).`;
+        this.channelProblems.set(id, msg);
+        this.log.error(msg);
+        continue;
+      }
+      try {
+        await run.webhooks.get(id);
+        this.channelProblems.delete(id);
+      } catch (err) {
+        const msg =
+          err instanceof MissingWebhookPermission
+            ? missingManageWebhooksMessage({ id, name: channel.name })
+            : sanitizeError(err, `Discord: could not prepare the webhook of #${channel.name} (${id})`).message;
+        this.channelProblems.set(id, msg);
+        this.log.error(msg);
+      }
+    }
+  }
+
+  private onMessage(m: Message): void {
+    const run = this.running;
+    if (!run) return;
+    const result = normalise(m, {
+      botUserId: run.client.user?.id,
+      applicationId: run.client.application?.id,
+      isOwnWebhook: (id) => run.webhooks.isOwn(id),
+      webhookName: this.cfg.webhook_name,
+      allowBots: this.cfg.allow_bots,
+      allowList: this.allowList,
+      agents: this.agents,
+      agentForMessage: (chatId, id) => this.posted.get(id) ?? run.host.agentForPostedMessage('discord', chatId, id),
+    });
+    if ('skip' in result) {
+      this.log.debug({ messageId: m.id, reason: result.skip }, 'discord: message skipped');
+      return;
+    }
+    const msg = result.msg;
+    // One chat's messages reach the router in the order Discord delivered them.
+    void this.inbound
+      .run(msg.chatId, () => run.host.receive(msg))
+      .catch((err) => this.log.error({ err, messageId: msg.messageId, chatId: msg.chatId }, 'discord: router did not take the message'));
+  }
+
+  async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, _opts?: PostOptions): Promise<PostedMessage> {
+    const id = identityFor(agent, this.cfg);
+    const body = id.label ? id.label + text : text;
+    return this.post(chat, body, { username: id.username, avatarURL: id.avatarURL }, agent.id);
+  }
+
+  async postAsSystem(chat: ChatRef, text: string, _opts?: PostOptions): Promise<PostedMessage> {
+    return this.post(chat, text, { username: this.cfg.webhook_name, avatarURL: undefined }, undefined);
+  }
+
+  /** Split, then send every chunk through the channel webhook, in order, one chat at a time. */
+  private post(chat: ChatRef, text: string, who: Sender, agentId: string | undefined): Promise<PostedMessage> {
+    const run = this.running;
+    if (!run) return Promise.reject(new DiscordPostError('Discord channel is not running', undefined, undefined));
+    const chunks = splitMessage(text, DISCORD_MAX_MESSAGE).filter((c) => c.trim().length > 0);
+    if (chunks.length === 0) return Promise.resolve({ ids: [] });
+    return this.outbound.run(chat.chatId, async () => {
+      const ids: string[] = [];
+      for (const content of chunks) {
+        const sentId = await sendChunk(
+          { client: run.client, webhooks: run.webhooks, log: this.log, channelProblem: (id, msg) => this.channelProblems.set(id, msg) },
+          chat,
+          content,
+          who,
+          agentId === undefined,
+        );
+        ids.push(sentId);
+        if (agentId) this.posted.set(sentId, agentId);
+      }
+      return { ids };
+    });
+  }
+
+  startTyping(chat: ChatRef, _agent: AgentDef): () => void {
+    const run = this.running;
+    if (!run) return () => {};
+    // Webhooks cannot type; the indicator shows the bot, which is the closest Discord offers.
+    const target = chat.threadId ?? chat.chatId;
+    const ping = () => {
+      run.client.rest.post(Routes.channelTyping(target)).catch((err: unknown) => {
+        this.log.debug({ chatId: chat.chatId, reason: sanitizeError(err, 'typing').message }, 'discord: typing indicator failed');
+      });
+    };
+    ping();
+    const timer = setInterval(ping, TYPING_REFRESH_MS);
+    timer.unref();
+    this.typingTimers.add(timer);
+    let stopped = false;
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(timer);
+      this.typingTimers.delete(timer);
+    };
+  }
+
+  async isAdmin(chat: ChatRef, userId: string): Promise<boolean> {
+    if (this.admins.has(userId)) return true;
+    const run = this.running;
+    if (!run) return false;
+    try {
+      return await hasManageChannels(run.client, chat.chatId, userId);
+    } catch (err) {
+      this.log.warn({ chatId: chat.chatId, userId, reason: sanitizeError(err, 'permission check').message }, 'discord: admin check failed');
+      return false;
+    }
+  }
+
+  warnings(chat: ChatRef, participants: readonly string[]): string[] {
+    const out: string[] = [];
+    const channelProblem = this.channelProblems.get(chat.chatId);
+    if (channelProblem) out.push(channelProblem);
+    for (const id of participants) {
+      const p = this.nameProblems.get(id);
+      if (p) out.push(p);
+    }
+    return out;
+  }
+}

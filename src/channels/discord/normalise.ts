@@ -1,0 +1,108 @@
+/**
+ * Discord message → InboundMessage, and the decision whether a message is for Chorus at all.
+ *
+ * Skipped: Chorus's own webhook posts and its own bot's messages (their echoes would otherwise
+ * loop back into the router), other bots unless `allow_bots`, DMs, system messages (joins, pins),
+ * channels outside the allow-list, and messages with nothing to read.
+ */
+import { MessageType, type Message } from 'discord.js';
+import type { AgentDef, InboundMessage } from '../../core/types.js';
+
+export interface NormaliseContext {
+  botUserId: string | undefined;
+  applicationId: string | undefined;
+  isOwnWebhook(webhookId: string): boolean;
+  webhookName: string;
+  allowBots: boolean;
+  /** Empty = every channel the bot can read. */
+  allowList: ReadonlySet<string>;
+  agents: readonly AgentDef[];
+  /** Which agent posted this message (the adapter's map, then the router's). */
+  agentForMessage(chatId: string, messageId: string): string | undefined;
+}
+
+export type Normalised = { msg: InboundMessage } | { skip: string };
+
+export function normalise(m: Message, ctx: NormaliseContext): Normalised {
+  if (!m.inGuild()) return { skip: 'not in a server' };
+  if (m.type !== MessageType.Default && m.type !== MessageType.Reply) return { skip: 'system message' };
+  if (isOwnMessage(m, ctx)) return { skip: 'own post' };
+  // Webhook posts of other integrations arrive as bot authors too; both follow allow_bots.
+  if ((m.author.bot || m.webhookId) && !ctx.allowBots) return { skip: 'bot author' };
+
+  // A thread belongs to its parent channel's group; posts go back into the thread.
+  const thread = m.channel.isThread() ? m.channel : null;
+  const chatId = thread?.parentId ?? m.channelId;
+  if (ctx.allowList.size > 0 && !ctx.allowList.has(chatId)) return { skip: 'channel not in channels.discord.channels' };
+
+  const text = readableText(m);
+  if (!text.trim()) return { skip: 'no text (is the Message Content intent enabled?)' };
+
+  const parentName = thread ? thread.parent?.name : 'name' in m.channel ? m.channel.name : undefined;
+  const msg: InboundMessage = {
+    channel: 'discord',
+    chatId,
+    messageId: m.id,
+    author: { id: m.author.id, name: m.member?.displayName ?? m.author.globalName ?? m.author.username },
+    text,
+    ts: m.createdTimestamp,
+    threadId: thread?.id,
+    replyToAgentId: replyTarget(m, chatId, ctx),
+    chatTitle: parentName ? `#${parentName}` : undefined,
+  };
+  return { msg };
+}
+
+function isOwnMessage(m: Message, ctx: NormaliseContext): boolean {
+  if (ctx.botUserId && m.author.id === ctx.botUserId) return true;
+  if (!m.webhookId) return false;
+  if (ctx.isOwnWebhook(m.webhookId)) return true;
+  // After a restart the echo of a post may beat the webhook lookup; the application id still tells.
+  return Boolean(ctx.applicationId && m.applicationId === ctx.applicationId);
+}
+
+/** The agent whose webhook message this one replies to, if any. */
+function replyTarget(m: Message, chatId: string, ctx: NormaliseContext): string | undefined {
+  const refId = m.reference?.messageId;
+  if (!refId) return undefined;
+  const known = ctx.agentForMessage(chatId, refId);
+  if (known) return known;
+  // Unknown id (posted before a restart, map trimmed): recognise the agent by the webhook name.
+  const ref = m.channel.messages.cache.get(refId);
+  if (!ref?.webhookId) return undefined;
+  const own = ctx.isOwnWebhook(ref.webhookId) || (ctx.applicationId !== undefined && ref.applicationId === ctx.applicationId);
+  if (!own) return undefined;
+  const byName = ctx.agents.find((a) => a.name.trim() === ref.author.username);
+  if (byName) return byName.id;
+  // Agents whose names Discord refuses post under the webhook name with a bold label.
+  if (ref.author.username === ctx.webhookName) {
+    return ctx.agents.find((a) => ref.content.startsWith(`**${a.name}:**`))?.id;
+  }
+  return undefined;
+}
+
+/**
+ * The message text as people read it: `<@id>` → `@Name`, `<#id>` → `#channel`, `<@&id>` → `@Role`,
+ * plus one line per attachment. Plain `@handle` text (how people address agents, which are not
+ * Discord users) is left alone, and so are `@everyone`/`@here` so the router sees its aliases.
+ */
+export function readableText(m: Message): string {
+  let text = m.content ?? '';
+  const guild = m.guild;
+  text = text.replace(/<@!?(\d+)>/g, (whole, id: string) => {
+    const member = guild?.members.cache.get(id);
+    const user = m.mentions.users.get(id) ?? m.client.users.cache.get(id);
+    const name = member?.displayName ?? user?.globalName ?? user?.username;
+    return name ? `@${name}` : whole;
+  });
+  text = text.replace(/<@&(\d+)>/g, (whole, id: string) => {
+    const role = guild?.roles.cache.get(id);
+    return role ? `@${role.name}` : whole;
+  });
+  text = text.replace(/<#(\d+)>/g, (whole, id: string) => {
+    const ch = m.client.channels.cache.get(id);
+    return ch && 'name' in ch && ch.name ? `#${ch.name}` : whole;
+  });
+  const files = [...m.attachments.values()].map((a) => `[attachment: ${a.name} ${a.url}]`);
+  return [text, ...files].filter((s) => s.length > 0).join('\n');
+}

@@ -1,0 +1,251 @@
+/**
+ * A local Discord that the real discord.js talks to: REST under `<apiBase>/v10/...` and a gateway
+ * websocket whose URL `GET /gateway/bot` hands out. Everything binds to 127.0.0.1 on a free port.
+ *
+ * Tests drive it from the platform side (`humanSays`, `denyBot`, `rateLimitNext`, ...) and assert
+ * on what it recorded (`posts`, `requests`, `typing`).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { FakeGateway } from './gateway.js';
+import { handleRest } from './rest.js';
+import {
+  Perm,
+  snowflake,
+  type FakeChannel,
+  type FakeRole,
+  type FakeUser,
+  type FakeWebhook,
+  type StoredMessage,
+} from './model.js';
+
+export interface FakeDiscordOptions {
+  /** The bot token the fake accepts (REST `Authorization: Bot <token>` and IDENTIFY). */
+  token?: string;
+  /** false: the bot may not use the Message Content intent; IDENTIFY with it closes 4014. */
+  messageContentAllowed?: boolean;
+  heartbeatIntervalMs?: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  /** Path without the `/api/v10` prefix, query string kept. */
+  path: string;
+  body: unknown;
+  status: number;
+}
+
+interface RateLimitRule {
+  match: (method: string, path: string) => boolean;
+  remaining: number;
+  retryAfterSeconds: number;
+}
+
+interface FailureRule {
+  match: (method: string, path: string) => boolean;
+  remaining: number;
+  status: number;
+  code: number;
+  message: string;
+}
+
+export class FakeDiscord {
+  readonly token: string;
+  messageContentAllowed: boolean;
+  readonly heartbeatIntervalMs: number;
+
+  readonly guildId = snowflake();
+  readonly guildName = 'Chorus Test Server';
+  readonly applicationId = snowflake();
+  readonly bot: FakeUser;
+  readonly owner: FakeUser;
+  readonly users = new Map<string, FakeUser>();
+  readonly roles: FakeRole[] = [];
+  /** user id → role ids */
+  readonly members = new Map<string, string[]>();
+  readonly channels: FakeChannel[] = [];
+  readonly webhooks: FakeWebhook[] = [];
+  readonly messages: StoredMessage[] = [];
+  readonly requests: RecordedRequest[] = [];
+  readonly typing: Array<{ channelId: string; userId: string }> = [];
+  /** Role ids of the roles every test server has. */
+  readonly everyoneRoleId: string;
+  readonly modRoleId: string;
+  readonly botRoleId: string;
+
+  private readonly rateLimits: RateLimitRule[] = [];
+  private readonly failures: FailureRule[] = [];
+  private server: Server | undefined;
+  private gateway: FakeGateway | undefined;
+  private port = 0;
+
+  constructor(opts: FakeDiscordOptions = {}) {
+    this.token = opts.token ?? 'fake';
+    this.messageContentAllowed = opts.messageContentAllowed ?? true;
+    this.heartbeatIntervalMs = opts.heartbeatIntervalMs ?? 5000;
+    this.everyoneRoleId = this.guildId;
+    this.roles.push({ id: this.everyoneRoleId, name: '@everyone', position: 0, permissions: Perm.ViewChannel | Perm.SendMessages | Perm.ReadMessageHistory });
+    this.modRoleId = snowflake();
+    this.roles.push({ id: this.modRoleId, name: 'Mods', position: 2, permissions: Perm.ManageChannels });
+    this.botRoleId = snowflake();
+    this.roles.push({ id: this.botRoleId, name: 'Chorus', position: 1, permissions: Perm.ManageWebhooks | Perm.SendMessages | Perm.ViewChannel });
+    this.bot = this.addUser('ChorusBot', { bot: true, roles: [this.botRoleId] });
+    this.owner = this.addUser('Owner');
+  }
+
+  /** REST base as `channels.discord.api_base` expects it (discord.js appends `/v10`). */
+  get apiBase(): string {
+    return `http://127.0.0.1:${this.port}/api`;
+  }
+
+  get gatewayUrl(): string {
+    return `ws://127.0.0.1:${this.port}/gateway`;
+  }
+
+  async start(): Promise<this> {
+    const server = createServer((req, res) => void handleRest(this, req, res));
+    this.gateway = new FakeGateway(this);
+    server.on('upgrade', (req, socket, head) => this.gateway!.handleUpgrade(req, socket, head));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    this.port = (server.address() as AddressInfo).port;
+    this.server = server;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.gateway?.close();
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  // ---- world building -----------------------------------------------------------------------
+
+  addUser(username: string, opts: { bot?: boolean; roles?: string[] } = {}): FakeUser {
+    const user: FakeUser = { id: snowflake(), username, global_name: opts.bot ? null : username, bot: opts.bot ?? false };
+    this.users.set(user.id, user);
+    this.members.set(user.id, opts.roles ?? []);
+    return user;
+  }
+
+  addChannel(name: string): string {
+    const channel: FakeChannel = { id: snowflake(), name, overwrites: [] };
+    this.channels.push(channel);
+    return channel.id;
+  }
+
+  channel(id: string): FakeChannel | undefined {
+    return this.channels.find((c) => c.id === id);
+  }
+
+  /** Take `perm` away from the bot in one channel (a member overwrite, as a server admin would). */
+  denyBot(channelId: string, perm: bigint): void {
+    this.channel(channelId)!.overwrites.push({ id: this.bot.id, type: 1, allow: 0n, deny: perm });
+  }
+
+  /** The next `count` requests matching `match` get a 429 with `retry_after`. */
+  rateLimitNext(count: number, match: (method: string, path: string) => boolean, retryAfterSeconds = 0.25): void {
+    this.rateLimits.push({ match, remaining: count, retryAfterSeconds });
+  }
+
+  /** Consumed by the REST handler: should this request be rate limited? */
+  takeRateLimit(method: string, path: string): number | null {
+    const rule = this.rateLimits.find((r) => r.remaining > 0 && r.match(method, path));
+    if (!rule) return null;
+    rule.remaining--;
+    return rule.retryAfterSeconds;
+  }
+
+  /** The next `count` requests matching `match` fail with this Discord error. */
+  failNext(count: number, match: (method: string, path: string) => boolean, error: { status: number; code: number; message: string }): void {
+    this.failures.push({ match, remaining: count, ...error });
+  }
+
+  /** Consumed by the REST handler: should this request fail? */
+  takeFailure(method: string, path: string): { status: number; code: number; message: string } | null {
+    const rule = this.failures.find((r) => r.remaining > 0 && r.match(method, path));
+    if (!rule) return null;
+    rule.remaining--;
+    return { status: rule.status, code: rule.code, message: rule.message };
+  }
+
+  /** Effective permissions of a member in a channel, computed the way Discord does. */
+  permissionsOf(userId: string, channelId: string): bigint {
+    if (userId === this.owner.id) return ~0n;
+    const roleIds = [this.everyoneRoleId, ...(this.members.get(userId) ?? [])];
+    let perms = 0n;
+    for (const r of this.roles) if (roleIds.includes(r.id)) perms |= r.permissions;
+    if (perms & Perm.Administrator) return ~0n;
+    const ch = this.channel(channelId);
+    if (!ch) return perms;
+    const apply = (o: { allow: bigint; deny: bigint }) => {
+      perms = (perms & ~o.deny) | o.allow;
+    };
+    const everyone = ch.overwrites.find((o) => o.id === this.everyoneRoleId);
+    if (everyone) apply(everyone);
+    let allow = 0n;
+    let deny = 0n;
+    for (const o of ch.overwrites) {
+      if (o.type === 0 && o.id !== this.everyoneRoleId && roleIds.includes(o.id)) {
+        allow |= o.allow;
+        deny |= o.deny;
+      }
+    }
+    apply({ allow, deny });
+    const own = ch.overwrites.find((o) => o.type === 1 && o.id === userId);
+    if (own) apply(own);
+    return perms;
+  }
+
+  // ---- traffic ------------------------------------------------------------------------------
+
+  /** A person (or another bot) writes in a channel; dispatched to every connected bot. */
+  humanSays(channelId: string, user: FakeUser, content: string, opts: { replyTo?: string } = {}): string {
+    const msg: StoredMessage = {
+      id: snowflake(),
+      channel_id: channelId,
+      author: user,
+      content,
+      webhook_id: null,
+      application_id: null,
+      avatar_url: null,
+      reply_to: opts.replyTo ?? null,
+      ts: Date.now(),
+    };
+    this.messages.push(msg);
+    this.gateway?.dispatchMessage(msg);
+    return msg.id;
+  }
+
+  /** Store and broadcast a message created through REST (bot post or webhook execute). */
+  recordPost(msg: StoredMessage): void {
+    this.messages.push(msg);
+    this.gateway?.dispatchMessage(msg);
+  }
+
+  /** Messages shown in a channel, oldest first. */
+  posts(channelId: string): StoredMessage[] {
+    return this.messages.filter((m) => m.channel_id === channelId);
+  }
+
+  /** Requests whose method and path match, e.g. `requestsTo('POST', /\/channels\/\d+\/webhooks$/)`. */
+  requestsTo(method: string, path: RegExp): RecordedRequest[] {
+    return this.requests.filter((r) => r.method === method && path.test(r.path));
+  }
+
+  /** Gateway sessions that completed IDENTIFY, with the intents they asked for. */
+  get identifies(): Array<{ intents: number }> {
+    return this.gateway?.identifies ?? [];
+  }
+
+  /** Every MESSAGE_CREATE the gateway sent (to any session). */
+  get dispatched(): Array<{ session: string; messageId: string; webhookId: string | null; content: string }> {
+    return this.gateway?.dispatched ?? [];
+  }
+
+  get connectedSessions(): number {
+    return this.gateway?.openSessions ?? 0;
+  }
+}
