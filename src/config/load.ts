@@ -94,13 +94,13 @@ export function loadConfig(path: string | null, env: NodeJS.ProcessEnv = process
 /** Parse and validate config text. Throws ConfigError with every problem found. */
 export function parseConfigText(raw: string, source: string, env: NodeJS.ProcessEnv = process.env): { config: ChorusConfig; missing: string[] } {
   const { text, missing } = substituteEnv(raw, env);
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,
       doc.errors.map((e) => {
         const pos = e.linePos?.[0];
-        return { path: pos ? `line ${pos.line}, column ${pos.col}` : '(yaml)', message: firstLine(e.message) };
+        return { path: pos ? `line ${pos.line}, column ${pos.col}` : '(yaml)', message: firstLine(e.message).replace(/ at line \d+, column \d+:?$/, '') };
       }),
     );
   }
@@ -108,7 +108,7 @@ export function parseConfigText(raw: string, source: string, env: NodeJS.Process
   if (typeof data !== 'object' || data === null || Array.isArray(data)) {
     throw new ConfigError(source, [{ path: '(root)', message: 'expected a mapping of keys (data_dir, llm, agents, ...)' }]);
   }
-  const parsed = configSchema.safeParse(normalizeEmpty(data));
+  const parsed = configSchema.safeParse(normalizeEmpty(data), { reportInput: true });
   if (!parsed.success) {
     throw new ConfigError(source, withEnvHint(formatIssues(parsed.error.issues), missing));
   }

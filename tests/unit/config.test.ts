@@ -1,0 +1,73 @@
+/** SPEC §2: config loading — a table of broken files, each with the exact message expected. */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseConfigText, substituteEnv } from '../../src/config/load.js';
+
+const AGENT = `agents:\n  - { id: analyst, name: Analyst, persona: "numbers" }\n`;
+
+function problems(yaml: string, env: Record<string, string> = {}): string[] {
+  try {
+    parseConfigText(yaml, 'test.yaml', env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems.map((p) => `${p.path}: ${p.message}`);
+    throw err;
+  }
+  return [];
+}
+
+describe('config', () => {
+  it('config.example.yaml parses', () => {
+    const { config } = parseConfigText(readFileSync('config.example.yaml', 'utf8'), 'config.example.yaml', {});
+    expect(config.agents.map((a) => a.id)).toEqual(['analyst', 'writer', 'critic']);
+    expect(config.group_defaults.reply_strategy).toBe('hybrid');
+    expect(config.channels.web.port).toBe(8787);
+  });
+
+  it('built-in defaults give three demo agents on the web feed', () => {
+    const loaded = loadConfig(null, {});
+    expect(loaded.usedDefaults).toBe(true);
+    expect(loaded.config.agents.map((a) => a.id)).toEqual(['analyst', 'writer', 'critic']);
+    expect(loaded.config.channels.web).toMatchObject({ enabled: true, host: '127.0.0.1', port: 8787, auth_token: null });
+    expect(loaded.config.llm.api_key).toBeNull();
+  });
+
+  it('substitutes ${VAR} and ${VAR:-default}, but not in comments', () => {
+    const r = substituteEnv('a: ${A}\nb: ${B:-two}\nc: ${C} # see ${DOC}\n# ${ALSO_DOC}', { A: 'one' });
+    expect(r.text).toBe('a: one\nb: two\nc:  # see ${DOC}\n# ${ALSO_DOC}');
+    expect(r.missing).toEqual(['C']);
+  });
+
+  const table: Array<[string, string, string[]]> = [
+    ['no agents', 'data_dir: x\n', ['agents: required']],
+    ['unknown key with suggestion', AGENT + 'llm: { modle: x }\n', ['llm.modle: unknown key (did you mean "model"?)']],
+    ['unknown top-level key', AGENT + 'colour: red\n', ['colour: unknown key (did you mean "color"?)']],
+    ['bad enum', AGENT + 'group_defaults: { reply_strategy: loud }\n', ['group_defaults.reply_strategy: must be one of: hybrid, mention_only, round_robin, selector']],
+    ['wrong type', AGENT + 'group_defaults: { max_depth: two }\n', ['group_defaults.max_depth: expected number, got "two"']],
+    ['negative number', AGENT + 'group_defaults: { cooldown_seconds: -1 }\n', ['group_defaults.cooldown_seconds: must be at least 0']],
+    ['bad agent id', 'agents:\n  - { id: Bad Id, name: X, persona: p }\n', ['agents[0].id: must be a slug: lowercase letter first, then a-z 0-9 _ -, at most 32 characters']],
+    ['missing persona', 'agents:\n  - { id: a, name: A }\n', ['agents[0].persona: required']],
+    ['duplicate agent', AGENT + '  - { id: analyst, name: Other, persona: p }\n', ['agents[1].id: duplicate agent id "analyst" (also agents[0])']],
+    ['alias to unknown agent', AGENT + 'aliases: { team: [analyst, ghost] }\n', ['aliases.team[1]: unknown agent "ghost" (known: analyst)']],
+    ['group with unknown participant', AGENT + 'groups:\n  - { channel: web, chat_id: room, participants: [ghost] }\n', ['groups[0].participants[0]: unknown agent "ghost" (known: analyst)']],
+    [
+      'telegram token required when enabled',
+      'agents:\n  - { id: a, name: A, persona: p, telegram: { token: "${TG_A}" } }\nchannels: { telegram: { enabled: true } }\n',
+      ['agents[0].telegram.token: required when channels.telegram.enabled', '(environment): not set: TG_A'],
+    ],
+    ['malformed token', 'agents:\n  - { id: a, name: A, persona: p, telegram: { token: "abc" } }\nchannels: { telegram: { enabled: true } }\n', ['agents[0].telegram.token: does not look like a bot token from @BotFather ("123456:ABC...")']],
+    ['discord token required', AGENT + 'channels: { discord: { enabled: true } }\n', ['channels.discord.token: required when channels.discord.enabled']],
+    ['public bind without token', AGENT + 'channels: { web: { host: 0.0.0.0 } }\n', ['channels.web.host: refusing to listen on 0.0.0.0 without channels.web.auth_token; set a token or use 127.0.0.1']],
+    ['bad colour', 'agents:\n  - { id: a, name: A, persona: p, color: blue }\n', ['agents[0].color: must be a colour like "#2563eb"']],
+    ['yaml syntax', 'agents: [\n', ['line 2, column 1: Flow sequence in block collection must be sufficiently indented and end with a ]']],
+    ['not a mapping', '- just\n- a list\n', ['(root): expected a mapping of keys (data_dir, llm, agents, ...)']],
+    ['several problems at once', 'agents:\n  - { id: a, name: A, persona: p, talkativeness: 2 }\nllm: { max_concurrency: 0 }\n', ['llm.max_concurrency: must be at least 1', 'agents[0].talkativeness: must be at most 1']],
+  ];
+
+  it.each(table)('%s', (_name, yaml, expected) => {
+    expect(problems(yaml).sort()).toEqual([...expected].sort());
+  });
+
+  it('a missing file is one clear problem', () => {
+    expect(() => loadConfig('/nonexistent/chorus.yaml', {})).toThrow(/file not found/);
+  });
+});
