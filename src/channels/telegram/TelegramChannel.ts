@@ -1,0 +1,304 @@
+/**
+ * The Telegram channel (SPEC §7.1): every agent with a `telegram.token` is its own grammY bot.
+ * Inbound: each bot polls and hands its copy of a human message to the router, which dedupes
+ * copies; an update is confirmed only after the router recorded it. Outbound: each reply goes
+ * through the speaking agent's own bot, the system voice through the bot a command was addressed
+ * to (or the first participant's bot).
+ */
+import type { Message, ChatMemberUpdated } from 'grammy/types';
+import type { ChorusConfig } from '../../config/schema.js';
+import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
+import type { AgentDef, ChatRef } from '../../core/types.js';
+import { AdminCache } from './admins.js';
+import { AgentBot, botWarning } from './bots.js';
+import { typingLoop } from './typing.js';
+import { describeError, apiErrorCode } from './errors.js';
+import { membershipDirection, normalizeMessage, parseChatId, messageKey, type BotDirectory } from './normalize.js';
+import { ChatQueues, sendText, TELEGRAM_LIMIT } from './sender.js';
+
+export interface TelegramChannelOptions {
+  config: ChorusConfig['channels']['telegram'];
+  agents: AgentDef[];
+  logger: Logger;
+  /** getUpdates long-poll timeout; shorter in tests is fine, Telegram allows up to 50. */
+  pollTimeoutSeconds?: number;
+}
+
+const BASIC_IDS_KEPT = 2000;
+
+/** Basic groups have ids in (-1e12, 0); supergroups and channels start with -100… */
+const isBasicGroupId = (id: number) => id < 0 && id > -1_000_000_000_000;
+
+export class TelegramChannel implements Channel {
+  readonly kind = 'telegram' as const;
+  readonly capabilities: ChannelCapabilities = { maxMessageLength: TELEGRAM_LIMIT };
+
+  private readonly log: Logger;
+  private readonly bots: AgentBot[] = [];
+  private readonly admins: AdminCache;
+  private readonly queues = new ChatQueues();
+  /** Membership changes of one chat run one at a time, so three bots added at once form one group. */
+  private readonly memberQueues = new ChatQueues();
+  private host: ChannelHost | undefined;
+  private running = false;
+  private starting: Promise<void> | undefined;
+  private lifecycle: AbortController | undefined;
+  private readonly typers = new Set<() => void>();
+  /** old chat id → new chat id after group → supergroup upgrades. */
+  private readonly migrations = new Map<number, number>();
+  private readonly rekeys = new Map<string, Promise<void>>();
+  /** Agents whose bots we saw in a chat (updates, joins): candidates for the system voice. */
+  private readonly present = new Map<number, Set<string>>();
+  /** Basic groups: `${chatId}|${messageKey}` → agent → that bot's own message id (for replies). */
+  private readonly basicIds = new Map<string, Map<string, number>>();
+
+  constructor(private readonly opts: TelegramChannelOptions) {
+    this.log = opts.logger.child({ channel: 'telegram' });
+    this.admins = new AdminCache(opts.config.admins, this.log);
+    const apiRoot = opts.config.api_root.replace(/\/+$/, '');
+    const seen = new Map<string, string>();
+    for (const agent of opts.agents) {
+      const token = agent.telegram?.token.trim();
+      if (!token) continue;
+      const other = seen.get(token);
+      if (other) {
+        this.log.error({ agent: agent.id, sharesWith: other }, `telegram: agent "${agent.id}" uses the same bot token as "${other}"; every agent needs its own bot — "${agent.id}" is skipped`);
+        continue;
+      }
+      seen.set(token, agent.id);
+      const ab = new AgentBot(agent, token, apiRoot, this.log, opts.pollTimeoutSeconds ?? 25);
+      ab.bot.on('message', (ctx) => this.onMessage(ab, ctx.message));
+      ab.bot.on('my_chat_member', (ctx) => this.onMembership(ab, ctx.myChatMember));
+      this.bots.push(ab);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Lifecycle
+
+  async start(host: ChannelHost): Promise<void> {
+    if (this.running) return;
+    if (this.starting) return this.starting;
+    this.starting = (async () => {
+      this.host = host;
+      const lifecycle = new AbortController();
+      this.lifecycle = lifecycle;
+      if (this.bots.length === 0) this.log.warn('telegram: enabled, but no agent has a telegram.token; nothing to poll');
+      await Promise.all(this.bots.map((b) => this.bringUp(b, lifecycle.signal)));
+      this.running = true;
+    })().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  /** First attempt is awaited; if Telegram is unreachable, keep trying in the background. */
+  private async bringUp(b: AgentBot, signal: AbortSignal): Promise<void> {
+    if ((await b.bringUp()) !== 'retry') return;
+    void (async () => {
+      for (let delay = 2000; !signal.aborted; delay = Math.min(delay * 2, 60_000)) {
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, delay);
+          signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
+        });
+        if (signal.aborted || (await b.bringUp()) !== 'retry') return;
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    if (this.starting) await this.starting.catch(() => undefined);
+    if (!this.running) return;
+    this.running = false;
+    this.lifecycle?.abort();
+    for (const stop of [...this.typers]) stop();
+    await Promise.all(this.bots.map((b) => b.stop()));
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Inbound
+
+  private readonly directory: BotDirectory = {
+    agentByBotId: (id) => this.bots.find((b) => b.me?.id === id)?.agent.id,
+    agentByUsername: (name) => this.bots.find((b) => b.me?.username.toLowerCase() === name.toLowerCase())?.agent.id,
+  };
+
+  /** Resolves once the router recorded the message: only then may the poller confirm the update. */
+  private async onMessage(b: AgentBot, msg: Message): Promise<void> {
+    const host = this.host;
+    if (!host) return;
+    if (msg.migrate_to_chat_id !== undefined) return this.migrate(msg.chat.id, msg.migrate_to_chat_id);
+    if (msg.migrate_from_chat_id !== undefined) return this.migrate(msg.migrate_from_chat_id, msg.chat.id);
+    if (msg.chat.type !== 'private') this.notePresent(msg.chat.id, b.agent.id, true);
+    let inbound;
+    try {
+      if (msg.chat.type === 'group') this.noteBasicId(msg, b.agent.id);
+      inbound = normalizeMessage(msg, b.agent.id, this.directory, (chatId, id) => host.agentForPostedMessage('telegram', chatId, id));
+    } catch (err) {
+      // A message we cannot read must not block the bot's queue; it is skipped and logged.
+      this.log.error({ agent: b.agent.id, err: describeError(err, [b.token]) }, 'telegram: could not read a message; skipped');
+      return;
+    }
+    if (!inbound) return;
+    const res = await host.receive(inbound);
+    // A host that refuses while we are shutting down has not recorded it: leave it unconfirmed.
+    if (res.status === 'rejected' && !this.running) throw new Error('not recorded while stopping; will be fetched again');
+    this.log.debug({ agent: b.agent.id, chatId: inbound.chatId, messageId: inbound.messageId, status: res.status }, 'telegram: message handed over');
+  }
+
+  private async onMembership(b: AgentBot, u: ChatMemberUpdated): Promise<void> {
+    const host = this.host;
+    const dir = membershipDirection(u);
+    if (!host || !dir || u.chat.type === 'private' || u.chat.type === 'channel') return;
+    this.notePresent(u.chat.id, b.agent.id, dir === 'joined');
+    this.admins.invalidate(u.chat.id);
+    const chat: ChatRef = { channel: 'telegram', chatId: String(u.chat.id), viaAgentId: b.agent.id };
+    const title = 'title' in u.chat ? u.chat.title : undefined;
+    this.log.info({ agent: b.agent.id, chatId: chat.chatId, change: dir }, `telegram: bot of "${b.agent.id}" ${dir} a chat`);
+    await this.memberQueues.run(chat.chatId, () =>
+      host.membershipChanged(chat, {
+        ...(dir === 'joined' ? { joined: [b.agent.id] } : { left: [b.agent.id] }),
+        title,
+        autoCreate: this.opts.config.auto_create_groups,
+      }),
+    );
+  }
+
+  /** Re-key once per migration, however many bots (and which of the two service messages) report it. */
+  private migrate(oldId: number, newId: number): Promise<void> {
+    const key = `${oldId}>${newId}`;
+    let p = this.rekeys.get(key);
+    if (!p) {
+      this.migrations.set(oldId, newId);
+      this.admins.invalidate(oldId);
+      const was = this.present.get(oldId);
+      if (was) this.present.set(newId, new Set(was));
+      this.log.info({ from: oldId, to: newId }, 'telegram: group was upgraded to a supergroup; re-keying');
+      p = this.host!.rekeyChat('telegram', String(oldId), String(newId)).catch((err: unknown) => {
+        this.rekeys.delete(key); // let the redelivered update try again
+        throw err;
+      });
+      this.rekeys.set(key, p);
+    }
+    return p;
+  }
+
+  private notePresent(chatId: number, agentId: string, present: boolean): void {
+    let set = this.present.get(chatId);
+    if (!set) this.present.set(chatId, (set = new Set()));
+    if (present) set.add(agentId);
+    else set.delete(agentId);
+  }
+
+  private noteBasicId(msg: Message, agentId: string): void {
+    const key = `${msg.chat.id}|${messageKey(msg)}`;
+    let m = this.basicIds.get(key);
+    if (!m) {
+      this.basicIds.set(key, (m = new Map()));
+      if (this.basicIds.size > BASIC_IDS_KEPT) this.basicIds.delete(this.basicIds.keys().next().value!);
+    }
+    m.set(agentId, msg.message_id);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Outbound
+
+  /**
+   * A bot that can send: its token was accepted once. Polling is not needed to post, so replies
+   * finishing while the channel stops still go out.
+   */
+  private readyBot(agentId: string | undefined): AgentBot | undefined {
+    return this.bots.find((b) => b.agent.id === agentId && b.me !== undefined && b.status !== 'unauthorized');
+  }
+
+  /** Telegram chat id to send to, following known migrations. */
+  private target(chat: ChatRef): { tgId: number; threadId: number | undefined; dmAgentId: string | undefined } {
+    const parsed = parseChatId(chat.chatId);
+    let tgId = parsed.tgId;
+    for (let i = 0; i < 3 && this.migrations.has(tgId); i++) tgId = this.migrations.get(tgId)!;
+    const threadId = chat.threadId !== undefined && /^\d+$/.test(chat.threadId) ? Number(chat.threadId) : undefined;
+    return { tgId, threadId, dmAgentId: parsed.dmAgentId };
+  }
+
+  /** The reply target in this bot's own numbering, when we know it. */
+  private replyId(chat: ChatRef, tgId: number, agentId: string, replyTo: string | undefined): number | undefined {
+    if (replyTo === undefined) return undefined;
+    if (/^\d+$/.test(replyTo)) return isBasicGroupId(tgId) ? undefined : Number(replyTo);
+    return this.basicIds.get(`${parseChatId(chat.chatId).tgId}|${replyTo}`)?.get(agentId);
+  }
+
+  private async send(b: AgentBot, chat: ChatRef, text: string, opts: PostOptions | undefined): Promise<PostedMessage> {
+    const t = this.target(chat);
+    const hooks = { log: this.log, onMigrated: (o: number, n: number) => this.migrate(o, n) };
+    const ids = await this.queues.run(chat.chatId, () =>
+      sendText(b.bot, { chatId: t.tgId, threadId: t.threadId, replyTo: this.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId) }, text, hooks),
+    );
+    return { ids: ids.map(String) };
+  }
+
+  async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage> {
+    const b = this.readyBot(agent.id);
+    if (!b) throw new Error(`agent "${agent.id}" has no working Telegram bot`);
+    return this.send(b, chat, text, opts);
+  }
+
+  async postAsSystem(chat: ChatRef, text: string, opts?: PostOptions): Promise<PostedMessage> {
+    const { tgId, dmAgentId } = this.target(chat);
+    const order = [
+      dmAgentId,
+      chat.viaAgentId,
+      ...(this.host?.findGroup('telegram', chat.chatId)?.participants ?? []),
+      ...(this.present.get(tgId) ?? []),
+    ];
+    const candidates = [...new Set(order)].map((id) => this.readyBot(id)).filter((b): b is AgentBot => b !== undefined);
+    if (candidates.length === 0) throw new Error(`no Telegram bot can post in chat ${chat.chatId}`);
+    let lastErr: unknown;
+    for (const b of candidates) {
+      try {
+        return await this.send(b, chat, text, opts);
+      } catch (err) {
+        lastErr = err;
+        this.log.warn({ agent: b.agent.id, chatId: chat.chatId, err: describeError(err, [b.token]) }, 'telegram: system notice failed through this bot; trying the next');
+      }
+    }
+    throw lastErr;
+  }
+
+  startTyping(chat: ChatRef, agent: AgentDef): () => void {
+    const b = this.readyBot(agent.id);
+    if (!b) return () => undefined;
+    const stop = typingLoop(() => {
+      const t = this.target(chat);
+      return b.bot.api.sendChatAction(t.tgId, 'typing', t.threadId !== undefined ? { message_thread_id: t.threadId } : {});
+    }, (err) => this.log.debug({ agent: agent.id, err: describeError(err, [b.token]) }, 'telegram: typing failed'));
+    const remove = () => {
+      stop();
+      this.typers.delete(remove);
+    };
+    this.typers.add(remove);
+    return remove;
+  }
+
+  async isAdmin(chat: ChatRef, userId: string): Promise<boolean> {
+    if (this.opts.config.admins.includes(userId)) return true;
+    const { tgId, dmAgentId } = this.target(chat);
+    // In a private chat the user is the only human: they manage their own DM.
+    if (dmAgentId !== undefined) return String(tgId) === userId;
+    const ids = [chat.viaAgentId, ...(this.host?.findGroup('telegram', chat.chatId)?.participants ?? []), ...(this.present.get(tgId) ?? [])];
+    const bots = [...new Set(ids)].map((id) => this.readyBot(id)).filter((b): b is AgentBot => b !== undefined);
+    if (bots.length === 0) bots.push(...this.bots.filter((b) => b.me !== undefined && b.status !== 'unauthorized'));
+    try {
+      return await this.admins.isAdmin(tgId, userId, bots.map((b) => b.bot));
+    } catch (err) {
+      this.log.warn({ chatId: chat.chatId, err: describeError(err), code: apiErrorCode(err) }, 'telegram: admin check failed');
+      return false;
+    }
+  }
+
+  warnings(chat: ChatRef, participants: readonly string[]): string[] {
+    if (parseChatId(chat.chatId).dmAgentId !== undefined) return [];
+    return participants.flatMap((id) => {
+      const agent = this.opts.agents.find((a) => a.id === id);
+      const line = agent ? botWarning(agent, this.bots.find((x) => x.agent.id === id)) : undefined;
+      return line ? [line] : [];
+    });
+  }
+}

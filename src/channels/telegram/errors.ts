@@ -1,0 +1,45 @@
+/**
+ * Describing Bot API failures without leaking secrets. grammY's own error messages never carry
+ * the token, but the network errors it wraps do (the request URL is `/bot<token>/<method>`), so
+ * every error goes through `describeError` before it reaches a log line.
+ */
+import { GrammyError, HttpError } from 'grammy';
+
+const TOKEN_LIKE = /\d{3,}:[A-Za-z0-9_-]{2,}/g;
+
+/** A one-line description of an API failure that is safe to log. */
+export function describeError(err: unknown, secrets: readonly string[] = []): string {
+  let text: string;
+  if (err instanceof GrammyError) text = `${err.error_code}: ${err.description}`;
+  else if (err instanceof HttpError) {
+    const inner = err.error instanceof Error ? err.error.message : String(err.error);
+    text = `network error (${inner})`;
+  } else if (err instanceof Error) text = err.message;
+  else text = String(err);
+  for (const s of secrets) if (s) text = text.split(s).join('<token>');
+  return text.replace(TOKEN_LIKE, '<token>');
+}
+
+export function apiErrorCode(err: unknown): number | undefined {
+  return err instanceof GrammyError ? err.error_code : undefined;
+}
+
+/** The Bot API's "your markup is broken" answer; the text itself is fine to resend plain. */
+export function isParseError(err: unknown): boolean {
+  return err instanceof GrammyError && err.error_code === 400 && /can't parse entities|can't find end/i.test(err.description);
+}
+
+/** A basic group became a supergroup; returns the new chat id if this error says so. */
+export function migratedTo(err: unknown): number | undefined {
+  if (!(err instanceof GrammyError)) return undefined;
+  const id = err.parameters?.migrate_to_chat_id;
+  return typeof id === 'number' ? id : undefined;
+}
+
+export function isThreadNotFound(err: unknown): boolean {
+  return err instanceof GrammyError && err.error_code === 400 && /thread not found/i.test(err.description);
+}
+
+export function isNetworkError(err: unknown): boolean {
+  return err instanceof HttpError;
+}

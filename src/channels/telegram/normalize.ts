@@ -1,0 +1,152 @@
+/**
+ * Turning Bot API updates into Chorus's channel-agnostic shapes. Every bot in a chat receives its
+ * own copy of a human message; everything here is computed from what all copies share, so the
+ * router's (channel, chatId, messageId) dedupe sees one message however many bots delivered it.
+ */
+import type { ChatMemberUpdated, Message, MessageEntity } from 'grammy/types';
+import type { InboundMessage } from '../../core/types.js';
+
+/** What the adapter knows about the agents' bots (filled from getMe). */
+export interface BotDirectory {
+  agentByBotId(botUserId: number): string | undefined;
+  agentByUsername(username: string): string | undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chat ids
+
+/**
+ * A private chat's Telegram id is the user's id, and it is the same for every bot the user talks
+ * to. Chorus treats a DM with each agent's bot as its own 1:1 conversation, so the chat id it
+ * hands the router names the agent too: `dm:<agentId>:<userId>`.
+ */
+export function dmChatId(agentId: string, userId: number | string): string {
+  return `dm:${agentId}:${userId}`;
+}
+
+/** The Telegram chat id to call the API with, and the agent of a DM chat id. */
+export function parseChatId(chatId: string): { tgId: number; dmAgentId?: string | undefined } {
+  const m = /^dm:([^:]+):(-?\d+)$/.exec(chatId);
+  if (m) return { tgId: Number(m[2]), dmAgentId: m[1] };
+  return { tgId: Number(chatId) };
+}
+
+/** Chorus's chat id for a Telegram chat seen by `viaAgentId`'s bot. */
+export function chorusChatId(chat: { id: number; type: string }, viaAgentId: string): string {
+  return chat.type === 'private' ? dmChatId(viaAgentId, chat.id) : String(chat.id);
+}
+
+/**
+ * Basic groups number messages per account: the same human message has a different message_id
+ * for every bot. The dedupe key there is built from what every copy shares (author, second,
+ * text); supergroups and DMs have real shared ids. Two identical texts by one person within one
+ * second collapse into one message, which is the price of this.
+ */
+export function messageKey(msg: Message): string {
+  if (msg.chat.type !== 'group') return String(msg.message_id);
+  const text = msg.text ?? msg.caption ?? '';
+  return `g${msg.from?.id ?? msg.sender_chat?.id ?? 0}.${msg.date}.${fnv1a(text)}`;
+}
+
+function fnv1a(s: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(36);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+function authorOf(msg: Message): { id: string; name: string } | undefined {
+  // Anonymous admins post "as the group": from is a helper bot, sender_chat the group.
+  if (msg.sender_chat) return { id: String(msg.sender_chat.id), name: msg.sender_chat.title ?? 'Anonymous' };
+  const u = msg.from;
+  if (!u || u.is_bot) return undefined;
+  const name = [u.first_name, u.last_name].filter(Boolean).join(' ') || u.username || `user ${u.id}`;
+  return { id: String(u.id), name };
+}
+
+/** Agents whose bots the message marks with mention / text_mention entities, in order. */
+export function mentionedAgents(text: string, entities: readonly MessageEntity[] | undefined, dir: BotDirectory): string[] {
+  const out: string[] = [];
+  for (const e of [...(entities ?? [])].sort((a, b) => a.offset - b.offset)) {
+    let agent: string | undefined;
+    // Entity offsets are UTF-16 code units, like JS string indices.
+    if (e.type === 'mention') agent = dir.agentByUsername(text.slice(e.offset + 1, e.offset + e.length));
+    else if (e.type === 'text_mention') agent = dir.agentByBotId(e.user.id);
+    if (agent && !out.includes(agent)) out.push(agent);
+  }
+  return out;
+}
+
+/** `/cmd@bot_username …` → the agent owning that bot, if it is one of ours. */
+export function commandTarget(text: string, dir: BotDirectory): string | undefined {
+  const m = /^\/[A-Za-z0-9_]+@([A-Za-z0-9_]+)/.exec(text);
+  return m ? dir.agentByUsername(m[1]!) : undefined;
+}
+
+/**
+ * The InboundMessage for one human message as received by `viaAgentId`'s bot, or undefined for
+ * things Chorus does not read (bots, service messages, stickers without a caption).
+ */
+export function normalizeMessage(
+  msg: Message,
+  viaAgentId: string,
+  dir: BotDirectory,
+  postedBy: (chatId: string, messageId: string) => string | undefined,
+): InboundMessage | undefined {
+  const author = authorOf(msg);
+  const text = msg.text ?? msg.caption;
+  if (!author || text === undefined || !text.trim()) return undefined;
+  const chatId = chorusChatId(msg.chat, viaAgentId);
+  const isPrivate = msg.chat.type === 'private';
+  const threadId = msg.is_topic_message && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;
+
+  let replyToAgentId: string | undefined;
+  const r = msg.reply_to_message;
+  // In a forum every topic message "replies" to the topic's first message; that is no reply.
+  const topicRoot = r !== undefined && msg.is_topic_message === true && r.message_id === msg.message_thread_id;
+  if (r && !topicRoot) {
+    if (r.from?.is_bot) replyToAgentId = dir.agentByBotId(r.from.id);
+    // Reply ids are per account in basic groups, so only the bot id above is reliable there.
+    if (!replyToAgentId && msg.chat.type !== 'group') replyToAgentId = postedBy(chatId, String(r.message_id));
+  }
+  const mentions = mentionedAgents(text, msg.entities ?? msg.caption_entities, dir);
+  const chatTitle = 'title' in msg.chat && msg.chat.title ? msg.chat.title : isPrivate ? author.name : undefined;
+  return {
+    channel: 'telegram',
+    chatId,
+    messageId: messageKey(msg),
+    author,
+    text,
+    ts: msg.date * 1000,
+    threadId,
+    // Every copy names the same agent for an addressed command, so whichever copy the router
+    // keeps, the system voice answers through the bot the human picked.
+    viaAgentId: (isPrivate ? undefined : commandTarget(text, dir)) ?? viaAgentId,
+    isPrivate: isPrivate || undefined,
+    replyToAgentId,
+    mentionedAgentIds: mentions.length ? mentions : undefined,
+    chatTitle,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Membership
+
+const PRESENT = new Set(['creator', 'administrator', 'member']);
+
+function isPresent(m: ChatMemberUpdated['new_chat_member']): boolean {
+  return PRESENT.has(m.status) || (m.status === 'restricted' && m.is_member);
+}
+
+/** Did this bot join or leave the chat (ignoring promotions, restrictions, …)? */
+export function membershipDirection(u: ChatMemberUpdated): 'joined' | 'left' | undefined {
+  const before = isPresent(u.old_chat_member);
+  const after = isPresent(u.new_chat_member);
+  if (before === after) return undefined;
+  return after ? 'joined' : 'left';
+}

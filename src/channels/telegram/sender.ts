@@ -1,0 +1,99 @@
+/**
+ * Sending text to a chat through one bot: split to Telegram's 4096 limit, rendered as HTML with a
+ * plain-text fallback when Telegram rejects the markup, reply and forum-topic parameters, and the
+ * group → supergroup migration answer. 429s are waited out by grammY's auto-retry transformer
+ * installed on every bot; `ChatQueues` keeps posts to one chat strictly in order across bots,
+ * so a rate-limited chunk is never overtaken by the next one.
+ */
+import type { Bot } from 'grammy';
+import type { Logger } from '../../core/ports.js';
+import { splitMessage } from '../../core/text/split.js';
+import { describeError, isNetworkError, isParseError, isThreadNotFound, migratedTo } from './errors.js';
+import { toTelegramHtml } from './format.js';
+
+export const TELEGRAM_LIMIT = 4096;
+
+/** One promise chain per chat: posts to a chat never overlap, different chats run in parallel. */
+export class ChatQueues {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(key) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(task);
+    const tail = next.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return next;
+  }
+}
+
+export interface SendTarget {
+  /** Telegram chat id (after any known migration). */
+  chatId: number;
+  threadId?: number | undefined;
+  /** Message id (in this bot's numbering) the first chunk replies to. */
+  replyTo?: number | undefined;
+}
+
+export interface SendHooks {
+  /** Telegram said the chat moved: remember, re-key, then the send goes on to the new id. */
+  onMigrated(oldId: number, newId: number): Promise<void>;
+  log: Logger;
+}
+
+const NETWORK_RETRIES = 3;
+
+/** Send `text` as one or more messages; resolves with the message ids in order. */
+export async function sendText(bot: Bot, target: SendTarget, text: string, hooks: SendHooks): Promise<number[]> {
+  const chunks = splitMessage(text, TELEGRAM_LIMIT).filter((c) => c.trim().length > 0);
+  const ids: number[] = [];
+  const t = { ...target };
+  for (const [i, chunk] of chunks.entries()) {
+    ids.push(await sendChunk(bot, t, chunk, i === 0 ? t.replyTo : undefined, hooks));
+  }
+  return ids;
+}
+
+async function sendChunk(bot: Bot, t: SendTarget, chunk: string, replyTo: number | undefined, hooks: SendHooks): Promise<number> {
+  let html = true;
+  let networkTries = 0;
+  // Each failure below changes what we send, so the loop always ends.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const msg = await bot.api.sendMessage(t.chatId, html ? toTelegramHtml(chunk) : chunk, {
+        ...(html ? { parse_mode: 'HTML' as const } : {}),
+        ...(t.threadId !== undefined ? { message_thread_id: t.threadId } : {}),
+        ...(replyTo !== undefined ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}),
+        link_preview_options: { is_disabled: true },
+      });
+      return msg.message_id;
+    } catch (err) {
+      const safe = describeError(err, [bot.token]);
+      const newId = migratedTo(err);
+      if (newId !== undefined && newId !== t.chatId && attempt < 5) {
+        hooks.log.info({ from: t.chatId, to: newId }, 'telegram: chat was upgraded to a supergroup; re-keying and resending');
+        await hooks.onMigrated(t.chatId, newId);
+        t.chatId = newId;
+        continue;
+      }
+      if (html && isParseError(err)) {
+        hooks.log.warn({ err: safe }, 'telegram: markup rejected; resending as plain text');
+        html = false;
+        continue;
+      }
+      if (t.threadId !== undefined && isThreadNotFound(err)) {
+        hooks.log.warn({ threadId: t.threadId }, 'telegram: forum topic is gone; posting to the main chat');
+        t.threadId = undefined;
+        continue;
+      }
+      if (isNetworkError(err) && networkTries < NETWORK_RETRIES) {
+        networkTries++;
+        await new Promise((r) => setTimeout(r, 1000 * 2 ** networkTries));
+        continue;
+      }
+      throw new Error(`telegram sendMessage failed: ${safe}`);
+    }
+  }
+}

@@ -1,0 +1,24 @@
+/** Pure helpers of the Telegram adapter: Markdown → Telegram HTML and chat id encoding. */
+import { describe, expect, it } from 'vitest';
+import { toTelegramHtml } from '../../../src/channels/telegram/format.js';
+import { dmChatId, parseChatId } from '../../../src/channels/telegram/normalize.js';
+import { parseHtml } from '../../fakes/telegram/entities.js';
+
+describe('telegram format', () => {
+  it('renders fences, inline code, bold and links, escaping everything else', () => {
+    const md = 'Use **care** with `a<b>` & [docs](https://x.test/?a=1&b=2)\n```ts\nif (a < b && c) {}\n```\n<script>';
+    const html = toTelegramHtml(md);
+    expect(html).toBe(
+      'Use <b>care</b> with <code>a&lt;b&gt;</code> &amp; <a href="https://x.test/?a=1&amp;b=2">docs</a>\n' +
+        '<pre><code class="language-ts">if (a &lt; b &amp;&amp; c) {}</code></pre>\n&lt;script&gt;',
+    );
+    // What Telegram would show: valid markup, no lost characters.
+    expect(parseHtml(html)).toBe('Use care with a<b> & docs\nif (a < b && c) {}\n<script>');
+  });
+
+  it('encodes one DM chat per agent and decodes it back', () => {
+    expect(dmChatId('writer', 42)).toBe('dm:writer:42');
+    expect(parseChatId('dm:writer:42')).toEqual({ tgId: 42, dmAgentId: 'writer' });
+    expect(parseChatId('-1001000000001')).toEqual({ tgId: -1001000000001 });
+  });
+});

@@ -1,0 +1,301 @@
+/**
+ * A fake Telegram Bot API server on 127.0.0.1 that the real grammY client talks to through
+ * `api_root` (`/bot<token>/<method>`). It keeps the platform rules Chorus depends on: per-token
+ * identities, real long polling with offsets, bots never seeing other bots, privacy mode, per-bot
+ * message ids in basic groups, forum topics, 429s, entity parse errors, the 4096 limit and
+ * group → supergroup migration. Tests drive it through the methods below and assert on `posted`.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { detectEntities, EntityParseError, parseHtml, parseMarkdownV2, type FakeEntity } from './entities.js';
+import { FakeState, type BotRec, type ChatRec, type MsgRec } from './state.js';
+
+export type { BotRec, ChatRec, MsgRec } from './state.js';
+
+export type FakeUser = {
+  id: number;
+  first_name: string;
+  last_name?: string;
+  username?: string;
+};
+
+/** One message a bot sent, as the chat shows it. */
+export interface Posted {
+  key: number;
+  chatId: number;
+  messageId: number;
+  /** Username of the sending bot. */
+  bot: string;
+  /** Display name of the sender (the bot's first_name). */
+  author: string;
+  /** Visible text (after parse mode). */
+  text: string;
+  parseMode?: string | undefined;
+  threadId?: number | undefined;
+  replyToMessageId?: number | undefined;
+}
+
+interface Injected {
+  method: string;
+  remaining: number;
+  token?: string | undefined;
+  when?: ((payload: Record<string, unknown>) => boolean) | undefined;
+  error: { error_code: number; description: string; parameters?: Record<string, unknown> };
+}
+
+type ApiResult = { ok: true; result: unknown } | { ok: false; error_code: number; description: string; parameters?: Record<string, unknown> };
+
+const fail = (error_code: number, description: string, parameters?: Record<string, unknown>): ApiResult =>
+  parameters ? { ok: false, error_code, description, parameters } : { ok: false, error_code, description };
+
+export class FakeTelegram {
+  readonly state = new FakeState();
+  /** Every API call, in arrival order (bot = username, or null for unknown tokens). */
+  readonly calls: Array<{ bot: string | null; method: string; payload: Record<string, unknown> }> = [];
+  readonly posted: Posted[] = [];
+  private readonly injected: Injected[] = [];
+  private server: http.Server | undefined;
+  apiRoot = '';
+
+  static async start(): Promise<FakeTelegram> {
+    const f = new FakeTelegram();
+    await f.listen();
+    return f;
+  }
+
+  private async listen(): Promise<void> {
+    this.server = http.createServer((req, res) => void this.onRequest(req, res));
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.apiRoot = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async close(): Promise<void> {
+    for (const bot of this.state.bots.values()) this.state.answerPoll(bot, []);
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((r) => s.close(() => r()));
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Test-side API
+
+  addBot(opts: { token: string; username: string; firstName: string; canReadAll?: boolean }): BotRec {
+    return this.state.addBot(opts.token, opts.username, opts.firstName, opts.canReadAll ?? true);
+  }
+  /** The token stops working: every call answers 401, as after /revoke in @BotFather. */
+  revoke(token: string): void {
+    const b = this.state.bots.get(token);
+    if (b) b.revoked = true;
+  }
+  createGroup(title: string, opts: { type?: 'group' | 'supergroup'; forum?: boolean } = {}): ChatRec {
+    return this.state.createChat(opts.type ?? 'supergroup', title, opts.forum ?? false);
+  }
+  createTopic(chatId: number, name: string): number {
+    return this.state.createTopic(chatId, name);
+  }
+  setAdmins(chatId: number, userIds: number[]): void {
+    this.state.chat(chatId).admins = new Set(userIds);
+  }
+  addBotToChat(chatId: number, token: string, by: FakeUser): void {
+    this.state.setMembership(chatId, token, true, by);
+  }
+  removeBotFromChat(chatId: number, token: string, by: FakeUser): void {
+    this.state.setMembership(chatId, token, false, by);
+  }
+  /** A human writes in a group (or, with `privateWith`, in their private chat with that bot). */
+  humanSays(
+    chatId: number,
+    user: FakeUser,
+    text: string,
+    opts: { replyTo?: { key: number } | undefined; threadId?: number | undefined; entities?: FakeEntity[] } = {},
+  ): { key: number; messageId: number; rec: MsgRec } {
+    const rec = this.state.humanMessage(chatId, user, text, opts.entities ?? detectEntities(text), opts.replyTo?.key, opts.threadId);
+    return { key: rec.key, messageId: this.state.idFor(rec, 'human'), rec };
+  }
+  /** The human's private chat with one bot (chat id = user id, as on Telegram). */
+  humanDms(token: string, user: FakeUser, text: string): { key: number; messageId: number } {
+    const chat = this.state.privateChat(user, token);
+    return this.humanSays(chat.id, user, text);
+  }
+  /**
+   * Upgrade a basic group; returns the new supergroup id. `notify: false` drops the service
+   * messages, so a bot only learns of it from the 400 on its next send.
+   */
+  migrate(chatId: number, opts: { notify?: boolean } = {}): number {
+    return this.state.migrate(chatId, opts.notify ?? true);
+  }
+  /**
+   * Deliver every message update this bot ever got once more (new update ids), as Telegram does
+   * when a process died before confirming them.
+   */
+  replayMessages(token: string): number {
+    const bot = this.state.bots.get(token)!;
+    const old = bot.history.filter((u) => 'message' in u);
+    for (const u of old) this.state.push(bot, { message: u.message });
+    return old.length;
+  }
+  /** The next `count` calls of `method` fail with this error (optionally only for one token / payload). */
+  failNext(
+    method: string,
+    count: number,
+    error: Injected['error'],
+    filter: { token?: string; when?: (payload: Record<string, unknown>) => boolean } = {},
+  ): void {
+    this.injected.push({ method, remaining: count, token: filter.token, when: filter.when, error });
+  }
+  /** The next `count` calls of `method` answer 429 with `retry_after`. */
+  rateLimit(method: string, count: number, retryAfter: number, token?: string): void {
+    this.failNext(method, count, { error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } }, token ? { token } : {});
+  }
+  /** Bot posts in one chat, oldest first. */
+  postsIn(chatId: number): Posted[] {
+    return this.posted.filter((p) => p.chatId === chatId);
+  }
+  /** Everything a human sees in a chat (human and bot messages), oldest first. */
+  transcript(chatId: number): Array<{ id: number; author: string; text: string }> {
+    const chat = this.state.chat(chatId);
+    return chat.messages.filter((m) => m.text !== undefined).map((m) => ({ id: this.state.idFor(m, 'human'), author: m.authorName, text: m.text! }));
+  }
+  callsOf(method: string, bot?: string): Array<{ bot: string | null; payload: Record<string, unknown> }> {
+    return this.calls.filter((c) => c.method === method && (bot === undefined || c.bot === bot));
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // HTTP
+
+  private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const m = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(req.url ?? '');
+    const send = (r: ApiResult) => {
+      if (res.writableEnded || res.destroyed) return;
+      res.writeHead(r.ok ? 200 : r.error_code, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(r));
+    };
+    if (!m) return send(fail(404, 'Not Found'));
+    const token = decodeURIComponent(m[1]!);
+    const method = m[2]!;
+    let payload: Record<string, unknown> = {};
+    const raw = Buffer.concat(chunks).toString('utf8');
+    if (raw) {
+      try {
+        payload = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        return send(fail(400, 'Bad Request: invalid JSON'));
+      }
+    }
+    const bot = this.state.bots.get(token);
+    this.calls.push({ bot: bot && !bot.revoked ? bot.username : null, method, payload });
+    if (!bot || bot.revoked) return send(fail(401, 'Unauthorized'));
+    const inj = this.injected.find((i) => i.remaining > 0 && i.method === method && (!i.token || i.token === token) && (!i.when || i.when(payload)));
+    if (inj) {
+      inj.remaining--;
+      return send({ ok: false, ...inj.error });
+    }
+    if (method === 'getUpdates') return this.getUpdates(bot, payload, res, send);
+    send(this.call(bot, method, payload));
+  }
+
+  private getUpdates(bot: BotRec, p: Record<string, unknown>, res: http.ServerResponse, send: (r: ApiResult) => void): void {
+    if (typeof p.offset === 'number' && p.offset > 0) bot.queue = bot.queue.filter((u) => (u.update_id as number) >= (p.offset as number));
+    if (Array.isArray(p.allowed_updates)) bot.allowed = p.allowed_updates.length ? (p.allowed_updates as string[]) : undefined;
+    const limit = typeof p.limit === 'number' && p.limit > 0 ? Math.min(p.limit, 100) : 100;
+    const timeout = typeof p.timeout === 'number' ? p.timeout : 0;
+    // Only one getUpdates per token: the older long poll is ended with 409, as on Telegram.
+    if (bot.poll) this.state.endPoll(bot, fail(409, 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running'));
+    const ready = this.state.takeUpdates(bot, limit);
+    if (ready.length || timeout <= 0) return send({ ok: true, result: ready });
+    const poll = {
+      limit,
+      respond: (r: ApiResult) => {
+        clearTimeout(poll.timer);
+        send(r);
+      },
+      timer: setTimeout(() => this.state.answerPoll(bot, []), timeout * 1000),
+    };
+    bot.poll = poll;
+    res.on('close', () => {
+      if (bot.poll === poll) {
+        clearTimeout(poll.timer);
+        bot.poll = undefined;
+      }
+    });
+  }
+
+  private call(bot: BotRec, method: string, p: Record<string, unknown>): ApiResult {
+    switch (method) {
+      case 'getMe':
+        return { ok: true, result: { ...this.state.botUser(bot), can_join_groups: true, can_read_all_group_messages: bot.canReadAll, supports_inline_queries: false } };
+      case 'deleteWebhook':
+      case 'setMyCommands':
+        return { ok: true, result: true };
+      case 'sendChatAction': {
+        const chat = this.state.findChat(p.chat_id);
+        if (!chat) return fail(400, 'Bad Request: chat not found');
+        return { ok: true, result: true };
+      }
+      case 'sendMessage':
+        return this.sendMessage(bot, p);
+      case 'getChatAdministrators': {
+        const chat = this.state.findChat(p.chat_id);
+        if (!chat) return fail(400, 'Bad Request: chat not found');
+        const result = [...chat.admins].map((id) => ({ status: 'administrator', user: { id, is_bot: false, first_name: `user${id}` } }));
+        return { ok: true, result };
+      }
+      case 'getChatMember': {
+        const chat = this.state.findChat(p.chat_id);
+        if (!chat) return fail(400, 'Bad Request: chat not found');
+        const uid = Number(p.user_id);
+        const status = chat.admins.has(uid) ? 'administrator' : 'member';
+        return { ok: true, result: { status, user: { id: uid, is_bot: false, first_name: `user${uid}` } } };
+      }
+      default:
+        return fail(404, 'Not Found');
+    }
+  }
+
+  private sendMessage(bot: BotRec, p: Record<string, unknown>): ApiResult {
+    const chat = this.state.findChat(p.chat_id);
+    if (!chat) return fail(400, 'Bad Request: chat not found');
+    if (chat.migratedTo !== undefined) return fail(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: chat.migratedTo });
+    if (chat.type !== 'private' && !chat.bots.has(bot.token)) return fail(403, 'Forbidden: bot is not a member of the group chat');
+    const raw = typeof p.text === 'string' ? p.text : '';
+    let text: string;
+    try {
+      text = p.parse_mode === 'HTML' ? parseHtml(raw) : p.parse_mode === 'MarkdownV2' ? parseMarkdownV2(raw) : raw;
+    } catch (e) {
+      if (e instanceof EntityParseError) return fail(400, `Bad Request: can't parse entities: ${e.message}`);
+      throw e;
+    }
+    if (!text.trim()) return fail(400, 'Bad Request: message text is empty');
+    if (text.length > 4096) return fail(400, 'Bad Request: message is too long');
+    let threadId: number | undefined;
+    if (p.message_thread_id !== undefined) {
+      threadId = Number(p.message_thread_id);
+      if (!chat.isForum || !chat.topics.has(threadId)) return fail(400, 'Bad Request: message thread not found');
+    }
+    const rp = p.reply_parameters as { message_id?: number; allow_sending_without_reply?: boolean } | undefined;
+    const replyId = rp?.message_id ?? (typeof p.reply_to_message_id === 'number' ? p.reply_to_message_id : undefined);
+    let replyTo: MsgRec | undefined;
+    if (replyId !== undefined) {
+      replyTo = chat.messages.find((m) => this.state.idFor(m, bot.token) === replyId);
+      if (!replyTo && !rp?.allow_sending_without_reply) return fail(400, 'Bad Request: message to be replied not found');
+    }
+    const rec = this.state.botMessage(chat, bot, text, replyTo, threadId);
+    const messageId = this.state.idFor(rec, bot.token);
+    this.posted.push({
+      key: rec.key,
+      chatId: chat.id,
+      messageId,
+      bot: bot.username,
+      author: bot.firstName,
+      text,
+      parseMode: typeof p.parse_mode === 'string' ? p.parse_mode : undefined,
+      threadId,
+      replyToMessageId: replyTo ? this.state.idFor(replyTo, bot.token) : undefined,
+    });
+    return { ok: true, result: this.state.apiMessage(rec, bot.token) };
+  }
+}
