@@ -80,6 +80,8 @@ export interface ChannelHost {
   ): Promise<void>;
   /** A chat changed its platform id (Telegram group → supergroup). */
   rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void>;
+  /** Make `handle` (e.g. a Telegram bot username) address `agentId` when typed as `@handle`. */
+  registerHandle(handle: string, agentId: string): void;
   /** Which agent posted this platform message (reply-to addressing), if known. */
   agentForPostedMessage(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined;
   /** Group management and live events, for channels that offer a UI/API (the web feed). */

@@ -44,6 +44,10 @@ export class RecordingHost implements ChannelHost {
   async rekeyChat(_channel: ChannelKind, from: string, to: string): Promise<void> {
     this.rekeys.push({ from, to });
   }
+  readonly handles = new Map<string, string>();
+  registerHandle(handle: string, agentId: string): void {
+    this.handles.set(handle, agentId);
+  }
   agentForPostedMessage(channel: ChannelKind, chatId: string, id: string): string | undefined {
     return this.posted.get(`${channel}:${chatId}:${id}`);
   }

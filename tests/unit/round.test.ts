@@ -45,6 +45,13 @@ describe('addressing (§4 step 3)', () => {
     expect(h.speakers()).toEqual([]);
   });
 
+  it('a handle registered by a channel (a bot username) addresses its agent', async () => {
+    const h = await makeRouter();
+    h.router.registerHandle('chorus_critic_bot', 'critic');
+    await h.say('what do you think @chorus_critic_bot?');
+    expect(h.speakers()).toEqual(['critic']);
+  });
+
   it('a reply to an agent message addresses that agent', async () => {
     const h = await makeRouter();
     await h.say('x', { replyToAgentId: 'critic' });

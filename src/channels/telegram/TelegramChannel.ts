@@ -92,7 +92,10 @@ export class TelegramChannel implements Channel {
 
   /** First attempt is awaited; if Telegram is unreachable, keep trying in the background. */
   private async bringUp(b: AgentBot, signal: AbortSignal): Promise<void> {
-    if ((await b.bringUp()) !== 'retry') return;
+    const result = await b.bringUp();
+    // A typed @bot_username addresses its agent even when Telegram sends no mention entity.
+    if (result === 'ok' && b.me?.username) this.host?.registerHandle(b.me.username, b.agent.id);
+    if (result !== 'retry') return;
     void (async () => {
       for (let delay = 2000; !signal.aborted; delay = Math.min(delay * 2, 60_000)) {
         await new Promise<void>((r) => {

@@ -384,6 +384,10 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     return g ? this.groups.view(g) : undefined;
   }
 
+  registerHandle(handle: string, agentId: string): void {
+    if (this.agentMap.has(agentId)) this.handles.addHandle(handle, agentId);
+  }
+
   agentForPostedMessage(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined {
     return this.postedIndex.get(`${channel}:${chatId}:${platformMessageId}`);
   }
