@@ -53,7 +53,7 @@ export async function handleCommand(r: GroupRouter, msg: InboundMessage, cmd: Pa
     reply = err instanceof UserError ? `⚠ ${err.message}` : `⚠ command failed: ${describeError(err)}`;
     if (!(err instanceof UserError)) r.logger.error({ err: describeError(err), command: cmd.name }, 'command failed');
   }
-  if (reply) await r.replyInChat(msg, g && !g.state.archived ? g : undefined, reply);
+  if (reply) await r.outbox.replyInChat(msg, g && !g.state.archived ? g : undefined, reply);
 }
 
 async function run(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: GroupDoc | undefined): Promise<string | null> {

@@ -29,6 +29,7 @@ import { LlmGate } from './LlmGate.js';
 import { RoundRunner } from './RoundRunner.js';
 import { handleCommand, parseCommand } from '../commands/commands.js';
 import { RateLimiter } from './RateLimiter.js';
+import { Outbox } from './Outbox.js';
 
 /** Validates a partial group config; returns readable problems (one per key) or the clean patch. */
 export type ConfigValidator = (patch: Record<string, unknown>) => { ok: true; value: Partial<GroupConfig> } | { ok: false; problems: string[] };
@@ -62,9 +63,8 @@ export class GroupRouter implements ChannelHost, GatewayApi {
   readonly scriptedProvider: boolean;
   private readonly channels = new Map<ChannelKind, Channel>();
   private readonly queues = new Map<string, PQueue>();
-  private readonly postedIndex = new Map<string, string>();
   private readonly chatlessSeen = new Set<string>();
-  private readonly typingStops = new Map<string, () => void>();
+  readonly outbox: Outbox;
   private readonly shutdownController = new AbortController();
   private readonly gate: LlmGate;
   private readonly runner: RoundRunner;
@@ -79,6 +79,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     this.handles = new HandleIndex(opts.agents, opts.aliases);
     this.scriptedProvider = opts.scripted ?? false;
     this.groups = new GroupManager(opts.store, this.agentMap, opts.groupDefaults, () => opts.clock.now(), opts.logger);
+    this.outbox = new Outbox(this.groups, this.channels, this.agentMap, this.events, opts.logger);
     this.gate = new LlmGate(opts.llm, opts.llmSettings.maxConcurrency, opts.clock, this.metrics, this.shutdownController.signal);
     this.rate = new RateLimiter(opts.limits.user_messages_per_minute, 60_000);
     this.runner = new RoundRunner({
@@ -92,9 +93,9 @@ export class GroupRouter implements ChannelHost, GatewayApi {
       logger: opts.logger,
       models: opts.llmSettings,
       shutdown: this.shutdownController.signal,
-      post: (g, e, replyTo) => this.postEntry(g, e, replyTo),
-      notice: (g, text, o) => this.notice(g, text, o),
-      typing: (g, a, active) => this.setTyping(g, a, active),
+      post: (g, e, replyTo) => this.outbox.postEntry(g, e, replyTo),
+      notice: (g, text, o) => this.outbox.notice(g, text, o),
+      typing: (g, a, active) => this.outbox.setTyping(g, a, active),
     });
     this.metrics.gauge('chorus_queue_depth', 'Rounds waiting or running across groups', () => this.groups.all().reduce((n, g) => n + g.rounds.length, 0));
     this.metrics.gauge('chorus_llm_in_flight', 'LLM calls waiting or in flight', () => this.gate.depth);
@@ -120,7 +121,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     this.started = true;
     const { groups, sessions } = await this.opts.store.loadAll();
     this.groups.load(groups, sessions);
-    for (const g of this.groups.all()) for (const e of g.transcript) this.indexPosted(g, e);
+    for (const g of this.groups.all()) for (const e of g.transcript) this.outbox.indexPosted(g, e);
     for (const d of this.opts.declaredGroups ?? []) {
       if (this.groups.find(d.channel, d.chatId)) continue;
       const g = this.groups.create({ channel: d.channel, chatId: d.chatId, title: d.title ?? d.chatId, participants: d.participants, config: d.config, id: d.channel === 'web' ? d.chatId : undefined });
@@ -132,7 +133,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
       if (pending.length > 0 || g.rounds.length > 0) {
         this.logger.info({ group: g.id, rounds: g.rounds.length, undelivered: pending.length }, 'resuming unfinished work');
         this.queue(g.id).add(async () => {
-          for (const e of pending) await this.postEntry(g, e, undefined);
+          for (const e of pending) await this.outbox.postEntry(g, e, undefined);
         });
         this.schedule(g);
       }
@@ -142,8 +143,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
   /** Stop taking work, cancel model calls (their turns stay queued on disk), flush writes. */
   async stop(): Promise<void> {
     this.shutdownController.abort();
-    for (const stop of this.typingStops.values()) stop();
-    this.typingStops.clear();
+    this.outbox.stopAllTyping();
     await Promise.all([...this.queues.values()].map((q) => q.onIdle()));
     await this.opts.store.flush();
   }
@@ -190,7 +190,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     const refusal = this.checkLimits(g, msg);
     if (refusal) {
       await this.groups.save(g);
-      void this.notice(g, refusal, { decision: 'cap' }).catch(() => undefined);
+      void this.outbox.notice(g, refusal, { decision: 'cap' }).catch(() => undefined);
       return { status: 'rejected', groupId: g.id, reason: refusal };
     }
     const entry = this.groups.append(g, this.humanEntry(msg, false));
@@ -294,84 +294,6 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     await Promise.all([this.groups.save(g), ...g.participants.map((p) => this.groups.join(g, p, false))]);
   }
 
-  chatOf(g: GroupDoc, threadId?: string, viaAgentId?: string): ChatRef {
-    return { channel: g.channel, chatId: g.chatId, threadId, viaAgentId: viaAgentId ?? g.dmAgentId };
-  }
-
-  private async postEntry(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined): Promise<void> {
-    const channel = this.channels.get(g.channel);
-    const agent = entry.agentId ? this.agentMap.get(entry.agentId) : undefined;
-    if (!channel) {
-      this.logger.warn({ group: g.id, channel: g.channel }, 'channel not running; reply kept for later delivery');
-      return;
-    }
-    try {
-      const chat = this.chatOf(g, entry.threadId);
-      const res = agent ? await channel.postAsAgent(chat, agent, entry.text, { replyToMessageId: replyTo }) : await channel.postAsSystem(chat, entry.text);
-      entry.delivery = 'posted';
-      entry.postedIds = res.ids;
-      this.indexPosted(g, entry);
-    } catch (err) {
-      entry.delivery = 'failed';
-      this.logger.error({ group: g.id, agent: entry.agentId, err: describeError(err) }, 'channel could not post a reply');
-    }
-    await this.groups.save(g);
-  }
-
-  /** A system-voice message in the chat: recorded in the transcript, posted, never shown to agents. */
-  async notice(g: GroupDoc, text: string, opts: { decision?: DecisionType; agentId?: string; viaAgentId?: string; threadId?: string } = {}): Promise<void> {
-    const entry = this.groups.append(g, {
-      kind: 'system',
-      authorId: 'system',
-      authorName: 'Chorus',
-      text,
-      hiddenFromAgents: true,
-      delivery: 'pending',
-      threadId: opts.threadId,
-      decision: opts.decision ? { type: opts.decision, agentId: opts.agentId, detail: text } : undefined,
-    });
-    await this.groups.save(g);
-    this.events.emit({ type: 'message', groupId: g.id, entry });
-    const channel = this.channels.get(g.channel);
-    if (!channel) return;
-    try {
-      const res = await channel.postAsSystem(this.chatOf(g, opts.threadId, opts.viaAgentId), text);
-      entry.delivery = 'posted';
-      entry.postedIds = res.ids;
-    } catch (err) {
-      entry.delivery = 'failed';
-      this.logger.warn({ group: g.id, err: describeError(err) }, 'channel could not post a notice');
-    }
-    await this.groups.save(g);
-  }
-
-  /** Reply to a chat that may have no group (commands like /group create, /help). */
-  async replyInChat(msg: InboundMessage, g: GroupDoc | undefined, text: string): Promise<void> {
-    if (g) return this.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId });
-    const channel = this.channels.get(msg.channel);
-    try {
-      await channel?.postAsSystem({ channel: msg.channel, chatId: msg.chatId, threadId: msg.threadId, viaAgentId: msg.viaAgentId }, text, { replyToMessageId: msg.messageId });
-    } catch (err) {
-      this.logger.warn({ chat: msg.chatId, err: describeError(err) }, 'could not answer a command');
-    }
-  }
-
-  private setTyping(g: GroupDoc, agent: AgentDef, active: boolean): void {
-    const key = `${g.id}/${agent.id}`;
-    this.typingStops.get(key)?.();
-    this.typingStops.delete(key);
-    if (active) {
-      const stop = this.channels.get(g.channel)?.startTyping(this.chatOf(g), agent);
-      if (stop) this.typingStops.set(key, stop);
-    }
-    this.events.emit({ type: 'typing', groupId: g.id, agentId: agent.id, active });
-  }
-
-  private indexPosted(g: GroupDoc, e: TranscriptEntry): void {
-    if (!e.agentId || !e.postedIds) return;
-    for (const id of e.postedIds) rememberBoundedMap(this.postedIndex, `${g.channel}:${g.chatId}:${id}`, e.agentId, 50_000);
-  }
-
   // -------------------------------------------------------------------------------------------
   // ChannelHost
 
@@ -389,7 +311,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
   }
 
   agentForPostedMessage(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined {
-    return this.postedIndex.get(`${channel}:${chatId}:${platformMessageId}`);
+    return this.outbox.agentFor(channel, chatId, platformMessageId);
   }
 
   async membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean }): Promise<void> {
@@ -401,7 +323,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
       g = this.groups.create({ channel: chat.channel, chatId: chat.chatId, title: change.title ?? `Chat ${chat.chatId}`, participants: joined });
       await this.persistNew(g);
       this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
-      await this.notice(g, this.greeting(g), { viaAgentId: joined[0] });
+      await this.outbox.notice(g, this.greeting(g), { viaAgentId: joined[0] });
       return;
     }
     for (const a of joined) if (!g.participants.includes(a)) await this.addMember(g.id, a);
@@ -448,7 +370,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
         const last = g.state.lastSpoke[p] ?? null;
         return { agentId: p, muted: g.state.muted.includes(p), cooldownLeftMs: last === null ? 0 : Math.max(0, last + g.config.cooldown_seconds * 1000 - now), lastSpokeAt: last };
       }),
-      warnings: this.channels.get(g.channel)?.warnings(this.chatOf(g), g.participants) ?? [],
+      warnings: this.channels.get(g.channel)?.warnings(this.outbox.chatOf(g), g.participants) ?? [],
       usage: structuredClone(g.state.usage),
     };
   }
@@ -545,7 +467,3 @@ function rememberBounded(set: Set<string>, key: string, max: number): void {
   if (set.size > max) set.delete(set.values().next().value!);
 }
 
-function rememberBoundedMap(map: Map<string, string>, key: string, value: string, max: number): void {
-  map.set(key, value);
-  if (map.size > max) map.delete(map.keys().next().value!);
-}
