@@ -19,8 +19,8 @@ import type {
   RoundRecord,
   Store,
 } from '../ports.js';
-import type { AgentDef, ChannelKind, ChatRef, DecisionType, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
-import { describeError, UserError } from '../errors.js';
+import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
+import { describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { Metrics } from '../metrics.js';
 import { GroupManager } from '../groups/GroupManager.js';
@@ -30,6 +30,7 @@ import { RoundRunner } from './RoundRunner.js';
 import { handleCommand, parseCommand } from '../commands/commands.js';
 import { RateLimiter } from './RateLimiter.js';
 import { Outbox } from './Outbox.js';
+import { GroupAdmin } from '../groups/GroupAdmin.js';
 
 /** Validates a partial group config; returns readable problems (one per key) or the clean patch. */
 export type ConfigValidator = (patch: Record<string, unknown>) => { ok: true; value: Partial<GroupConfig> } | { ok: false; problems: string[] };
@@ -65,6 +66,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
   private readonly queues = new Map<string, PQueue>();
   private readonly chatlessSeen = new Set<string>();
   readonly outbox: Outbox;
+  private readonly admin: GroupAdmin;
   private readonly shutdownController = new AbortController();
   private readonly gate: LlmGate;
   private readonly runner: RoundRunner;
@@ -80,6 +82,16 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     this.scriptedProvider = opts.scripted ?? false;
     this.groups = new GroupManager(opts.store, this.agentMap, opts.groupDefaults, () => opts.clock.now(), opts.logger);
     this.outbox = new Outbox(this.groups, this.channels, this.agentMap, this.events, opts.logger);
+    this.admin = new GroupAdmin({
+      groups: this.groups,
+      agentMap: this.agentMap,
+      events: this.events,
+      outbox: this.outbox,
+      channels: this.channels,
+      validateConfig: opts.validateConfig,
+      clock: opts.clock,
+      logger: opts.logger,
+    });
     this.gate = new LlmGate(opts.llm, opts.llmSettings.maxConcurrency, opts.clock, this.metrics, this.shutdownController.signal);
     this.rate = new RateLimiter(opts.limits.user_messages_per_minute, 60_000);
     this.runner = new RoundRunner({
@@ -125,7 +137,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     for (const d of this.opts.declaredGroups ?? []) {
       if (this.groups.find(d.channel, d.chatId)) continue;
       const g = this.groups.create({ channel: d.channel, chatId: d.chatId, title: d.title ?? d.chatId, participants: d.participants, config: d.config, id: d.channel === 'web' ? d.chatId : undefined });
-      await this.persistNew(g);
+      await this.admin.persistNew(g);
     }
     for (const g of this.groups.all()) {
       if (g.state.archived) continue;
@@ -176,7 +188,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
       if (!dm) return { status: 'no_group', reason: 'this chat has no group; use /group create' };
       const agent = this.agentMap.get(dm)!;
       g = this.groups.create({ channel: msg.channel, chatId: msg.chatId, dmAgentId: dm, title: `${agent.name} · ${msg.author.name}`, participants: [dm] });
-      await this.persistNew(g);
+      await this.admin.persistNew(g);
       this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
     }
     if (!this.groups.markSeen(g, msg.messageId)) return { status: 'duplicate', groupId: g.id };
@@ -289,11 +301,6 @@ export class GroupRouter implements ChannelHost, GatewayApi {
   // -------------------------------------------------------------------------------------------
   // Outbound
 
-  /** Save a new group and a fresh session per participant, so every mailbox starts now. */
-  private async persistNew(g: GroupDoc): Promise<void> {
-    await Promise.all([this.groups.save(g), ...g.participants.map((p) => this.groups.join(g, p, false))]);
-  }
-
   // -------------------------------------------------------------------------------------------
   // ChannelHost
 
@@ -314,138 +321,47 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     return this.outbox.agentFor(channel, chatId, platformMessageId);
   }
 
-  async membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean }): Promise<void> {
-    const joined = (change.joined ?? []).filter((a) => this.agentMap.has(a));
-    const left = change.left ?? [];
-    let g = this.groups.find(chat.channel, chat.chatId);
-    if (!g) {
-      if (!change.autoCreate || joined.length === 0) return;
-      g = this.groups.create({ channel: chat.channel, chatId: chat.chatId, title: change.title ?? `Chat ${chat.chatId}`, participants: joined });
-      await this.persistNew(g);
-      this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
-      await this.outbox.notice(g, this.greeting(g), { viaAgentId: joined[0] });
-      return;
-    }
-    for (const a of joined) if (!g.participants.includes(a)) await this.addMember(g.id, a);
-    for (const a of left) if (g.participants.includes(a)) await this.removeMember(g.id, a, { allowEmpty: true });
-    if (g.participants.length === 0) await this.dissolveGroup(g.id);
-  }
-
-  async rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
-    const g = this.groups.find(channel, oldChatId);
-    if (!g || this.groups.find(channel, newChatId)) return;
-    this.groups.rekey(g, newChatId);
-    this.logger.info({ group: g.id, from: oldChatId, to: newChatId }, 'chat moved to a new id; group re-keyed');
-    await this.groups.save(g);
-    this.events.emit({ type: 'group', groupId: g.id, action: 'updated' });
-  }
-
-  greeting(g: GroupDoc): string {
-    const who = g.participants.map((p) => `${this.agentMap.get(p)?.name ?? p} (@${p})`).join(', ');
-    return `👋 Group "${g.title}" is ready with ${who}. Address an agent with its @handle, @all for everyone, or just talk and agents join in when they have something to add. /help lists the commands.`;
-  }
-
   // -------------------------------------------------------------------------------------------
-  // GatewayApi
+  // Group management (GatewayApi and ChannelHost), implemented by GroupAdmin
 
+  membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean }): Promise<void> {
+    return this.admin.membershipChanged(chat, change);
+  }
+  rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
+    return this.admin.rekeyChat(channel, oldChatId, newChatId);
+  }
+  greeting(g: GroupDoc): string {
+    return this.admin.greeting(g);
+  }
   listAgents(): readonly AgentDef[] {
     return this.opts.agents;
   }
-
   listGroups(): GroupSummary[] {
-    return this.groups
-      .all()
-      .filter((g) => !g.state.archived)
-      .sort((a, b) => a.createdAt - b.createdAt)
-      .map((g) => this.groups.summary(g));
+    return this.admin.listGroups();
   }
-
   getGroup(id: string): GroupDetail | undefined {
-    const g = this.groups.get(id);
-    if (!g || g.state.archived) return undefined;
-    const now = this.opts.clock.now();
-    return {
-      ...this.groups.summary(g),
-      members: g.participants.map((p) => {
-        const last = g.state.lastSpoke[p] ?? null;
-        return { agentId: p, muted: g.state.muted.includes(p), cooldownLeftMs: last === null ? 0 : Math.max(0, last + g.config.cooldown_seconds * 1000 - now), lastSpokeAt: last };
-      }),
-      warnings: this.channels.get(g.channel)?.warnings(this.outbox.chatOf(g), g.participants) ?? [],
-      usage: structuredClone(g.state.usage),
-    };
+    return this.admin.getGroup(id);
   }
-
-  async createGroup(input: { title: string; participants: string[]; id?: string | undefined }): Promise<GroupView> {
-    if (input.id !== undefined && !/^[a-z0-9][a-z0-9_-]{0,59}$/.test(input.id)) throw new UserError('id must be a slug (a-z 0-9 _ -, at most 60)', 'bad_request', 400);
-    if (typeof input.title !== 'string' || !input.title.trim()) throw new UserError('title is required', 'bad_request', 400);
-    // Web rooms are addressed by their group id (chatId '' = use the id).
-    const g = this.groups.create({ channel: 'web', chatId: input.id ?? '', title: input.title, participants: input.participants, id: input.id });
-    await this.persistNew(g);
-    this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
-    return this.groups.view(g);
+  createGroup(input: { title: string; participants: string[]; id?: string | undefined }): Promise<GroupView> {
+    return this.admin.createGroup(input);
   }
-
-  async createGroupInChat(msg: InboundMessage, participants: string[]): Promise<GroupDoc> {
-    const g = this.groups.create({ channel: msg.channel, chatId: msg.chatId, title: msg.chatTitle ?? `Chat ${msg.chatId}`, participants });
-    await this.persistNew(g);
-    this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
-    return g;
+  createGroupInChat(msg: InboundMessage, participants: string[]): Promise<GroupDoc> {
+    return this.admin.createGroupInChat(msg, participants);
   }
-
-  async dissolveGroup(id: string): Promise<void> {
-    const g = this.groups.require(id);
-    this.groups.archive(g);
-    await this.groups.save(g);
-    this.events.emit({ type: 'group', groupId: g.id, action: 'dissolved' });
+  dissolveGroup(id: string): Promise<void> {
+    return this.admin.dissolveGroup(id);
   }
-
-  async updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig> {
-    const g = this.groups.require(id);
-    if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw new UserError('config must be an object of keys to values', 'bad_request', 400);
-    const res = this.opts.validateConfig(patch);
-    if (!res.ok) throw new UserError(res.problems.join('; '), 'invalid_config', 400);
-    const next = { ...g.config, ...res.value };
-    if (next.last_speaker && !g.participants.includes(next.last_speaker)) {
-      throw new UserError(`last_speaker: "${next.last_speaker}" is not a participant (${g.participants.join(', ')})`, 'invalid_config', 400);
-    }
-    g.config = next;
-    await this.groups.save(g);
-    this.events.emit({ type: 'config', groupId: g.id, config: { ...g.config } });
-    return { ...g.config };
+  updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig> {
+    return this.admin.updateConfig(id, patch);
   }
-
-  async addMember(id: string, agentId: string): Promise<GroupView> {
-    const g = this.groups.require(id);
-    const agent = this.agentMap.get(agentId);
-    if (!agent) throw new UserError(`unknown agent "${agentId}"; known: ${[...this.agentMap.keys()].join(', ')}`, 'unknown_agent', 400);
-    if (g.participants.includes(agentId)) throw new UserError(`${agent.name} is already in this group`, 'conflict', 409);
-    g.participants.push(agentId);
-    // The newcomer is shown the last messages so it has context (SPEC §3).
-    await this.groups.join(g, agentId, true);
-    this.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${agent.name} joined the group.`, delivery: 'posted' });
-    await this.groups.save(g);
-    this.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], added: agentId });
-    return this.groups.view(g);
+  addMember(id: string, agentId: string): Promise<GroupView> {
+    return this.admin.addMember(id, agentId);
   }
-
-  async removeMember(id: string, agentId: string, opts: { allowEmpty?: boolean } = {}): Promise<GroupView> {
-    const g = this.groups.require(id);
-    if (!g.participants.includes(agentId)) throw new UserError(`"${agentId}" is not in this group`, 'not_found', 404);
-    if (g.participants.length === 1 && !opts.allowEmpty) throw new UserError('cannot remove the last agent; dissolve the group instead', 'conflict', 409);
-    g.participants = g.participants.filter((p) => p !== agentId);
-    if (g.state.sticky === agentId) g.state.sticky = null;
-    if (g.config.last_speaker === agentId) g.config.last_speaker = null;
-    const name = this.agentMap.get(agentId)?.name ?? agentId;
-    this.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${name} left the group.`, delivery: 'posted' });
-    await this.groups.save(g);
-    this.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], removed: agentId });
-    return this.groups.view(g);
+  removeMember(id: string, agentId: string, opts: { allowEmpty?: boolean } = {}): Promise<GroupView> {
+    return this.admin.removeMember(id, agentId, opts);
   }
-
   messages(id: string, opts: { before?: number | undefined; limit: number }): TranscriptEntry[] {
-    const g = this.groups.require(id);
-    const list = opts.before === undefined ? g.transcript : g.transcript.filter((e) => e.seq < opts.before!);
-    return list.slice(-Math.max(1, Math.min(opts.limit, 500)));
+    return this.admin.messages(id, opts);
   }
 
   subscribe(listener: (ev: GatewayEvent) => void): () => void {

@@ -1,0 +1,162 @@
+/**
+ * Group lifecycle and management: creating groups (web API, `/group create`, Telegram bots being
+ * added), membership, config changes, dissolving, and the read models the web API lists. Every
+ * change is saved, then announced as a live event.
+ */
+import type { Channel, Clock, GroupDetail, GroupDoc, GroupSummary, GroupView, Logger } from '../ports.js';
+import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
+import { UserError } from '../errors.js';
+import type { EventHub } from '../events.js';
+import type { Outbox } from '../router/Outbox.js';
+import type { ConfigValidator } from '../router/GroupRouter.js';
+import type { GroupManager } from './GroupManager.js';
+
+export interface GroupAdminDeps {
+  groups: GroupManager;
+  agentMap: ReadonlyMap<string, AgentDef>;
+  events: EventHub;
+  outbox: Outbox;
+  channels: ReadonlyMap<ChannelKind, Channel>;
+  validateConfig: ConfigValidator;
+  clock: Clock;
+  logger: Logger;
+}
+
+export class GroupAdmin {
+  constructor(private readonly d: GroupAdminDeps) {}
+
+  /** Save a new group and a fresh session per participant, so every mailbox starts now. */
+  async persistNew(g: GroupDoc): Promise<void> {
+    await Promise.all([this.d.groups.save(g), ...g.participants.map((p) => this.d.groups.join(g, p, false))]);
+  }
+
+  async membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean }): Promise<void> {
+    const joined = (change.joined ?? []).filter((a) => this.d.agentMap.has(a));
+    const left = change.left ?? [];
+    let g = this.d.groups.find(chat.channel, chat.chatId);
+    if (!g) {
+      if (!change.autoCreate || joined.length === 0) return;
+      g = this.d.groups.create({ channel: chat.channel, chatId: chat.chatId, title: change.title ?? `Chat ${chat.chatId}`, participants: joined });
+      await this.persistNew(g);
+      this.d.events.emit({ type: 'group', groupId: g.id, action: 'created' });
+      await this.d.outbox.notice(g, this.greeting(g), { viaAgentId: joined[0] });
+      return;
+    }
+    for (const a of joined) if (!g.participants.includes(a)) await this.addMember(g.id, a);
+    for (const a of left) if (g.participants.includes(a)) await this.removeMember(g.id, a, { allowEmpty: true });
+    if (g.participants.length === 0) await this.dissolveGroup(g.id);
+  }
+
+  async rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
+    const g = this.d.groups.find(channel, oldChatId);
+    if (!g || this.d.groups.find(channel, newChatId)) return;
+    this.d.groups.rekey(g, newChatId);
+    this.d.logger.info({ group: g.id, from: oldChatId, to: newChatId }, 'chat moved to a new id; group re-keyed');
+    await this.d.groups.save(g);
+    this.d.events.emit({ type: 'group', groupId: g.id, action: 'updated' });
+  }
+
+  greeting(g: GroupDoc): string {
+    const who = g.participants.map((p) => `${this.d.agentMap.get(p)?.name ?? p} (@${p})`).join(', ');
+    return `👋 Group "${g.title}" is ready with ${who}. Address an agent with its @handle, @all for everyone, or just talk and agents join in when they have something to add. /help lists the commands.`;
+  }
+
+    listGroups(): GroupSummary[] {
+    return this.d.groups
+      .all()
+      .filter((g) => !g.state.archived)
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .map((g) => this.d.groups.summary(g));
+  }
+
+  getGroup(id: string): GroupDetail | undefined {
+    const g = this.d.groups.get(id);
+    if (!g || g.state.archived) return undefined;
+    const now = this.d.clock.now();
+    return {
+      ...this.d.groups.summary(g),
+      members: g.participants.map((p) => {
+        const last = g.state.lastSpoke[p] ?? null;
+        return { agentId: p, muted: g.state.muted.includes(p), cooldownLeftMs: last === null ? 0 : Math.max(0, last + g.config.cooldown_seconds * 1000 - now), lastSpokeAt: last };
+      }),
+      warnings: this.d.channels.get(g.channel)?.warnings(this.d.outbox.chatOf(g), g.participants) ?? [],
+      usage: structuredClone(g.state.usage),
+    };
+  }
+
+  async createGroup(input: { title: string; participants: string[]; id?: string | undefined }): Promise<GroupView> {
+    if (input.id !== undefined && !/^[a-z0-9][a-z0-9_-]{0,59}$/.test(input.id)) throw new UserError('id must be a slug (a-z 0-9 _ -, at most 60)', 'bad_request', 400);
+    if (typeof input.title !== 'string' || !input.title.trim()) throw new UserError('title is required', 'bad_request', 400);
+    // Web rooms are addressed by their group id (chatId '' = use the id).
+    const g = this.d.groups.create({ channel: 'web', chatId: input.id ?? '', title: input.title, participants: input.participants, id: input.id });
+    await this.persistNew(g);
+    this.d.events.emit({ type: 'group', groupId: g.id, action: 'created' });
+    return this.d.groups.view(g);
+  }
+
+  /** `/group create` in a chat of any channel. */
+  async createGroupInChat(msg: InboundMessage, participants: string[]): Promise<GroupDoc> {
+    const g = this.d.groups.create({ channel: msg.channel, chatId: msg.chatId, title: msg.chatTitle ?? `Chat ${msg.chatId}`, participants });
+    await this.persistNew(g);
+    this.d.events.emit({ type: 'group', groupId: g.id, action: 'created' });
+    return g;
+  }
+
+  async dissolveGroup(id: string): Promise<void> {
+    const g = this.d.groups.require(id);
+    this.d.groups.archive(g);
+    await this.d.groups.save(g);
+    this.d.events.emit({ type: 'group', groupId: g.id, action: 'dissolved' });
+  }
+
+  async updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig> {
+    const g = this.d.groups.require(id);
+    if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw new UserError('config must be an object of keys to values', 'bad_request', 400);
+    const res = this.d.validateConfig(patch);
+    if (!res.ok) throw new UserError(res.problems.join('; '), 'invalid_config', 400);
+    const next = { ...g.config, ...res.value };
+    if (next.last_speaker && !g.participants.includes(next.last_speaker)) {
+      throw new UserError(`last_speaker: "${next.last_speaker}" is not a participant (${g.participants.join(', ')})`, 'invalid_config', 400);
+    }
+    g.config = next;
+    await this.d.groups.save(g);
+    this.d.events.emit({ type: 'config', groupId: g.id, config: { ...g.config } });
+    return { ...g.config };
+  }
+
+  async addMember(id: string, agentId: string): Promise<GroupView> {
+    const g = this.d.groups.require(id);
+    const agent = this.d.agentMap.get(agentId);
+    if (!agent) throw new UserError(`unknown agent "${agentId}"; known: ${[...this.d.agentMap.keys()].join(', ')}`, 'unknown_agent', 400);
+    if (g.participants.includes(agentId)) throw new UserError(`${agent.name} is already in this group`, 'conflict', 409);
+    g.participants.push(agentId);
+    // The newcomer is shown the last messages so it has context (SPEC §3).
+    await this.d.groups.join(g, agentId, true);
+    const line = this.d.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${agent.name} joined the group.`, delivery: 'posted' });
+    await this.d.groups.save(g);
+    this.d.events.emit({ type: 'message', groupId: g.id, entry: line });
+    this.d.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], added: agentId });
+    return this.d.groups.view(g);
+  }
+
+  async removeMember(id: string, agentId: string, opts: { allowEmpty?: boolean } = {}): Promise<GroupView> {
+    const g = this.d.groups.require(id);
+    if (!g.participants.includes(agentId)) throw new UserError(`"${agentId}" is not in this group`, 'not_found', 404);
+    if (g.participants.length === 1 && !opts.allowEmpty) throw new UserError('cannot remove the last agent; dissolve the group instead', 'conflict', 409);
+    g.participants = g.participants.filter((p) => p !== agentId);
+    if (g.state.sticky === agentId) g.state.sticky = null;
+    if (g.config.last_speaker === agentId) g.config.last_speaker = null;
+    const name = this.d.agentMap.get(agentId)?.name ?? agentId;
+    const line = this.d.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${name} left the group.`, delivery: 'posted' });
+    await this.d.groups.save(g);
+    this.d.events.emit({ type: 'message', groupId: g.id, entry: line });
+    this.d.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], removed: agentId });
+    return this.d.groups.view(g);
+  }
+
+  messages(id: string, opts: { before?: number | undefined; limit: number }): TranscriptEntry[] {
+    const g = this.d.groups.require(id);
+    const list = opts.before === undefined ? g.transcript : g.transcript.filter((e) => e.seq < opts.before!);
+    return list.slice(-Math.max(1, Math.min(opts.limit, 500)));
+  }
+}
