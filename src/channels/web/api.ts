@@ -1,0 +1,217 @@
+/**
+ * The JSON API of the web feed (SPEC §7.3). Handlers validate their input, call the gateway,
+ * and answer JSON; every mistake becomes a 4xx `{error: {code, message}}` (see server.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import type { ChannelHost, GatewayApi, GroupDetail } from '../../core/ports.js';
+import type { AgentDef, TranscriptEntry } from '../../core/types.js';
+import { HttpError, field, intParam, readJsonObject, sendJson } from './http.js';
+import type { RequestContext, Router } from './router.js';
+import type { SseHub } from './sse.js';
+
+export interface ApiDeps {
+  host(): ChannelHost;
+  hub(): SseHub;
+  /** Group handles from the config (`aliases:`), for autocomplete. */
+  aliases: Record<string, string[]>;
+  maxMessageLength: number;
+}
+
+/** An agent as the page sees it: identity only, never tokens or the persona. */
+export interface PublicAgent {
+  id: string;
+  name: string;
+  avatar: string | null;
+  color: string | null;
+  aliases: string[];
+  /** Every handle that addresses the agent, without `@`, lower case. */
+  handles: string[];
+  model: string | null;
+}
+
+export function publicAgent(a: AgentDef): PublicAgent {
+  const handles = [a.id, a.name.replace(/\s+/g, ''), ...a.aliases.map((x) => x.replace(/^@/, ''))].map((h) => h.toLowerCase());
+  return {
+    id: a.id,
+    name: a.name,
+    avatar: a.avatar,
+    color: a.color,
+    aliases: a.aliases.map((x) => x.replace(/^@/, '')),
+    handles: [...new Set(handles)],
+    model: a.model,
+  };
+}
+
+const CLIENT_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
+const SEQ_MAX = Number.MAX_SAFE_INTEGER;
+
+export function registerApiRoutes(router: Router, deps: ApiDeps): void {
+  const gw = (): GatewayApi => deps.host().gateway;
+  const group = (id: string): GroupDetail => {
+    const g = gw().getGroup(id);
+    if (!g) throw new HttpError(404, 'unknown_group', `no group "${id}"`);
+    return g;
+  };
+
+  router.add('GET', '/api/info', ({ res }) => {
+    sendJson(res, 200, {
+      name: 'chorus',
+      scriptedProvider: gw().scriptedProvider,
+      maxMessageLength: deps.maxMessageLength,
+    });
+  });
+
+  router.add('GET', '/api/agents', ({ res }) => {
+    sendJson(res, 200, {
+      agents: gw().listAgents().map(publicAgent),
+      aliases: Object.fromEntries(Object.entries(deps.aliases).map(([k, v]) => [k.toLowerCase(), v])),
+      builtinAliases: ['all', 'everyone'],
+      scriptedProvider: gw().scriptedProvider,
+    });
+  });
+
+  router.add('GET', '/api/groups', ({ res }) => {
+    sendJson(res, 200, { groups: gw().listGroups() });
+  });
+
+  router.add('POST', '/api/groups', async ({ req, res }) => {
+    const body = await readJsonObject(req);
+    const title = field.string(body, 'title', { min: 1, max: 100 })!.trim();
+    const participants = field.stringArray(body, 'participants');
+    if (participants.length === 0) throw new HttpError(400, 'invalid_field', '"participants" needs at least one agent');
+    const id = field.string(body, 'id', { min: 1, max: 64, optional: true });
+    if (id !== undefined && !/^[a-z0-9][a-z0-9_-]{0,63}$/.test(id)) {
+      throw new HttpError(400, 'invalid_field', '"id" must be a slug (a-z 0-9 _ -, starting with a letter or digit)');
+    }
+    const created = await gw().createGroup({ title, participants, id });
+    sendJson(res, 201, { group: gw().getGroup(created.id) ?? created });
+  });
+
+  router.add('GET', '/api/groups/:id', ({ res, params }) => {
+    sendJson(res, 200, { group: group(params.id!) });
+  });
+
+  router.add('DELETE', '/api/groups/:id', async ({ res, params }) => {
+    group(params.id!);
+    await gw().dissolveGroup(params.id!);
+    sendJson(res, 200, { status: 'dissolved', groupId: params.id });
+  });
+
+  router.add('PATCH', '/api/groups/:id/config', async ({ req, res, params }) => {
+    group(params.id!);
+    const body = await readJsonObject(req);
+    if (Object.keys(body).length === 0) throw new HttpError(400, 'invalid_field', 'send at least one config key to change');
+    const config = await gw().updateConfig(params.id!, body);
+    sendJson(res, 200, { config });
+  });
+
+  router.add('POST', '/api/groups/:id/members', async ({ req, res, params }) => {
+    group(params.id!);
+    const body = await readJsonObject(req);
+    const agent = field.string(body, 'agent', { min: 1, max: 64 })!;
+    const view = await gw().addMember(params.id!, agent);
+    sendJson(res, 200, { group: gw().getGroup(view.id) ?? view });
+  });
+
+  router.add('DELETE', '/api/groups/:id/members/:agent', async ({ res, params }) => {
+    group(params.id!);
+    const view = await gw().removeMember(params.id!, params.agent!);
+    sendJson(res, 200, { group: gw().getGroup(view.id) ?? view });
+  });
+
+  router.add('GET', '/api/groups/:id/messages', ({ res, params, url }) => {
+    group(params.id!);
+    const before = intParam(url.searchParams, 'before', { min: 0, max: SEQ_MAX });
+    const limit = intParam(url.searchParams, 'limit', { min: 1, max: 500 }) ?? 50;
+    const page = gw().messages(params.id!, { before, limit: limit + 1 });
+    const hasMore = page.length > limit;
+    sendJson(res, 200, { messages: hasMore ? page.slice(page.length - limit) : page, hasMore });
+  });
+
+  router.add('POST', '/api/groups/:id/messages', async (ctx) => postMessage(ctx, deps, group(ctx.params.id!)));
+
+  router.add('GET', '/api/groups/:id/events', ({ req, res, params, url }) => {
+    group(params.id!);
+    const header = req.headers['last-event-id'];
+    let resume: number | undefined;
+    if (typeof header === 'string' && header.trim() !== '') {
+      if (!/^\d{1,15}$/.test(header.trim())) throw new HttpError(400, 'invalid_header', 'Last-Event-ID must be a whole number');
+      resume = Number(header.trim());
+    } else {
+      resume = intParam(url.searchParams, 'after', { min: 0, max: SEQ_MAX });
+    }
+    deps.hub().open(res, params.id!, resume);
+  });
+
+  router.add('GET', '/api/events', ({ res }) => {
+    deps.hub().open(res, null, undefined);
+  });
+}
+
+async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: GroupDetail): Promise<void> {
+  const host = deps.host();
+  if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
+  if (g.channel !== 'web') {
+    throw new HttpError(403, 'read_only', `group "${g.id}" lives on ${g.channel}; post there, the web feed only shows it`);
+  }
+  const body = await readJsonObject(req);
+  const text = field.string(body, 'text', { min: 1 })!;
+  if (text.length > deps.maxMessageLength) {
+    throw new HttpError(400, 'invalid_field', `"text" may have at most ${deps.maxMessageLength} characters`);
+  }
+  const rawName = field.string(body, 'author_name', { min: 1, max: 64, optional: true });
+  const name = rawName?.replace(/[\u0000-\u001f\u007f]/g, '').trim() || 'You';
+  const clientId = field.string(body, 'client_id', { min: 1, max: 100, optional: true });
+  if (clientId !== undefined && !CLIENT_ID.test(clientId)) {
+    throw new HttpError(400, 'invalid_field', '"client_id" may only use letters, digits and _ . : -');
+  }
+  const replyTo = field.string(body, 'reply_to', { min: 1, max: 200, optional: true });
+  let replyToAgentId: string | undefined;
+  if (replyTo !== undefined) {
+    const entry = findEntry(host.gateway, g.id, replyTo);
+    if (!entry) throw new HttpError(400, 'unknown_entry', `"reply_to": no message "${replyTo}" in this group`);
+    if (entry.kind === 'agent') replyToAgentId = entry.agentId;
+  }
+  const result = await host.receive({
+    channel: 'web',
+    chatId: g.chatId,
+    messageId: clientId ?? randomUUID(),
+    author: { id: 'web:' + name, name },
+    text,
+    ts: Date.now(),
+    replyToAgentId,
+    chatTitle: g.title,
+  });
+  switch (result.status) {
+    case 'recorded':
+    case 'command':
+    case 'duplicate':
+      sendJson(res, 202, { status: result.status, entryId: result.entryId ?? null, groupId: result.groupId ?? g.id });
+      return;
+    case 'no_group':
+      throw new HttpError(404, 'unknown_group', result.reason ?? `no group "${g.id}"`);
+    case 'rejected': {
+      const reason = result.reason ?? 'message rejected';
+      // ReceiveResult carries no machine code for refusals; the router's wording tells them apart.
+      if (/shutting down/i.test(reason)) throw new HttpError(503, 'unavailable', reason, { 'retry-after': '5' });
+      const limited = /rate|too many|slow down|faster than/i.test(reason);
+      throw new HttpError(limited ? 429 : 422, limited ? 'rate_limited' : 'rejected', reason);
+    }
+  }
+}
+
+/** Look an entry up by id among the most recent 2000 transcript entries. */
+function findEntry(gateway: GatewayApi, groupId: string, id: string): TranscriptEntry | undefined {
+  let before: number | undefined;
+  for (let scanned = 0; scanned < 2000; ) {
+    const page = gateway.messages(groupId, { before, limit: 200 });
+    if (page.length === 0) return undefined;
+    const hit = page.find((e) => e.id === id);
+    if (hit) return hit;
+    scanned += page.length;
+    const oldest = page[0]!.seq;
+    if (before !== undefined && oldest >= before) return undefined;
+    before = oldest;
+  }
+  return undefined;
+}

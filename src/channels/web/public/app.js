@@ -1,0 +1,247 @@
+// Chorus web feed: wires the sidebar, feed, composer and panel to the API and the live streams.
+import { LiveStream, api, withToken } from './api.js';
+import { $, CHANNEL_NAMES, show } from './dom.js';
+import { Composer } from './composer.js';
+import { Feed } from './feed.js';
+import { Panel } from './panel.js';
+import { Sidebar } from './sidebar.js';
+import { agentOf, setAgents, state } from './state.js';
+
+const DECISIONS_KEY = 'chorus.showDecisions';
+
+const feed = new Feed();
+const composer = new Composer();
+const panel = new Panel(() => refreshDetail());
+const sidebar = new Sidebar((id) => selectGroup(id));
+let groupStream = null;
+let globalStream = null;
+let detailTimer = null;
+const streamStates = { global: 'connecting', group: 'idle' };
+
+function setConn(which, s) {
+  streamStates[which] = s;
+  const states = Object.values(streamStates).filter((x) => x !== 'idle');
+  const overall = states.includes('reconnecting') ? 'reconnecting' : states.every((x) => x === 'live') ? 'live' : 'connecting';
+  const conn = $('#conn');
+  conn.dataset.state = overall;
+  conn.textContent = overall === 'live' ? 'live' : overall === 'reconnecting' ? 'reconnecting…' : 'connecting…';
+}
+
+function renderHeader() {
+  const g = state.detail || (state.currentId ? state.groups.get(state.currentId) : null);
+  $('#group-title').textContent = g ? g.title : 'Chorus';
+  const sub = $('#group-sub');
+  $('#panel-toggle').disabled = !g;
+  if (!g) {
+    sub.textContent = '';
+    return;
+  }
+  const names = g.participants.map((id) => (agentOf(id) || { name: id }).name).join(', ');
+  const where = `${CHANNEL_NAMES[g.channel] || g.channel}${g.channel === 'web' ? ' room' : ' · read-only'}`;
+  sub.textContent = `${where} · ${names || 'no agents'}${g.config ? ' · ' + g.config.reply_strategy : ''}${g.archived ? ' · dissolved' : ''}`;
+}
+
+async function loadGroups() {
+  const { groups } = await api('GET', '/api/groups');
+  state.groups = new Map(groups.map((g) => [g.id, g]));
+  sidebar.render();
+}
+
+async function refreshDetail() {
+  const id = state.currentId;
+  if (!id) return;
+  try {
+    const { group } = await api('GET', `/api/groups/${encodeURIComponent(id)}`);
+    if (state.currentId !== id) return;
+    state.detail = group;
+    state.groups.set(id, group);
+  } catch (err) {
+    if (err.status !== 404 || state.currentId !== id) throw err;
+    // The group was dissolved (here or elsewhere): move on to another one.
+    state.groups.delete(id);
+    state.currentId = null;
+    state.detail = null;
+    if (groupStream) groupStream.close();
+    groupStream = null;
+    setConn('group', 'idle');
+    feed.reset();
+    panel.setOpen(false);
+    const next = [...state.groups.values()].find((g) => !g.archived && g.channel === 'web') || [...state.groups.values()].find((g) => !g.archived);
+    if (next) await selectGroup(next.id);
+    else {
+      history.replaceState(null, '', '#');
+      renderHeader();
+      composer.update();
+      sidebar.render();
+    }
+    return;
+  }
+  renderHeader();
+  composer.update();
+  if (!panel.el.hidden) panel.render();
+  sidebar.render();
+}
+
+function scheduleDetailRefresh() {
+  clearTimeout(detailTimer);
+  detailTimer = setTimeout(() => refreshDetail().catch(() => {}), 600);
+}
+
+async function loadMessages(id) {
+  const page = await api('GET', `/api/groups/${encodeURIComponent(id)}/messages?limit=50`);
+  if (state.currentId !== id) return false;
+  feed.add(page.messages);
+  show($('#load-older'), page.hasMore);
+  feed.scrollToBottom();
+  return true;
+}
+
+async function selectGroup(id) {
+  if (!state.groups.has(id)) return;
+  if (state.currentId === id && state.detail) return;
+  if (location.hash !== '#/g/' + encodeURIComponent(id)) history.replaceState(null, '', '#/g/' + encodeURIComponent(id));
+  state.currentId = id;
+  state.detail = null;
+  state.unread.delete(id);
+  if (groupStream) groupStream.close();
+  groupStream = null;
+  setConn('group', 'connecting');
+  feed.reset();
+  renderHeader();
+  composer.update();
+  sidebar.render();
+  await refreshDetail();
+  if (!(await loadMessages(id))) return;
+  openGroupStream(id);
+  if (!composer.input.disabled && !matchMedia('(max-width: 720px)').matches) composer.input.focus();
+}
+
+function onEntry(ev) {
+  if (ev.groupId !== state.currentId) return;
+  feed.add([ev.entry]);
+  if (ev.entry.kind === 'agent' || ev.entry.kind === 'human') scheduleDetailRefresh();
+}
+
+function openGroupStream(id) {
+  groupStream = new LiveStream(
+    () => withToken(`/api/groups/${encodeURIComponent(id)}/events`, { after: feed.lastSeq }),
+    {
+      message: onEntry,
+      decision: onEntry,
+      typing: (ev) => ev.groupId === state.currentId && feed.setTyping(ev.agentId, ev.active),
+      delta: (ev) => ev.groupId === state.currentId && feed.delta(ev),
+      member: () => refreshDetail().catch(() => {}),
+      config: (ev) => {
+        if (state.detail && ev.groupId === state.detail.id) {
+          state.detail.config = ev.config;
+          renderHeader();
+          composer.update();
+          if (!panel.el.hidden) panel.render();
+        }
+      },
+      group: () => refreshDetail().catch(() => {}),
+      reset: () => {
+        feed.reset();
+        loadMessages(id).catch(() => {});
+      },
+    },
+    (s) => setConn('group', s),
+  );
+  groupStream.open();
+}
+
+function openGlobalStream() {
+  const touch = (ev) => {
+    const g = state.groups.get(ev.groupId);
+    if (!g) {
+      loadGroups().catch(() => {});
+      return;
+    }
+    const e = ev.entry;
+    g.lastMessage = { authorName: e.authorName, text: e.text, ts: e.ts };
+    if (ev.groupId !== state.currentId) state.unread.set(ev.groupId, (state.unread.get(ev.groupId) || 0) + 1);
+    sidebar.render();
+  };
+  globalStream = new LiveStream(
+    () => withToken('/api/events'),
+    {
+      message: touch,
+      typing: (ev) => {
+        const set = state.typingIn.get(ev.groupId) || new Set();
+        if (ev.active) set.add(ev.agentId);
+        else set.delete(ev.agentId);
+        state.typingIn.set(ev.groupId, set);
+        sidebar.render();
+      },
+      group: () => loadGroups().catch(() => {}),
+      member: (ev) => {
+        const g = state.groups.get(ev.groupId);
+        if (g) g.participants = ev.participants;
+        sidebar.render();
+      },
+      config: (ev) => {
+        const g = state.groups.get(ev.groupId);
+        if (g) g.config = ev.config;
+      },
+    },
+    (s) => {
+      setConn('global', s);
+      // Catch up with what changed while disconnected.
+      if (s === 'live') loadGroups().catch(() => {});
+    },
+  );
+  globalStream.open();
+}
+
+function groupFromHash() {
+  const m = /^#\/g\/(.+)$/.exec(location.hash);
+  if (!m) return null;
+  try {
+    return decodeURIComponent(m[1]);
+  } catch {
+    return null;
+  }
+}
+
+async function boot() {
+  const toggle = $('#show-decisions');
+  toggle.checked = localStorage.getItem(DECISIONS_KEY) !== '0';
+  feed.setDecisionsVisible(toggle.checked);
+  toggle.addEventListener('change', () => {
+    localStorage.setItem(DECISIONS_KEY, toggle.checked ? '1' : '0');
+    feed.setDecisionsVisible(toggle.checked);
+  });
+  $('#load-older').addEventListener('click', async () => {
+    if (!state.currentId || feed.oldestSeq === null) return;
+    const id = state.currentId;
+    const page = await api('GET', `/api/groups/${encodeURIComponent(id)}/messages?limit=50&before=${feed.oldestSeq}`);
+    if (state.currentId !== id) return;
+    const scroller = $('#feed');
+    const before = scroller.scrollHeight;
+    feed.add(page.messages);
+    scroller.scrollTop += scroller.scrollHeight - before;
+    show($('#load-older'), page.hasMore);
+  });
+  window.addEventListener('hashchange', () => {
+    const id = groupFromHash();
+    if (id && id !== state.currentId) selectGroup(id);
+  });
+
+  setAgents(await api('GET', '/api/agents'));
+  show($('#banner'), state.scripted);
+  await loadGroups();
+  openGlobalStream();
+  const wanted = groupFromHash();
+  const groups = [...state.groups.values()].filter((g) => !g.archived);
+  const first = (wanted && state.groups.has(wanted) && wanted) || (groups.find((g) => g.channel === 'web') || groups[0] || {}).id;
+  if (first) await selectGroup(first);
+  else composer.update();
+  document.body.dataset.ready = 'true';
+}
+
+boot().catch((err) => {
+  const conn = $('#conn');
+  conn.dataset.state = 'reconnecting';
+  conn.textContent = err.message || 'Could not load Chorus';
+  setTimeout(() => location.reload(), 5000);
+});

@@ -1,0 +1,223 @@
+// The message feed of the open group: entries deduplicated by id and kept in seq order,
+// streamed text while an agent writes, the typing line and the decision toggle.
+import { $, avatar, clear, colorFor, formatCost, formatInt, formatMs, formatTime, h, renderText, show } from './dom.js';
+import { agentOf, handleColor } from './state.js';
+
+const DECISION_ICONS = { pass: '·', cooldown: '⏳', cap: '⛔', error: '⚠', muted: '🔇', depth: '↳', batch: '≡', selector: '🎯' };
+const STREAM_GRACE_MS = 10_000;
+
+export class Feed {
+  constructor() {
+    this.list = $('#messages');
+    this.scroller = $('#feed');
+    this.typingEl = $('#typing');
+    this.emptyEl = $('#feed-empty');
+    this.entries = new Map();
+    this.typing = new Set();
+    this.streams = new Map();
+    this.lastSeq = 0;
+    this.oldestSeq = null;
+  }
+
+  reset() {
+    clear(this.list);
+    this.entries.clear();
+    this.typing.clear();
+    for (const s of this.streams.values()) clearTimeout(s.timer);
+    this.streams.clear();
+    this.lastSeq = 0;
+    this.oldestSeq = null;
+    this.renderTyping();
+    this.updateEmpty();
+  }
+
+  /** Add entries (any order, duplicates ignored). Returns how many were new. */
+  add(entries) {
+    const stick = this.nearBottom();
+    let added = 0;
+    for (const e of entries) {
+      if (!e || typeof e.id !== 'string' || this.entries.has(e.id)) continue;
+      this.entries.set(e.id, e);
+      this.insert(this.renderEntry(e), e.seq);
+      this.lastSeq = Math.max(this.lastSeq, e.seq);
+      this.oldestSeq = this.oldestSeq === null ? e.seq : Math.min(this.oldestSeq, e.seq);
+      if (e.kind === 'agent' && e.agentId) this.endStreams(e.agentId);
+      if (e.decision && e.decision.agentId) this.endStreams(e.decision.agentId);
+      added++;
+    }
+    this.updateEmpty();
+    if (stick) this.scrollToBottom();
+    return added;
+  }
+
+  insert(el, seq) {
+    // Keep seq order; live entries almost always go last.
+    let before = null;
+    for (let node = this.list.lastElementChild; node; node = node.previousElementSibling) {
+      if (node.dataset.seq === undefined) {
+        before = node; // streaming bubbles stay at the bottom
+        continue;
+      }
+      if (Number(node.dataset.seq) < seq) break;
+      before = node;
+    }
+    this.list.insertBefore(el, before);
+  }
+
+  renderEntry(e) {
+    const base = { dataset: { entryId: e.id, seq: String(e.seq), kind: e.kind } };
+    if (e.kind === 'decision' || e.decision) return this.renderDecision(e, base);
+    if (e.kind === 'system') {
+      return h('li', { className: 'msg system', ...base },
+        h('div', { className: 'system-body' }, h('span', { className: 'system-label', text: 'Chorus' }), h('div', { className: 'text' }, this.text(e.text))),
+        h('time', { className: 'time', datetime: new Date(e.ts).toISOString(), text: formatTime(e.ts) }));
+    }
+    if (e.kind === 'human') {
+      return h('li', { className: 'msg human', ...base },
+        h('div', { className: 'bubble' },
+          h('div', { className: 'meta' }, h('span', { className: 'author', text: e.authorName }), h('time', { className: 'time', text: formatTime(e.ts) })),
+          h('div', { className: 'text' }, this.text(e.text))));
+    }
+    const agent = agentOf(e.agentId) || { id: e.agentId || e.authorId, name: e.authorName, avatar: null, color: null };
+    const color = colorFor(agent);
+    const details = e.meta ? this.renderDetails(e.meta) : null;
+    const detailsBtn = details
+      ? h('button', { type: 'button', className: 'details-btn', 'aria-expanded': 'false', title: 'Model, tokens, latency, cost', text: 'details',
+          onclick: (ev) => {
+            const open = details.hidden;
+            details.hidden = !open;
+            ev.currentTarget.setAttribute('aria-expanded', String(open));
+          } })
+      : null;
+    return h('li', { className: 'msg agent', vars: { '--accent': color }, ...base, dataset: { ...base.dataset, agentId: agent.id } },
+      avatar(agent),
+      h('div', { className: 'bubble' },
+        h('div', { className: 'meta' },
+          h('span', { className: 'author', text: e.authorName || agent.name }),
+          h('span', { className: 'handle', text: '@' + agent.id }),
+          h('time', { className: 'time', text: formatTime(e.ts) }),
+          detailsBtn),
+        h('div', { className: 'text' }, this.text(e.text)),
+        details));
+  }
+
+  renderDecision(e, base) {
+    const d = e.decision || { type: 'pass' };
+    const agent = d.agentId ? agentOf(d.agentId) : null;
+    let text = (e.text || '').trim();
+    if (!text) {
+      const who = agent ? agent.name : 'An agent';
+      text = { pass: `${who} passed`, cooldown: `${who} is cooling down`, cap: 'Turn cap reached', error: `${who} could not reply`, muted: `${who} is muted` }[d.type] || d.type;
+      if (d.detail) text += ` (${d.detail})`;
+    }
+    const icon = DECISION_ICONS[d.type] || '·';
+    const label = text.startsWith(icon) ? text : `${icon} ${text}`;
+    return h('li', { className: `msg decision decision-${d.type}`, ...base, dataset: { ...base.dataset, decision: d.type } },
+      h('span', { className: 'text', text: label }),
+      h('time', { className: 'time', text: formatTime(e.ts) }));
+  }
+
+  renderDetails(meta) {
+    const u = meta.usage || {};
+    const inTotal = (u.inputTokens || 0) + (u.cacheReadTokens || 0) + (u.cacheWriteTokens || 0);
+    const share = inTotal > 0 ? Math.round(((u.cacheReadTokens || 0) / inTotal) * 100) : 0;
+    const rows = [
+      ['Model', meta.model || '—'],
+      ['Why', meta.reason ? meta.reason + (meta.depth ? ` (depth ${meta.depth})` : '') : '—'],
+      ['Tokens', `${formatInt(u.inputTokens)} in · ${formatInt(u.outputTokens)} out`],
+      ['Cache', `${share}% read from cache (${formatInt(u.cacheReadTokens || 0)} read, ${formatInt(u.cacheWriteTokens || 0)} written)`],
+      ['Latency', formatMs(meta.latencyMs)],
+      ['Cost', formatCost(meta.costUsd)],
+    ];
+    return h('dl', { className: 'details', hidden: true }, rows.map(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })]));
+  }
+
+  text(value) {
+    return renderText(String(value ?? ''), (handle) => handleColor(handle, colorFor));
+  }
+
+  setTyping(agentId, active) {
+    if (active) this.typing.add(agentId);
+    else {
+      this.typing.delete(agentId);
+      // Text that was streamed but never became a message (a pass, an error) goes away.
+      for (const s of this.streams.values()) {
+        if (s.agentId !== agentId) continue;
+        clearTimeout(s.timer);
+        s.timer = setTimeout(() => this.endStreams(agentId), STREAM_GRACE_MS);
+      }
+    }
+    this.renderTyping();
+  }
+
+  renderTyping() {
+    const names = [...this.typing].map((id) => (agentOf(id) || { name: id }).name);
+    clear(this.typingEl);
+    this.typingEl.dataset.agents = [...this.typing].join(',');
+    if (names.length === 0) return;
+    const who = names.length === 1 ? names[0] : names.length === 2 ? `${names[0]} and ${names[1]}` : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
+    this.typingEl.append(h('span', { className: 'dots', 'aria-hidden': 'true' }, h('i'), h('i'), h('i')), `${who} ${names.length === 1 ? 'is' : 'are'} typing…`);
+  }
+
+  /** A chunk of streamed text of one turn. */
+  delta(ev) {
+    const stick = this.nearBottom();
+    let s = this.streams.get(ev.turnId);
+    if (!s) {
+      s = { agentId: ev.agentId, text: '', el: null, timer: null };
+      this.streams.set(ev.turnId, s);
+    }
+    s.text += ev.text;
+    const shown = visibleStreamText(s.text);
+    if (shown === null) return;
+    if (!s.el) {
+      const agent = agentOf(ev.agentId) || { id: ev.agentId, name: ev.agentId };
+      s.el = h('li', { className: 'msg agent streaming', vars: { '--accent': colorFor(agent) }, dataset: { turnId: ev.turnId, agentId: ev.agentId } },
+        avatar(agent),
+        h('div', { className: 'bubble' },
+          h('div', { className: 'meta' }, h('span', { className: 'author', text: agent.name }), h('span', { className: 'handle', text: 'writing…' })),
+          h('div', { className: 'text' })));
+      this.list.append(s.el);
+    }
+    const textEl = s.el.querySelector('.text');
+    clear(textEl);
+    textEl.append(this.text(shown));
+    if (stick) this.scrollToBottom();
+  }
+
+  endStreams(agentId) {
+    for (const [turnId, s] of this.streams) {
+      if (s.agentId !== agentId) continue;
+      clearTimeout(s.timer);
+      if (s.el) s.el.remove();
+      this.streams.delete(turnId);
+    }
+  }
+
+  setDecisionsVisible(visible) {
+    this.list.classList.toggle('hide-decisions', !visible);
+  }
+
+  nearBottom() {
+    const el = this.scroller;
+    return el.scrollHeight - el.scrollTop - el.clientHeight < 120;
+  }
+
+  scrollToBottom() {
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  updateEmpty() {
+    show(this.emptyEl, this.entries.size === 0 && this.streams.size === 0);
+  }
+}
+
+/** Streamed text as shown, or null while it could still turn out to be a pass. */
+export function visibleStreamText(text) {
+  const t = text.replace(/^[\s*_`"'.,:;!-]+/, '');
+  if (t === '') return null;
+  if ('[PASS]'.startsWith(t.slice(0, 6).toUpperCase()) && t.length <= 6) return null;
+  if (/^\[PASS\]/i.test(t)) return null;
+  const cleaned = text.replace(/[*_`]*\[PASS\][*_`]*/gi, '').trim();
+  return cleaned === '' ? null : cleaned;
+}

@@ -1,0 +1,105 @@
+// The sidebar: every group (web rooms writable, Telegram/Discord read-only with their icon),
+// unread badges, and the create-group dialog.
+import { api } from './api.js';
+import { $, CHANNEL_NAMES, avatar, channelIcon, clear, h, show } from './dom.js';
+import { state } from './state.js';
+
+export class Sidebar {
+  constructor(onSelect) {
+    this.onSelect = onSelect;
+    this.list = $('#group-list');
+    this.el = $('#sidebar');
+    this.scrim = $('#scrim');
+    $('#menu-toggle').addEventListener('click', () => this.setOpen(!document.body.classList.contains('sidebar-open')));
+    this.scrim.addEventListener('click', () => this.setOpen(false));
+    $('#new-group').addEventListener('click', () => this.openCreate());
+    $('#create-cancel').addEventListener('click', () => $('#create-dialog').close());
+    $('#create-form').addEventListener('input', () => show($('#create-error'), false));
+    $('#create-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      this.create();
+    });
+  }
+
+  /** Phone width: the sidebar slides over the feed. */
+  setOpen(open) {
+    document.body.classList.toggle('sidebar-open', open);
+    show(this.scrim, open);
+  }
+
+  render() {
+    clear(this.list);
+    const groups = [...state.groups.values()].filter((g) => !g.archived || g.id === state.currentId);
+    groups.sort((a, b) => {
+      if ((a.channel === 'web') !== (b.channel === 'web')) return a.channel === 'web' ? -1 : 1;
+      const ta = a.lastMessage ? a.lastMessage.ts : a.createdAt;
+      const tb = b.lastMessage ? b.lastMessage.ts : b.createdAt;
+      return tb - ta || a.title.localeCompare(b.title);
+    });
+    for (const g of groups) {
+      const unread = state.unread.get(g.id) || 0;
+      const readOnly = g.channel !== 'web';
+      const typing = [...(state.typingIn.get(g.id) || [])].map((id) => (state.agentById.get(id) || { name: id }).name);
+      const preview = typing.length ? `${typing.join(', ')} ${typing.length === 1 ? 'is' : 'are'} typing…` : g.lastMessage ? `${g.lastMessage.authorName}: ${g.lastMessage.text}` : `${g.participants.length} agent${g.participants.length === 1 ? '' : 's'}`;
+      const current = g.id === state.currentId;
+      this.list.append(h('li', {},
+        h('a', { href: '#/g/' + encodeURIComponent(g.id), className: 'group-item' + (current ? ' current' : '') + (unread ? ' has-unread' : ''),
+          'aria-current': current ? 'page' : null, dataset: { groupId: g.id, channel: g.channel },
+          onclick: (ev) => {
+            ev.preventDefault();
+            this.setOpen(false);
+            this.onSelect(g.id);
+          } },
+        h('span', { className: 'channel-icon channel-' + g.channel, title: CHANNEL_NAMES[g.channel] + (readOnly ? ' (read-only here)' : ''), role: 'img', 'aria-label': CHANNEL_NAMES[g.channel] }, channelIcon(g.channel)),
+        h('span', { className: 'group-main' },
+          h('span', { className: 'group-title', text: g.title }),
+          h('span', { className: 'group-preview' + (typing.length ? ' is-typing' : ''), text: preview.length > 80 ? preview.slice(0, 79) + '…' : preview })),
+        readOnly ? h('span', { className: 'ro', title: 'Read-only: post on ' + CHANNEL_NAMES[g.channel], text: 'read-only' }) : null,
+        unread ? h('span', { className: 'badge', 'aria-label': `${unread} unread`, text: unread > 99 ? '99+' : String(unread) }) : null)));
+    }
+    show($('#no-groups'), groups.length === 0);
+    const total = [...state.unread.values()].reduce((a, b) => a + b, 0);
+    document.title = total ? `(${total}) Chorus` : 'Chorus';
+  }
+
+  openCreate() {
+    const box = $('#create-agents');
+    clear(box);
+    for (const a of state.agents) {
+      box.append(h('label', { className: 'agent-check' },
+        h('input', { type: 'checkbox', name: 'participants', value: a.id }),
+        avatar(a, 'sm'),
+        h('span', { text: a.name }),
+        h('span', { className: 'muted', text: '@' + a.id })));
+    }
+    $('#create-name').value = '';
+    show($('#create-error'), false);
+    $('#create-dialog').showModal();
+    $('#create-name').focus();
+  }
+
+  async create() {
+    const title = $('#create-name').value.trim();
+    const participants = [...document.querySelectorAll('#create-agents input:checked')].map((i) => i.value);
+    const error = $('#create-error');
+    const fail = (msg) => {
+      error.textContent = msg;
+      show(error, true);
+    };
+    if (!title) return fail('Give the group a title.');
+    if (participants.length === 0) return fail('Pick at least one agent.');
+    const btn = $('#create-submit');
+    btn.disabled = true;
+    try {
+      const res = await api('POST', '/api/groups', { title, participants });
+      state.groups.set(res.group.id, res.group);
+      $('#create-dialog').close();
+      this.render();
+      this.onSelect(res.group.id);
+    } catch (err) {
+      fail(err.message || 'Could not create the group.');
+    } finally {
+      btn.disabled = false;
+    }
+  }
+}

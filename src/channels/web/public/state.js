@@ -1,0 +1,53 @@
+// Shared page state: agents and handles, groups, the open group, unread counts.
+
+export const state = {
+  agents: [],
+  agentById: new Map(),
+  /** handle (lower case, no @) → agent id, or 'alias:<name>' for group aliases. */
+  handleOwner: new Map(),
+  aliases: {},
+  builtinAliases: ['all', 'everyone'],
+  scripted: false,
+  groups: new Map(),
+  currentId: null,
+  /** GroupDetail of the open group. */
+  detail: null,
+  unread: new Map(),
+  /** groupId → agent ids typing there (from the global stream, for the sidebar). */
+  typingIn: new Map(),
+};
+
+export function setAgents(payload) {
+  state.agents = payload.agents || [];
+  state.agentById = new Map(state.agents.map((a) => [a.id, a]));
+  state.aliases = payload.aliases || {};
+  state.builtinAliases = payload.builtinAliases || ['all', 'everyone'];
+  state.scripted = Boolean(payload.scriptedProvider);
+  state.handleOwner = new Map();
+  for (const a of state.agents) for (const handle of a.handles || [a.id]) state.handleOwner.set(handle.toLowerCase(), a.id);
+  for (const name of Object.keys(state.aliases)) state.handleOwner.set(name.toLowerCase(), 'alias:' + name);
+  for (const name of state.builtinAliases) state.handleOwner.set(name, 'alias:' + name);
+}
+
+export function agentOf(id) {
+  return state.agentById.get(id) || null;
+}
+
+/** Colour for a known handle ('' for group aliases), null for unknown handles. */
+export function handleColor(handle, colorFor) {
+  const owner = state.handleOwner.get(handle);
+  if (!owner) return null;
+  if (owner.startsWith('alias:')) return '';
+  return colorFor(agentOf(owner));
+}
+
+export function currentGroup() {
+  return state.currentId ? state.groups.get(state.currentId) || null : null;
+}
+
+/** Participants of the open group as agents (falls back to every agent). */
+export function participants() {
+  const g = state.detail || currentGroup();
+  const ids = g ? g.participants : state.agents.map((a) => a.id);
+  return ids.map((id) => agentOf(id)).filter(Boolean);
+}

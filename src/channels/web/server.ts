@@ -1,0 +1,137 @@
+/**
+ * The HTTP server of the web feed: security headers, auth, routing to the API and the static
+ * page, and the mapping of every failure to a JSON error. Bad input is always a 4xx; only a bug
+ * is a 500, and even then the process keeps running.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isLoopback } from '../../config/schema.js';
+import type { Logger } from '../../core/ports.js';
+import { UserError, describeError } from '../../core/errors.js';
+import type { TokenAuth } from './auth.js';
+import { HttpError, sendError, sendText, setSecurityHeaders } from './http.js';
+import type { WebMetrics } from './metrics.js';
+import type { Router } from './router.js';
+import type { StaticFiles } from './static.js';
+
+export interface ServerDeps {
+  /**
+   * Without a token the server only answers requests addressed to a loopback name (or the bound
+   * host), so a web page elsewhere cannot reach it through DNS rebinding.
+   */
+  bindHost: string;
+  router: Router;
+  auth: TokenAuth;
+  files: StaticFiles;
+  logger: Logger;
+  webMetrics: WebMetrics;
+  /** Prometheus text for `/metrics`. */
+  metricsText(): string;
+}
+
+/** Paths whose GET streams SSE; only these accept `?token=`. */
+function isSsePath(pathname: string): boolean {
+  return pathname === '/api/events' || /^\/api\/groups\/[^/]+\/events$/.test(pathname);
+}
+
+export function createWebServer(deps: ServerDeps): Server {
+  const server = createServer((req, res) => {
+    res.on('finish', () => deps.webMetrics.countResponse(res.statusCode));
+    handle(req, res, deps).catch((err: unknown) => fail(res, err, deps.logger));
+  });
+  // SSE streams live long; keep idle keep-alive sockets short so stop() is quick.
+  server.keepAliveTimeout = 5_000;
+  server.headersTimeout = 20_000;
+  server.requestTimeout = 60_000;
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    else socket.destroy();
+  });
+  return server;
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, deps: ServerDeps): Promise<void> {
+  setSecurityHeaders(res);
+  const method = req.method ?? 'GET';
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://localhost');
+  } catch {
+    throw new HttpError(400, 'bad_request', 'malformed request URL');
+  }
+  const path = url.pathname;
+  if (!deps.auth.enabled && !hostAllowed(req.headers.host, deps.bindHost)) {
+    throw new HttpError(403, 'bad_host', 'this server only answers requests for its loopback address; set channels.web.auth_token to serve other names');
+  }
+
+  if (path === '/healthz') {
+    if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'method_not_allowed', `${method} is not allowed here`, { allow: 'GET, HEAD' });
+    sendText(res, 200, JSON.stringify({ status: 'ok' }), 'application/json; charset=utf-8');
+    return;
+  }
+  if (path === '/metrics') {
+    deps.auth.check(req, url, false);
+    if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'method_not_allowed', `${method} is not allowed here`, { allow: 'GET, HEAD' });
+    sendText(res, 200, deps.metricsText(), 'text/plain; version=0.0.4; charset=utf-8');
+    return;
+  }
+  if (path === '/api' || path.startsWith('/api/')) {
+    deps.auth.check(req, url, method === 'GET' && isSsePath(path));
+    const match = deps.router.match(method, path);
+    if (match.kind === 'not_found') throw new HttpError(404, 'not_found', `no API route ${path}`);
+    if (match.kind === 'method_not_allowed') {
+      throw new HttpError(405, 'method_not_allowed', `${method} is not allowed on ${path} (allowed: ${match.allowed.join(', ')})`, {
+        allow: match.allowed.join(', '),
+      });
+    }
+    await match.handler({ req, res, url, params: match.params });
+    return;
+  }
+  if (method === 'GET' || method === 'HEAD') {
+    const inm = req.headers['if-none-match'];
+    if (deps.files.serve(path, typeof inm === 'string' ? inm : undefined, res)) return;
+    if (path === '/' && !deps.files.loaded) throw new HttpError(404, 'not_found', 'the page files were not found; the API still works under /api');
+    throw new HttpError(404, 'not_found', `nothing at ${path}`);
+  }
+  throw new HttpError(404, 'not_found', `nothing at ${path}`);
+}
+
+function hostAllowed(header: string | undefined, bindHost: string): boolean {
+  if (!header) return false;
+  let name: string;
+  try {
+    name = new URL(`http://${header}`).hostname;
+  } catch {
+    return false;
+  }
+  const bare = name.replace(/^\[|\]$/g, '');
+  return isLoopback(name) || isLoopback(bare) || bare === bindHost.replace(/^\[|\]$/g, '');
+}
+
+function fail(res: ServerResponse, err: unknown, logger: Logger): void {
+  if (res.headersSent) {
+    // Mid-stream failure (e.g. SSE): nothing sensible to send any more.
+    logger.warn({ err: describeError(err) }, 'web: error after response started');
+    res.end();
+    return;
+  }
+  if (err instanceof HttpError) {
+    sendError(res, err.status, err.code, err.message, err.headers);
+    return;
+  }
+  if (err instanceof UserError) {
+    const status = err.status >= 400 && err.status < 500 ? err.status : 400;
+    sendError(res, status, err.code, err.message);
+    return;
+  }
+  logger.error({ err: describeError(err) }, 'web: unexpected error while handling a request');
+  sendError(res, 500, 'internal', 'internal error; see the server log');
+}
+
+/** The URL a listening server answers on (IPv6 hosts in brackets). */
+export function serverUrl(server: Server, host: string): string {
+  const addr = server.address() as AddressInfo;
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const h = shown.includes(':') && !shown.startsWith('[') ? `[${shown}]` : shown;
+  return `http://${h}:${addr.port}`;
+}

@@ -1,0 +1,188 @@
+/**
+ * Server-Sent Events for the web feed. One hub fans the gateway's live events out to every
+ * connected client; it subscribes to the gateway only while at least one client is connected, so
+ * a disconnected client leaves no listener behind.
+ *
+ * Group streams carry `id: <seq>` on message and decision events. A client that reconnects with
+ * `Last-Event-ID` (or `?after=`) first gets the transcript entries it missed, then live events,
+ * with no duplicates and no gaps: while the replay is written, live events are held back and
+ * those already covered by the replay are dropped.
+ */
+import type { ServerResponse } from 'node:http';
+import type { GatewayApi, GatewayEvent, Logger } from '../../core/ports.js';
+import type { TranscriptEntry } from '../../core/types.js';
+import { PassGuard } from './passGuard.js';
+
+/** How many missed entries a reconnecting client may be sent before it is told to reload. */
+const MAX_REPLAY = 2000;
+/** A client whose unsent output grows past this is too slow and is disconnected. */
+const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
+
+interface SseClient {
+  res: ServerResponse;
+  /** null = the global stream (every group, no deltas). */
+  groupId: string | null;
+  /** Held-back live events while the replay is written. */
+  pending: GatewayEvent[] | null;
+  /** Entries up to this seq were covered by the replay. */
+  replayedUpTo: number;
+}
+
+export interface SseHubOptions {
+  gateway: GatewayApi;
+  logger: Logger;
+  heartbeatMs?: number;
+  /** Reconnect delay suggested to browsers. */
+  retryMs?: number;
+}
+
+export class SseHub {
+  private readonly clients = new Set<SseClient>();
+  private unsubscribe: (() => void) | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private readonly heartbeatMs: number;
+  private readonly retryMs: number;
+  private readonly passGuard = new PassGuard();
+
+  constructor(private readonly opts: SseHubOptions) {
+    this.heartbeatMs = opts.heartbeatMs ?? 15_000;
+    this.retryMs = opts.retryMs ?? 2_000;
+  }
+
+  get clientCount(): number {
+    return this.clients.size;
+  }
+
+  /**
+   * Serve one SSE connection. `groupId` null = the global stream. `resumeAfter` = the last seq the
+   * client has; entries after it are replayed first.
+   */
+  open(res: ServerResponse, groupId: string | null, resumeAfter: number | undefined): void {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.socket?.setNoDelay(true);
+    res.write(`retry: ${this.retryMs}\n: connected\n\n`);
+
+    const client: SseClient = { res, groupId, pending: [], replayedUpTo: -1 };
+    this.clients.add(client);
+    this.ensureSubscribed();
+    res.on('close', () => this.remove(client));
+
+    if (groupId !== null && resumeAfter !== undefined) {
+      const missed = this.missedEntries(groupId, resumeAfter);
+      if (missed === 'too_many') {
+        this.write(client, 'reset', { type: 'reset', groupId, reason: 'too many missed entries; reload the transcript' });
+      } else {
+        for (const entry of missed) {
+          this.write(client, entry.kind === 'decision' ? 'decision' : 'message', { type: entry.kind === 'decision' ? 'decision' : 'message', groupId, entry }, entry.seq);
+          client.replayedUpTo = Math.max(client.replayedUpTo, entry.seq);
+        }
+        client.replayedUpTo = Math.max(client.replayedUpTo, resumeAfter);
+      }
+    }
+    const held = client.pending ?? [];
+    client.pending = null;
+    for (const ev of held) this.deliver(client, ev);
+  }
+
+  /** End every stream (shutdown, or tests forcing a reconnect). */
+  closeAll(): void {
+    for (const c of [...this.clients]) {
+      c.res.end();
+      this.remove(c);
+    }
+  }
+
+  private ensureSubscribed(): void {
+    if (this.unsubscribe) return;
+    this.unsubscribe = this.opts.gateway.subscribe((ev) => this.broadcast(ev));
+    this.heartbeat = setInterval(() => this.ping(), this.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  private remove(client: SseClient): void {
+    if (!this.clients.delete(client)) return;
+    if (this.clients.size === 0) {
+      this.unsubscribe?.();
+      this.unsubscribe = null;
+      if (this.heartbeat) clearInterval(this.heartbeat);
+      this.heartbeat = null;
+    }
+  }
+
+  private broadcast(raw: GatewayEvent): void {
+    let ev = raw;
+    if (raw.type === 'delta') {
+      const text = this.passGuard.filter(raw.groupId, raw.agentId, raw.turnId, raw.text);
+      if (text === null) return;
+      ev = { ...raw, text };
+    } else if (raw.type === 'typing' && !raw.active) {
+      this.passGuard.endTurns(raw.groupId, raw.agentId);
+    }
+    for (const client of this.clients) {
+      if (client.pending) client.pending.push(ev);
+      else this.deliver(client, ev);
+    }
+  }
+
+  private deliver(client: SseClient, ev: GatewayEvent): void {
+    if (client.groupId === null) {
+      if (ev.type === 'delta') return;
+      this.write(client, ev.type, ev);
+      return;
+    }
+    if (ev.groupId !== client.groupId) return;
+    if (ev.type === 'message' || ev.type === 'decision') {
+      if (ev.entry.seq <= client.replayedUpTo) return;
+      this.write(client, ev.type, ev, ev.entry.seq);
+      return;
+    }
+    this.write(client, ev.type, ev);
+  }
+
+  private write(client: SseClient, event: string, data: unknown, id?: number): void {
+    const res = client.res;
+    if (res.writableEnded || res.destroyed) {
+      this.remove(client);
+      return;
+    }
+    let frame = `event: ${event}\n`;
+    if (id !== undefined) frame += `id: ${id}\n`;
+    frame += `data: ${JSON.stringify(data)}\n\n`;
+    res.write(frame);
+    if (res.writableLength > MAX_BUFFERED_BYTES) {
+      this.opts.logger.warn({ groupId: client.groupId }, 'web: SSE client too slow, disconnecting');
+      res.destroy();
+      this.remove(client);
+    }
+  }
+
+  private ping(): void {
+    for (const client of this.clients) {
+      if (!client.res.writableEnded && !client.res.destroyed) client.res.write(': ping\n\n');
+    }
+  }
+
+  /** Entries with seq > after, oldest first, paging backwards through the transcript. */
+  private missedEntries(groupId: string, after: number): TranscriptEntry[] | 'too_many' {
+    const out: TranscriptEntry[] = [];
+    let before: number | undefined;
+    for (;;) {
+      const page = this.opts.gateway.messages(groupId, { before, limit: 200 });
+      if (page.length === 0) break;
+      const fresh = page.filter((e) => e.seq > after);
+      out.unshift(...fresh);
+      if (out.length > MAX_REPLAY) return 'too_many';
+      if (fresh.length < page.length) break;
+      const oldest = page[0]!.seq;
+      if (before !== undefined && oldest >= before) break;
+      before = oldest;
+      if (oldest <= after + 1) break;
+    }
+    return out;
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The page's static files (index.html, app.js, app.css, icon). Only files that exist in the
+ * `public/` folder at start are served, from memory, so no request path ever reaches the file
+ * system. The folder is found next to this module under `tsx src/...`, and from a compiled
+ * `dist/` by walking up to the source tree (tsc does not copy non-TS files).
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { dirname, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createHash } from 'node:crypto';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json; charset=utf-8',
+  '.webmanifest': 'application/manifest+json',
+};
+
+/** Find the `public/` folder of the web channel. */
+export function findPublicDir(moduleUrl: string = import.meta.url): string | null {
+  const here = dirname(fileURLToPath(moduleUrl));
+  const candidates = [join(here, 'public')];
+  let dir = here;
+  for (let i = 0; i < 6; i++) {
+    candidates.push(join(dir, 'src', 'channels', 'web', 'public'));
+    const up = dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  for (const c of candidates) {
+    if (existsSync(join(c, 'index.html'))) return c;
+  }
+  return null;
+}
+
+interface StaticFile {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+export class StaticFiles {
+  private readonly files = new Map<string, StaticFile>();
+
+  constructor(dir: string | null) {
+    if (!dir) return;
+    for (const name of readdirSync(dir)) {
+      const full = join(dir, name);
+      const type = TYPES[extname(name).toLowerCase()];
+      if (!type || !statSync(full).isFile()) continue;
+      const body = readFileSync(full);
+      const etag = '"' + createHash('sha1').update(body).digest('base64url').slice(0, 20) + '"';
+      this.files.set('/' + name, { body, type, etag });
+    }
+  }
+
+  get loaded(): boolean {
+    return this.files.has('/index.html');
+  }
+
+  /** Serve `pathname` if it is one of the files; returns false when it is not. */
+  serve(pathname: string, ifNoneMatch: string | undefined, res: ServerResponse): boolean {
+    const file = this.files.get(pathname === '/' ? '/index.html' : pathname);
+    if (!file) return false;
+    if (ifNoneMatch && ifNoneMatch === file.etag) {
+      res.writeHead(304, { etag: file.etag, 'cache-control': 'no-cache' });
+      res.end();
+      return true;
+    }
+    res.writeHead(200, {
+      'content-type': file.type,
+      'content-length': file.body.length,
+      'cache-control': 'no-cache',
+      etag: file.etag,
+    });
+    res.end(file.body);
+    return true;
+  }
+}
