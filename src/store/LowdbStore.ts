@@ -24,6 +24,8 @@ class DocFile<T> {
   private doc: T | null = null;
   private waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
   private loop: Promise<void> | null = null;
+  /** The directory is created once, not before every write (each mkdir is a syscall round trip). */
+  private dirReady = false;
 
   constructor(
     readonly path: string,
@@ -62,11 +64,15 @@ class DocFile<T> {
     while (this.waiters.length > 0) {
       const batch = this.waiters.splice(0);
       try {
-        await mkdir(this.dir, { recursive: true });
+        if (!this.dirReady) {
+          await mkdir(this.dir, { recursive: true });
+          this.dirReady = true;
+        }
         this.db.data = this.doc;
         await this.db.write();
         for (const w of batch) w.resolve();
       } catch (err) {
+        this.dirReady = false; // made again on the next attempt, in case it was removed
         for (const w of batch) w.reject(err);
       }
     }

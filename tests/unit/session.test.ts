@@ -1,6 +1,7 @@
 /** SPEC §5: what an agent sees — prompts, mailboxes exactly once, passes, labels, summaries. */
 import { describe, expect, it } from 'vitest';
 import { isPass, cleanReply } from '../../src/core/router/pass.js';
+import { passStreamFilter } from '../../src/core/text/passStream.js';
 import { FakeLlm } from '../helpers/fake-llm.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { MemoryStore } from '../helpers/memory-store.js';
@@ -25,6 +26,28 @@ describe('pass detection (fail-closed)', () => {
     await h.say('@all anything?');
     expect(h.channel.texts().join('\n')).not.toMatch(/\[\s*pass\s*\]/i);
     expect(h.speakers()).toEqual(['writer']);
+  });
+});
+
+describe('streamed text', () => {
+  const run = (chunks: string[]) => {
+    const f = passStreamFilter();
+    return chunks.map(f).filter((x): x is string => x !== null).join('');
+  };
+  it('never streams a pass, even split across chunks or decorated', () => {
+    expect(run(['[PA', 'SS]'])).toBe('');
+    expect(run(['**', '[pass]', '**'])).toBe('');
+    expect(run(['Good point ', '[PA', 'SS] indeed'])).toBe('Good point  indeed');
+    expect(run(['Hello', ' world'])).toBe('Hello world');
+    expect(run(['see [P', 'aris]'])).toBe('see [Paris]');
+    expect(run(['but [pa', 'ss] costs'])).toBe('but  costs');
+  });
+  it('the router emits deltas only for replies, never the token', async () => {
+    const h = await makeRouter({ llm: { replies: { analyst: '[PASS]', writer: 'Streaming works' } } });
+    const deltas: string[] = [];
+    h.router.subscribe((ev) => ev.type === 'delta' && deltas.push(`${ev.agentId}:${ev.text}`));
+    await h.say('@analyst @writer go');
+    expect(deltas).toEqual(['writer:Streaming works']);
   });
 });
 

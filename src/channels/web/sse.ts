@@ -11,7 +11,6 @@
 import type { ServerResponse } from 'node:http';
 import type { GatewayApi, GatewayEvent, Logger } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
-import { PassGuard } from './passGuard.js';
 
 /** How many missed entries a reconnecting client may be sent before it is told to reload. */
 const MAX_REPLAY = 2000;
@@ -42,7 +41,6 @@ export class SseHub {
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly heartbeatMs: number;
   private readonly retryMs: number;
-  private readonly passGuard = new PassGuard();
 
   constructor(private readonly opts: SseHubOptions) {
     this.heartbeatMs = opts.heartbeatMs ?? 15_000;
@@ -114,15 +112,8 @@ export class SseHub {
     }
   }
 
-  private broadcast(raw: GatewayEvent): void {
-    let ev = raw;
-    if (raw.type === 'delta') {
-      const text = this.passGuard.filter(raw.groupId, raw.agentId, raw.turnId, raw.text);
-      if (text === null) return;
-      ev = { ...raw, text };
-    } else if (raw.type === 'typing' && !raw.active) {
-      this.passGuard.endTurns(raw.groupId, raw.agentId);
-    }
+  private broadcast(ev: GatewayEvent): void {
+    // Deltas arrive already filtered: the router never streams the pass token (core/text/passStream).
     for (const client of this.clients) {
       if (client.pending) client.pending.push(ev);
       else this.deliver(client, ev);

@@ -10,6 +10,8 @@ import type { Metrics } from '../metrics.js';
 
 export class LlmGate {
   private readonly queue: PQueue;
+  /** Calls in flight; one shutdown listener aborts them all (not one listener per call). */
+  private readonly inFlight = new Set<AbortController>();
 
   constructor(
     private readonly provider: LlmProvider,
@@ -19,6 +21,9 @@ export class LlmGate {
     private readonly shutdown: AbortSignal,
   ) {
     this.queue = new PQueue({ concurrency });
+    shutdown.addEventListener('abort', () => {
+      for (const ac of this.inFlight) ac.abort(new LlmError('shutting down', 'aborted', true));
+    }, { once: true });
   }
 
   /** Calls waiting for a slot plus calls in flight. */
@@ -36,8 +41,7 @@ export class LlmGate {
       if (this.shutdown.aborted) throw new LlmError('shutting down', 'aborted', true);
       const ac = new AbortController();
       const stopTimer = new AbortController();
-      const onShutdown = () => ac.abort(new LlmError('shutting down', 'aborted', true));
-      this.shutdown.addEventListener('abort', onShutdown, { once: true });
+      this.inFlight.add(ac);
       const started = this.clock.now();
       const timeout = this.clock.sleep(timeoutMs, stopTimer.signal).then(
         () => {
@@ -66,7 +70,7 @@ export class LlmGate {
         throw e;
       } finally {
         stopTimer.abort();
-        this.shutdown.removeEventListener('abort', onShutdown);
+        this.inFlight.delete(ac);
         // Make sure an ignored abort never leaves the race's losers unhandled.
         aborted.catch(() => undefined);
       }

@@ -12,6 +12,7 @@ import type { Metrics } from '../metrics.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import { buildSystemPrompt, buildUserTurn, PASS_TOKEN, type Ask } from '../session/prompt.js';
 import { cleanReply, isPass } from './pass.js';
+import { passStreamFilter } from '../text/passStream.js';
 import { findMentions, type HandleIndex } from './mentions.js';
 import type { LlmGate } from './LlmGate.js';
 import { planRound } from './planning.js';
@@ -48,8 +49,9 @@ export class RoundRunner {
   async run(g: GroupDoc, round: RoundRecord): Promise<void> {
     const notes = new Set<string>();
     if (!round.planned) {
-      await planRound(this.d, g, round);
-      await this.d.groups.save(g);
+      // A deterministic plan is not written on its own: the first turn's write carries it, and a
+      // restart before that re-derives the same plan. A selector's choice is written at once.
+      if (await planRound(this.d, g, round)) await this.d.groups.save(g);
     }
     while (round.queue.length > 0 && !this.d.shutdown.aborted && !g.state.archived) {
       const batch = this.parallelBatch(g, round);
@@ -145,6 +147,7 @@ export class RoundRunner {
     const timeout = (t.reason === 'voluntary' ? cfg.voluntary_timeout_seconds : cfg.agent_reply_timeout_seconds) * 1000;
 
     this.d.typing(g, agent, true);
+    const streamFilter = passStreamFilter();
     let res;
     try {
       res = await this.d.gate.call(
@@ -158,7 +161,10 @@ export class RoundRunner {
           agent,
           groupId: g.id,
           mustReply,
-          onDelta: (text) => this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text }),
+          onDelta: (chunk) => {
+            const text = streamFilter(chunk);
+            if (text !== null) this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text });
+          },
         },
         timeout,
       );

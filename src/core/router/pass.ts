@@ -26,7 +26,12 @@ export function cleanReply(text: string, agent: { id: string; name: string }): s
   const names = [agent.name, agent.id, '@' + agent.id].map(escapeRe).join('|');
   const label = new RegExp(String.raw`^(?:\[(?:${names})\]|(?:\*\*|__)?(?:${names})(?:\*\*|__)?\s*:)\s*`, 'i');
   for (let i = 0; i < 2 && label.test(t); i++) t = t.replace(label, '').trim();
-  t = t.replace(ANYWHERE, '').replace(/[ \t]{2,}/g, ' ').trim();
+  // Repeat until stable: removing one token can join its neighbours into another ("[PA[PASS]SS]").
+  for (let prev = ''; prev !== t; ) {
+    prev = t;
+    t = t.replace(ANYWHERE, '');
+  }
+  t = t.replace(/[ \t]{2,}/g, ' ').trim();
   return t;
 }
 

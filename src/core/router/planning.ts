@@ -13,12 +13,19 @@ import type { RoundDeps } from './RoundRunner.js';
 /** Transcript lines the selector sees. */
 const SELECTOR_CONTEXT = 12;
 
-export async function planRound(d: RoundDeps, g: GroupDoc, round: RoundRecord): Promise<void> {
-  round.queue = await chooseTurns(d, g, round);
+/**
+ * Plan the round. Returns true when the plan came from a model call (the selector): that plan must
+ * be stored before the turns run, so a restart continues it instead of asking again. Every other
+ * plan is a pure function of the round and the group, and a restart derives the same one.
+ */
+export async function planRound(d: RoundDeps, g: GroupDoc, round: RoundRecord): Promise<boolean> {
+  const calls = { made: false };
+  round.queue = await chooseTurns(d, g, round, calls);
   round.planned = true;
+  return calls.made;
 }
 
-async function chooseTurns(d: RoundDeps, g: GroupDoc, round: RoundRecord): Promise<PlannedTurn[]> {
+async function chooseTurns(d: RoundDeps, g: GroupDoc, round: RoundRecord, calls: { made: boolean }): Promise<PlannedTurn[]> {
   const cfg = g.config;
   const ps = g.participants;
   const turn = (agentId: string, reason: PlannedTurn['reason']): PlannedTurn => ({ agentId, reason, depth: 0 });
@@ -43,6 +50,7 @@ async function chooseTurns(d: RoundDeps, g: GroupDoc, round: RoundRecord): Promi
       return [turn(next, 'rotation')];
     }
     case 'selector': {
+      calls.made = true;
       const chosen = await select(d, g);
       if (chosen) return chosen.map((a) => turn(a, 'selected'));
       return voluntaryPlan(g, sticky, turn);

@@ -14,7 +14,7 @@ export function splitMessage(text: string, limit: number): string[] {
   let pos = 0;
   let open: { opener: string; marker: string } | null = null;
   while (pos < text.length) {
-    const prefix = open ? open.opener + '\n' : '';
+    const prefix = open ? reopener(open, limit) + '\n' : '';
     const rest = text.length - pos;
     if (prefix.length + rest <= limit) {
       chunks.push(prefix + text.slice(pos));
@@ -69,4 +69,13 @@ function longestFenceAhead(text: string, pos: number, limit: number): number {
   re.lastIndex = pos;
   for (let m = re.exec(text); m && m.index < pos + limit; m = re.exec(text)) longest = Math.max(longest, m[1]!.length);
   return longest;
+}
+
+/**
+ * The line that re-opens a fence in the next chunk: the marker and its language tag (first word
+ * of the info string), short enough that the chunk still has room for text under any limit.
+ */
+function reopener(open: { opener: string; marker: string }, limit: number): string {
+  const lang = open.opener.trim().slice(open.marker.length).trim().split(/\s+/)[0] ?? '';
+  return open.marker + lang.slice(0, Math.max(0, Math.floor(limit / 4) - open.marker.length));
 }
