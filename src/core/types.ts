@@ -91,6 +91,8 @@ export interface ReceiveResult {
   entryId?: string | undefined;
   /** Human-readable reason for 'rejected' / 'no_group'. */
   reason?: string | undefined;
+  /** Why a message was rejected, for APIs that map it to a status. */
+  code?: 'rate_limited' | 'too_long' | 'empty' | 'shutting_down' | undefined;
 }
 
 /** Token and cost figures of one LLM call. */

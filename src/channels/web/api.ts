@@ -192,10 +192,9 @@ async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: Group
       throw new HttpError(404, 'unknown_group', result.reason ?? `no group "${g.id}"`);
     case 'rejected': {
       const reason = result.reason ?? 'message rejected';
-      // ReceiveResult carries no machine code for refusals; the router's wording tells them apart.
-      if (/shutting down/i.test(reason)) throw new HttpError(503, 'unavailable', reason, { 'retry-after': '5' });
-      const limited = /rate|too many|slow down|faster than/i.test(reason);
-      throw new HttpError(limited ? 429 : 422, limited ? 'rate_limited' : 'rejected', reason);
+      if (result.code === 'shutting_down') throw new HttpError(503, 'unavailable', reason, { 'retry-after': '5' });
+      if (result.code === 'rate_limited') throw new HttpError(429, 'rate_limited', reason);
+      throw new HttpError(422, result.code ?? 'rejected', reason);
     }
   }
 }

@@ -173,7 +173,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
   // Inbound
 
   async receive(msg: InboundMessage): Promise<ReceiveResult> {
-    if (this.shutdownController.signal.aborted) return { status: 'rejected', reason: 'shutting down' };
+    if (this.shutdownController.signal.aborted) return { status: 'rejected', code: 'shutting_down', reason: 'shutting down' };
     const dm = msg.isPrivate && msg.viaAgentId && this.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
     let g = this.groups.find(msg.channel, msg.chatId, dm);
     const command = parseCommand(msg.text);
@@ -202,8 +202,8 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     const refusal = this.checkLimits(g, msg);
     if (refusal) {
       await this.groups.save(g);
-      void this.outbox.notice(g, refusal, { decision: 'cap' }).catch(() => undefined);
-      return { status: 'rejected', groupId: g.id, reason: refusal };
+      void this.outbox.notice(g, refusal.text, { decision: 'cap' }).catch(() => undefined);
+      return { status: 'rejected', groupId: g.id, code: refusal.code, reason: refusal.text };
     }
     const entry = this.groups.append(g, this.humanEntry(msg, false));
     const addressed = this.addressedBy(g, msg);
@@ -255,12 +255,14 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     return out;
   }
 
-  private checkLimits(g: GroupDoc, msg: InboundMessage): string | null {
+  private checkLimits(g: GroupDoc, msg: InboundMessage): { code: 'too_long' | 'empty' | 'rate_limited'; text: string } | null {
     const max = this.opts.limits.max_message_chars;
-    if (msg.text.length > max) return `⚠ ${msg.author.name}, that message is too long (${msg.text.length} characters; the limit is ${max}). Nothing was sent to the agents.`;
-    if (!msg.text.trim()) return `⚠ Empty messages are ignored.`;
+    if (msg.text.length > max) {
+      return { code: 'too_long', text: `⚠ ${msg.author.name}, that message is too long (${msg.text.length} characters; the limit is ${max}). Nothing was sent to the agents.` };
+    }
+    if (!msg.text.trim()) return { code: 'empty', text: '⚠ Empty messages are ignored.' };
     if (!this.rate.allow(`${g.id}:${msg.channel}:${msg.author.id}`, this.opts.clock.now())) {
-      return `⚠ ${msg.author.name}, you are sending messages faster than ${this.opts.limits.user_messages_per_minute} a minute; please wait a moment.`;
+      return { code: 'rate_limited', text: `⚠ ${msg.author.name}, you are sending messages faster than ${this.opts.limits.user_messages_per_minute} a minute; please wait a moment.` };
     }
     return null;
   }
