@@ -6,9 +6,9 @@
 import type { LlmProvider, LlmRequest, LlmResponse } from '../core/ports.js';
 
 const TEMPLATES = [
-  (name: string, topic: string, flavour: string) => `${name} here (demo mode). On “${topic}”: ${flavour}`,
-  (name: string, topic: string, flavour: string) => `“${topic}” — ${flavour} (${name}, canned demo reply)`,
-  (name: string, topic: string, flavour: string) => `Quick take from ${name}: ${flavour} You asked about “${topic}”.`,
+  (name: string, topic: string, role: string) => `${name} here (demo mode). On “${topic}”: as ${role}, I would want a closer look before giving a real answer.`,
+  (name: string, topic: string, role: string) => `“${topic}” — speaking as ${role}, that deserves a proper answer once a model is connected. (${name}, canned demo reply)`,
+  (name: string, topic: string, role: string) => `Quick take from ${name}, ${role}: I would start with what matters most in “${topic}”. (Canned demo reply.)`,
 ];
 
 export class ScriptedProvider implements LlmProvider {
@@ -38,12 +38,12 @@ export class ScriptedProvider implements LlmProvider {
       const hay = topic.toLowerCase();
       if (!words.some((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escape(w)}([^\\p{L}\\p{N}]|$)`, 'u').test(hay))) return '[PASS]';
     }
-    const flavour = firstSentence(agent.persona.replace(/^You are [^,.]+,?\s*/i, ''));
+    const role = roleOf(agent.persona, agent.name) ?? `the group's ${agent.name.toLowerCase()}`;
     // Quote without "@" so a canned reply never addresses anyone (no reaction chains in the demo).
-    const plain = topic.replace(/(^|\s)@(?=[\p{L}\p{N}_])/gu, "$1");
+    const plain = topic.replace(/^(?:@[\p{L}\p{N}_-]+[\s,:]*)+/u, '').replace(/(^|\s)@(?=[\p{L}\p{N}_])/gu, '$1');
     const short = plain.length > 80 ? plain.slice(0, 77) + '…' : plain || 'this';
     const pick = TEMPLATES[hash(agent.id + topic) % TEMPLATES.length]!;
-    return pick(agent.name, short, capitalise(flavour) + ' Set an API key for real answers.');
+    return pick(agent.name, short, role);
   }
 }
 
@@ -60,8 +60,13 @@ function firstSentence(s: string): string {
   return (m ? m[0] : s).trim();
 }
 
-function capitalise(s: string): string {
-  return s.charAt(0).toUpperCase() + s.slice(1);
+/** "You are Analyst, a sharp analyst. …" → "a sharp analyst"; null when the persona says no role. */
+function roleOf(persona: string, name: string): string | null {
+  const m = /^You are\s+(.*?)[.!?]?$/i.exec(firstSentence(persona));
+  if (!m) return null;
+  let role = m[1]!.trim();
+  if (role.toLowerCase().startsWith(name.toLowerCase())) role = role.slice(name.length).replace(/^[\s,;:-]+/, '');
+  return role.length > 2 && role.length < 120 ? role : null;
 }
 
 function hash(s: string): number {

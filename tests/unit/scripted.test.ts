@@ -1,0 +1,32 @@
+/** The offline demo provider (SPEC §8): deterministic, persona-flavoured, passes unless touched. */
+import { describe, expect, it } from 'vitest';
+import { ScriptedProvider } from '../../src/llm/ScriptedProvider.js';
+import type { AgentDef } from '../../src/core/types.js';
+
+const analyst: AgentDef = { id: 'analyst', name: 'Analyst', persona: 'You are Analyst, a sharp, numbers-first analyst. You answer with figures.', model: null, avatar: null, color: null, aliases: ['numbers'], talkativeness: 0.5 };
+const turn = (text: string) => `## Group conversation since your last turn\n[Maya (human)] ${text}\n\n## Your turn\n...`;
+
+describe('ScriptedProvider', () => {
+  const p = new ScriptedProvider();
+  const ask = (text: string, mustReply: boolean) => p.complete({ purpose: 'turn', model: 'm', system: '', messages: [{ role: 'user', content: turn(text) }], agent: analyst, mustReply });
+
+  it('addressed: answers in the persona’s voice, quoting the question without the handle', async () => {
+    const r = await ask('@analyst what about revenue?', true);
+    expect(r.text).toContain('a sharp, numbers-first analyst');
+    expect(r.text).toContain('what about revenue?');
+    expect(r.text).not.toContain('@');
+    expect((await ask('@analyst what about revenue?', true)).text).toBe(r.text);
+  });
+
+  it('voluntary: passes unless the message touches its handles or aliases', async () => {
+    expect((await ask('lovely weather', false)).text).toBe('[PASS]');
+    expect((await ask('any numbers on this?', false)).text).not.toBe('[PASS]');
+  });
+
+  it('streams the reply word by word', async () => {
+    const parts: string[] = [];
+    const r = await p.complete({ purpose: 'turn', model: 'm', system: '', messages: [{ role: 'user', content: turn('hi') }], agent: analyst, mustReply: true, onDelta: (t) => parts.push(t) });
+    expect(parts.length).toBeGreaterThan(3);
+    expect(parts.join('')).toBe(r.text);
+  });
+});
