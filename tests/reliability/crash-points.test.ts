@@ -1,0 +1,145 @@
+/**
+ * Crash at every write (SPEC §5 exactly-once mailboxes, §6 restarts). The random SIGKILL tests
+ * rarely land between two particular file writes; this one makes every write a crash point. A
+ * store persists writes until write k, then the process "dies": write k and everything after it
+ * is lost ('stop'), or — because LowdbStore writes different files concurrently and either rename
+ * may land first — write k is lost while the writes issued in the same tick still land ('swap').
+ * A fresh router then starts from what was persisted, the sender re-sends what was not
+ * acknowledged, and the invariants must hold.
+ */
+import { describe, expect, it } from 'vitest';
+import type { GroupDoc, SessionDoc } from '../../src/core/ports.js';
+import type { InboundMessage } from '../../src/core/types.js';
+import { makeRouter } from '../helpers/router-harness.js';
+import { MemoryStore } from '../helpers/memory-store.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { checkInvariants } from './invariants.js';
+import { crashMessageText, crashWorkloadLlm } from './workload.js';
+
+class FailpointStore extends MemoryStore {
+  issued = 0;
+  dead = false;
+  private readonly died: Promise<void>;
+  private die!: () => void;
+
+  constructor(
+    private readonly failAt: number,
+    private readonly mode: 'stop' | 'swap',
+    /** Mutant for the self-check: resolve saves before they land (what a lying store would do). */
+    private readonly lie = false,
+  ) {
+    super();
+    this.died = new Promise((r) => (this.die = () => ((this.dead = true), r())));
+  }
+
+  get death(): Promise<void> {
+    return this.died;
+  }
+
+  private gate(persist: () => void): Promise<void> {
+    const n = this.issued++;
+    if (this.dead) return new Promise(() => undefined);
+    if (n === this.failAt) {
+      if (this.mode === 'stop') this.die();
+      else setImmediate(() => this.die());
+      return new Promise(() => undefined);
+    }
+    this.writes++;
+    if (this.lie) setImmediate(() => this.dead || persist());
+    else persist();
+    return Promise.resolve();
+  }
+
+  override saveGroup(doc: GroupDoc) {
+    return this.gate(() => this.groups.set(doc.id, JSON.stringify(doc)));
+  }
+  override saveSession(doc: SessionDoc) {
+    return this.gate(() => this.sessions.set(`${doc.groupId}/${doc.agentId}`, JSON.stringify(doc)));
+  }
+
+  /** What survived, as a fresh store. */
+  survivor(): MemoryStore {
+    const s = new MemoryStore();
+    for (const [k, v] of this.groups) s.groups.set(k, v);
+    for (const [k, v] of this.sessions) s.sessions.set(k, v);
+    return s;
+  }
+}
+
+const MESSAGES = 8;
+const GROUP = { cooldown_seconds: 0, history_turns: 1000 };
+
+function message(chatId: string, i: number): InboundMessage {
+  return { channel: 'web', chatId, messageId: `m${i}`, author: { id: 'maya', name: 'Maya' }, text: crashMessageText(i), ts: 0 };
+}
+
+/** Messages in pairs, without waiting for rounds in between (so batching and overlap happen). */
+async function scenario(h: Awaited<ReturnType<typeof makeRouter>>, acked: Set<string>): Promise<void> {
+  for (let i = 0; i < MESSAGES; i += 2) {
+    await Promise.all(
+      [i, i + 1].map(async (j) => {
+        const r = await h.router.receive(message(h.group.chatId, j));
+        if (r.status === 'recorded' || r.status === 'duplicate') acked.add(`m${j}`);
+      }),
+    );
+    if (i % 4 === 2) await h.router.idle();
+  }
+  await h.router.idle();
+}
+
+async function crashRun(failAt: number, mode: 'stop' | 'swap', lie = false): Promise<{ violations: string[]; died: boolean }> {
+  const store = new FailpointStore(failAt, mode, lie);
+  const first = await makeRouter({ store, llm: crashWorkloadLlm(0), group: GROUP, clock: new FakeClock() });
+  const acked = new Set<string>();
+  await Promise.race([scenario(first, acked), store.death]);
+  const died = store.dead;
+  // Only what was acknowledged before the death counts; the rest the sender re-delivers.
+  const ackedBeforeDeath = new Set(acked);
+  // Restart from what was persisted, let the sender re-deliver what was never acknowledged.
+  const survivor = store.survivor();
+  const second = await makeRouter({ store: survivor, llm: crashWorkloadLlm(0), group: GROUP, clock: new FakeClock() });
+  await second.router.idle();
+  const redelivered = new Set<string>();
+  for (let i = 0; i < MESSAGES; i++) {
+    if (ackedBeforeDeath.has(`m${i}`)) continue;
+    const r = await second.router.receive(message(second.group.chatId, i));
+    if (r.status === 'recorded' || r.status === 'duplicate') redelivered.add(`m${i}`);
+  }
+  await second.router.idle();
+  const snap = { groups: [...survivor.groups.values()].map((t) => JSON.parse(t) as GroupDoc), sessions: [...survivor.sessions.values()].map((t) => JSON.parse(t) as SessionDoc), corrupt: [] };
+  const all = new Set([...ackedBeforeDeath, ...redelivered]);
+  const violations = checkInvariants(snap, { acked: new Map([[second.group.id, all]]), finished: true });
+  if (all.size !== MESSAGES) violations.push(`only ${all.size} of ${MESSAGES} messages acknowledged after the restart`);
+  void acked;
+  return { violations, died };
+}
+
+describe('crash at every write', () => {
+  it('holds every invariant whichever write is the last to land', async () => {
+    // How many writes a clean run makes: every one of them is a crash point.
+    const clean = new FailpointStore(Infinity, 'stop');
+    const h = await makeRouter({ store: clean, llm: crashWorkloadLlm(0), group: GROUP, clock: new FakeClock() });
+    const setup = clean.issued;
+    await scenario(h, new Set());
+    const total = clean.issued;
+    expect(total - setup).toBeGreaterThan(30);
+
+    const failures: string[] = [];
+    let deaths = 0;
+    for (let k = setup; k < total; k++) {
+      for (const mode of ['stop', 'swap'] as const) {
+        const { violations, died } = await crashRun(k, mode);
+        if (died) deaths++;
+        if (violations.length) failures.push(`crash at write ${k} (${mode}): ${violations.join('; ')}`);
+      }
+    }
+    expect(deaths).toBeGreaterThan(total - setup);
+    expect(failures.slice(0, 10)).toEqual([]);
+  }, 60_000);
+
+  it('self-check: catches a store that acknowledges before the write has landed', async () => {
+    let caught = 0;
+    for (let k = 6; k < 46; k += 4) if ((await crashRun(k, 'stop', true)).violations.some((v) => v.includes('missing from the transcript'))) caught++;
+    expect(caught).toBeGreaterThan(0);
+  });
+});
