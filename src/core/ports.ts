@@ -281,6 +281,11 @@ export interface SessionDoc {
   history: ChatTurn[];
   /** Seq of the last transcript entry this agent has been shown. */
   cursor: number;
+  /**
+   * Observations trimmed from the group file before this agent was shown them (it was silent
+   * for long). Part of the mailbox until the cursor passes them.
+   */
+  backlog?: TranscriptEntry[] | undefined;
   summary: string | null;
   usage: UsageTotals;
 }

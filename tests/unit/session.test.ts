@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { isPass, cleanReply } from '../../src/core/router/pass.js';
 import { passStreamFilter } from '../../src/core/text/passStream.js';
+import { BACKLOG_MAX, TRANSCRIPT_TAIL } from '../../src/core/groups/GroupManager.js';
 import { FakeLlm } from '../helpers/fake-llm.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { MemoryStore } from '../helpers/memory-store.js';
@@ -129,6 +130,26 @@ describe('mailbox exactly once', () => {
       expect(cursor).toBeGreaterThanOrEqual(transcript.find((e) => e.text === 'after restart @all')!.seq);
       expect([...lines].sort()).toEqual(expected.sort());
     }
+  });
+});
+
+describe('bounded group files', () => {
+  it('a silent agent keeps its unseen observations in its backlog while the group file stays short', async () => {
+    const h = await makeRouter({ group: { reply_strategy: 'mention_only' }, llm: { fallback: (_q, n) => `ok ${n}` } });
+    for (let i = 0; i < 260; i++) await h.say(`@analyst note ${i}`);
+    expect(h.store.group('room').transcript.length).toBeLessThanOrEqual(TRANSCRIPT_TAIL + 50);
+    expect(h.store.session('room', 'critic').backlog!.length).toBe(BACKLOG_MAX);
+    await h.say('@critic catch up');
+    const seen = h.llm.callsFor('critic')[0]!.messages.at(-1)!.content.split('\n').filter((l) => l.startsWith('['));
+    // The newest BACKLOG_MAX observations before the group's tail, then the tail: each once, in order.
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.at(-1)).toBe('[Maya (human)] @critic catch up');
+    expect(seen).toContain('[Maya (human)] @analyst note 259');
+    expect(seen.length).toBeGreaterThan(BACKLOG_MAX);
+    expect(seen).toContain('[Analyst] ok 259');
+    expect(h.store.session('room', 'critic').backlog).toBeUndefined();
+    await h.say('@critic again');
+    expect(h.llm.callsFor('critic')[1]!.messages.at(-1)!.content).not.toContain('note 259');
   });
 });
 

@@ -101,7 +101,7 @@ async function run(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: G
         const s = r.groups.session(g, id);
         s.history = [];
         s.summary = null;
-        s.cursor = g.nextSeq - 1;
+        r.groups.advance(s, g.nextSeq - 1);
         await r.groups.saveSession(s);
       }
       return args.length ? `${r.agentMap.get(ids[0]!)!.name}'s memory of this group was cleared.` : 'Every agent’s memory of this group was cleared.';

@@ -6,10 +6,15 @@ import type { GroupDoc, GroupSummary, GroupView, Logger, SessionDoc, Store, Usag
 import type { AgentDef, ChannelKind, GroupConfig, TranscriptEntry } from '../types.js';
 import { UserError } from '../errors.js';
 
-/** Entries kept in a group file when every session has seen them. */
-export const TRANSCRIPT_TAIL = 300;
-/** Hard bound even when a session lags far behind (its oldest unseen entries are then lost). */
-export const TRANSCRIPT_MAX = 2000;
+/**
+ * Entries kept in a group file. Every save rewrites the file, so this bounds the bytes written
+ * per message; entries a silent agent has not been shown yet move to its session's backlog.
+ */
+export const TRANSCRIPT_TAIL = 150;
+/** Trim in batches, so a lagging session's file is rewritten once per batch, not per message. */
+const TRIM_BATCH = 50;
+/** Unseen observations kept for one silent agent; older ones are dropped (and logged). */
+export const BACKLOG_MAX = 300;
 /** Platform message ids remembered per group for dedupe. */
 export const SEEN_MAX = 500;
 /** Transcript messages a newcomer is shown on `/group add` (SPEC §3). */
@@ -28,6 +33,8 @@ export class GroupManager {
   private readonly groups = new Map<string, GroupDoc>();
   private readonly byChat = new Map<string, string>();
   private readonly sessions = new Map<string, SessionDoc>();
+  /** Sessions whose backlog changed; saved (before their group) by the next `save`. */
+  private readonly dirty = new Map<string, Set<SessionDoc>>();
 
   constructor(
     private readonly store: Store,
@@ -149,9 +156,22 @@ export class GroupManager {
     return ctx.length > 0 ? ctx[0]!.seq - 1 : g.nextSeq - 1;
   }
 
-  /** Observations not yet shown to this agent, oldest first. */
+  /** Observations not yet shown to this agent, oldest first (backlog, then the group's tail). */
   mailbox(g: GroupDoc, s: SessionDoc): TranscriptEntry[] {
-    return g.transcript.filter((e) => e.seq > s.cursor && e.agentId !== s.agentId && isObservable(e));
+    const fresh = g.transcript.filter((e) => e.seq > s.cursor && e.agentId !== s.agentId && isObservable(e));
+    if (!s.backlog?.length) return fresh;
+    // After a crash between the two writes an entry can be in both places: keep it once.
+    const first = fresh[0]?.seq ?? Infinity;
+    return [...s.backlog.filter((e) => e.seq > s.cursor && e.seq < first), ...fresh];
+  }
+
+  /** The agent has been shown everything up to `seq`. */
+  advance(s: SessionDoc, seq: number): void {
+    s.cursor = Math.max(s.cursor, seq);
+    if (s.backlog) {
+      s.backlog = s.backlog.filter((e) => e.seq > s.cursor);
+      if (s.backlog.length === 0) delete s.backlog;
+    }
   }
 
   /** Append a transcript entry (id and seq assigned) and trim the tail. */
@@ -163,19 +183,30 @@ export class GroupManager {
     return full;
   }
 
-  /** Keep the tail short, but never drop what a participant has not been shown yet. */
+  /** Keep the tail short; what a participant has not been shown yet moves to its backlog. */
   private trim(g: GroupDoc): void {
-    if (g.transcript.length <= TRANSCRIPT_TAIL) return;
-    let minCursor = Infinity;
-    for (const p of g.participants) minCursor = Math.min(minCursor, this.sessions.get(sessionKey(g.id, p))?.cursor ?? Infinity);
-    const pendingRefs = new Set(g.rounds.flatMap((r) => r.triggerIds));
-    let drop = g.transcript.length - TRANSCRIPT_TAIL;
-    let i = 0;
-    while (i < drop && (g.transcript[i]!.seq <= minCursor || g.transcript.length - i > TRANSCRIPT_MAX) && !pendingRefs.has(g.transcript[i]!.id)) i++;
-    drop = i;
-    if (drop > 0) {
-      if (g.transcript.length - drop > TRANSCRIPT_MAX - 1) this.logger.warn({ group: g.id }, 'transcript bound reached; a lagging session loses its oldest observations');
-      g.transcript.splice(0, drop);
+    if (g.transcript.length <= TRANSCRIPT_TAIL + TRIM_BATCH) return;
+    // Rounds still waiting refer to their human messages: never cut past the first of them.
+    const pending = new Set(g.rounds.flatMap((r) => r.triggerIds));
+    let cut = g.transcript.length - TRANSCRIPT_TAIL;
+    const stop = g.transcript.findIndex((e) => pending.has(e.id));
+    if (stop >= 0) cut = Math.min(cut, stop);
+    if (cut <= 0) return;
+    const removed = g.transcript.splice(0, cut);
+    for (const p of g.participants) {
+      const s = this.sessions.get(sessionKey(g.id, p));
+      if (!s) continue;
+      const unseen = removed.filter((e) => e.seq > s.cursor && e.agentId !== p && isObservable(e)).map(({ meta: _meta, postedIds: _ids, ...e }) => e);
+      if (unseen.length === 0) continue;
+      const backlog = [...(s.backlog ?? []), ...unseen];
+      if (backlog.length > BACKLOG_MAX) {
+        this.logger.warn({ group: g.id, agent: p, dropped: backlog.length - BACKLOG_MAX }, 'agent silent for long: its oldest unseen observations are dropped');
+        backlog.splice(0, backlog.length - BACKLOG_MAX);
+      }
+      s.backlog = backlog;
+      let set = this.dirty.get(g.id);
+      if (!set) this.dirty.set(g.id, (set = new Set()));
+      set.add(s);
     }
   }
 
@@ -187,7 +218,13 @@ export class GroupManager {
     return true;
   }
 
-  save(g: GroupDoc): Promise<void> {
+  /** Persist a group; sessions that received trimmed observations are written first. */
+  async save(g: GroupDoc): Promise<void> {
+    const dirty = this.dirty.get(g.id);
+    if (dirty) {
+      this.dirty.delete(g.id);
+      await Promise.all([...dirty].map((s) => this.store.saveSession(s)));
+    }
     return this.store.saveGroup(g);
   }
 

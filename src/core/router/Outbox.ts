@@ -57,7 +57,9 @@ export class Outbox {
       entry.delivery = 'failed';
       this.logger.error({ group: g.id, agent: entry.agentId, err: describeError(err) }, 'channel could not post a reply');
     }
-    await this.groups.save(g);
+    // Not awaited: the round's next save (usually in this same tick) carries the delivery state,
+    // and saves of one tick share one write.
+    this.groups.save(g).catch((err: unknown) => this.logger.error({ group: g.id, err: describeError(err) }, 'could not save delivery state'));
   }
 
   /** A system-voice message in the chat: recorded in the transcript, posted, never shown to agents. */

@@ -184,7 +184,7 @@ export class RoundRunner {
     const pass = isPass(res.text);
     const text = pass ? '' : cleanReply(res.text, agent);
     session.history.push({ role: 'user', content: userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text });
-    session.cursor = Math.max(session.cursor, seenUpTo);
+    groups.advance(session, seenUpTo);
     const usage = session.usage;
     usage.calls++;
     usage.inputTokens += res.usage.inputTokens;
