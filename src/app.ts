@@ -13,9 +13,6 @@ import { describeError } from './core/errors.js';
 import { LowdbStore } from './store/LowdbStore.js';
 import { ScriptedProvider } from './llm/ScriptedProvider.js';
 import { createProvider } from './llm/createProvider.js';
-import { WebChannel } from './channels/web/WebChannel.js';
-import { TelegramChannel } from './channels/telegram/TelegramChannel.js';
-import { DiscordChannel } from './channels/discord/DiscordChannel.js';
 import { createLogger } from './logger.js';
 
 export interface CreateAppOptions {
@@ -88,7 +85,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     declaredGroups: config.groups.map((g) => ({ channel: g.channel, chatId: g.chat_id, title: g.title, participants: g.participants, config: g.config })),
     scripted: chosen.provider.name === 'scripted',
   });
-  const channels = opts.channels ?? buildChannels(config, agents, logger, () => router.metrics.render());
+  const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => router.metrics.render()));
   for (const c of channels) router.addChannel(c);
   let started = false;
 
@@ -127,11 +124,21 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
   };
 }
 
-function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: Logger, metrics: () => string): Channel[] {
+/** Channel modules are loaded only when enabled: discord.js alone costs a second at start-up. */
+async function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: Logger, metrics: () => string): Promise<Channel[]> {
   const out: Channel[] = [];
   const ch = config.channels;
-  if (ch.web.enabled) out.push(new WebChannel({ config: ch.web, logger, agents, aliases: config.aliases, metrics }));
-  if (ch.telegram.enabled) out.push(new TelegramChannel({ config: ch.telegram, agents, logger }));
-  if (ch.discord.enabled) out.push(new DiscordChannel({ config: ch.discord, agents, logger }));
+  if (ch.web.enabled) {
+    const { WebChannel } = await import('./channels/web/WebChannel.js');
+    out.push(new WebChannel({ config: ch.web, logger, agents, aliases: config.aliases, metrics }));
+  }
+  if (ch.telegram.enabled) {
+    const { TelegramChannel } = await import('./channels/telegram/TelegramChannel.js');
+    out.push(new TelegramChannel({ config: ch.telegram, agents, logger }));
+  }
+  if (ch.discord.enabled) {
+    const { DiscordChannel } = await import('./channels/discord/DiscordChannel.js');
+    out.push(new DiscordChannel({ config: ch.discord, agents, logger }));
+  }
   return out;
 }

@@ -176,7 +176,7 @@ async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: Group
     channel: 'web',
     chatId: g.chatId,
     messageId: clientId ?? randomUUID(),
-    author: { id: 'web:' + name, name },
+    author: { id: name, name }, // the router prefixes the channel: "web:Maya"
     text,
     ts: Date.now(),
     replyToAgentId,

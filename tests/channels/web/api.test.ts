@@ -235,7 +235,7 @@ describe('web API: messages', () => {
     expect(r.json).toMatchObject({ status: 'recorded', groupId: 'lobby' });
     expect(r.json.entryId).toBe('lobby-e1');
     const msg = gw.received[0]!;
-    expect(msg).toMatchObject({ channel: 'web', chatId: 'lobby', text: '@writer hi', author: { id: 'web:Maya', name: 'Maya' } });
+    expect(msg).toMatchObject({ channel: 'web', chatId: 'lobby', text: '@writer hi', author: { id: 'Maya', name: 'Maya' } });
     expect(msg.messageId).toMatch(/^[0-9a-f-]{36}$/);
     expect(typeof msg.ts).toBe('number');
     const anon = await call(base, 'POST', '/api/groups/lobby/messages', { body: { text: 'hello' } });
