@@ -1,15 +1,6 @@
 import type { Logger } from '../../src/core/ports.js';
 
-/** A Logger that drops everything. */
-export const silentLogger: Logger = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  child() {
-    return silentLogger;
-  },
-};
+export { silentLogger } from '../../src/core/silentLogger.js';
 
 /** A Logger that keeps every line, for tests that assert on warnings or on absent secrets. */
 export class CapturingLogger implements Logger {

@@ -3,7 +3,7 @@
  * mutation goes through here so persistence, transcript trimming and views stay consistent.
  */
 import type { GroupDoc, GroupSummary, GroupView, Logger, SessionDoc, Store, UsageTotals } from '../ports.js';
-import type { AgentDef, ChannelKind, GroupConfig, TranscriptEntry } from '../types.js';
+import type { AgentDef, ChannelKind, GroupConfig, TranscriptEntry, Usage } from '../types.js';
 import { UserError } from '../errors.js';
 
 /**
@@ -22,6 +22,16 @@ export const JOIN_CONTEXT = 20;
 
 export function emptyUsage(): UsageTotals {
   return { calls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+}
+
+/** Add one call's figures to running totals. */
+export function addUsage(totals: UsageTotals, res: { usage: Usage; costUsd?: number | null | undefined }): void {
+  totals.calls++;
+  totals.inputTokens += res.usage.inputTokens;
+  totals.outputTokens += res.usage.outputTokens;
+  totals.cacheReadTokens += res.usage.cacheReadTokens;
+  totals.cacheWriteTokens += res.usage.cacheWriteTokens;
+  totals.costUsd += res.costUsd ?? 0;
 }
 
 /** Entries an agent is shown: humans, agents, and system notices meant for agents. */

@@ -9,7 +9,7 @@ import type { AgentDef, ChatTurn, DecisionType, TranscriptEntry } from '../types
 import { describeError, LlmError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { Metrics } from '../metrics.js';
-import type { GroupManager } from '../groups/GroupManager.js';
+import { addUsage, emptyUsage, type GroupManager } from '../groups/GroupManager.js';
 import { buildSystemPrompt, buildUserTurn, PASS_TOKEN, type Ask } from '../session/prompt.js';
 import { cleanReply, isPass } from './pass.js';
 import { passStreamFilter } from '../text/passStream.js';
@@ -185,20 +185,8 @@ export class RoundRunner {
     const text = pass ? '' : cleanReply(res.text, agent);
     session.history.push({ role: 'user', content: userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text });
     groups.advance(session, seenUpTo);
-    const usage = session.usage;
-    usage.calls++;
-    usage.inputTokens += res.usage.inputTokens;
-    usage.outputTokens += res.usage.outputTokens;
-    usage.cacheReadTokens += res.usage.cacheReadTokens;
-    usage.cacheWriteTokens += res.usage.cacheWriteTokens;
-    usage.costUsd += res.costUsd ?? 0;
-    const gu = (g.state.usage[agent.id] ??= { calls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 });
-    gu.calls++;
-    gu.inputTokens += res.usage.inputTokens;
-    gu.outputTokens += res.usage.outputTokens;
-    gu.cacheReadTokens += res.usage.cacheReadTokens;
-    gu.cacheWriteTokens += res.usage.cacheWriteTokens;
-    gu.costUsd += res.costUsd ?? 0;
+    addUsage(session.usage, res);
+    addUsage((g.state.usage[agent.id] ??= emptyUsage()), res);
     this.drop(round, t);
 
     if (pass || !text) {

@@ -6,7 +6,7 @@
 import type { GroupDoc, PlannedTurn, RoundRecord } from '../ports.js';
 import { describeError } from '../errors.js';
 import { observationLine } from '../session/prompt.js';
-import { isObservable } from '../groups/GroupManager.js';
+import { addUsage, emptyUsage, isObservable } from '../groups/GroupManager.js';
 import { findHandles } from './mentions.js';
 import type { RoundDeps } from './RoundRunner.js';
 
@@ -88,6 +88,8 @@ async function select(d: RoundDeps, g: GroupDoc): Promise<string[] | null> {
       },
       g.config.voluntary_timeout_seconds * 1000,
     );
+    // The selector's cost is the group's too; /group usage lists it on its own line.
+    addUsage((g.state.usage['(selector)'] ??= emptyUsage()), res);
     const ids: string[] = [];
     const words = [...findHandles(res.text), ...res.text.split(/[^\p{L}\p{N}_-]+/u)];
     for (const w of words) {

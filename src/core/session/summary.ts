@@ -7,6 +7,7 @@ import type { GroupDoc, SessionDoc } from '../ports.js';
 import type { AgentDef } from '../types.js';
 import { describeError } from '../errors.js';
 import { buildSummaryRequest } from './prompt.js';
+import { addUsage, emptyUsage } from '../groups/GroupManager.js';
 import type { RoundDeps } from '../router/RoundRunner.js';
 
 export async function maybeSummarize(d: RoundDeps, g: GroupDoc, agent: AgentDef, s: SessionDoc): Promise<void> {
@@ -33,10 +34,8 @@ export async function maybeSummarize(d: RoundDeps, g: GroupDoc, agent: AgentDef,
     if (!text) throw new Error('empty summary');
     s.summary = text;
     s.history = s.history.slice(fold.length);
-    s.usage.calls++;
-    s.usage.inputTokens += res.usage.inputTokens;
-    s.usage.outputTokens += res.usage.outputTokens;
-    s.usage.costUsd += res.costUsd ?? 0;
+    addUsage(s.usage, res);
+    addUsage((g.state.usage[agent.id] ??= emptyUsage()), res);
   } catch (err) {
     d.logger.warn({ group: g.id, agent: agent.id, err: describeError(err) }, 'summary failed; history kept');
     if (s.history.length > 2 * limit) s.history = s.history.slice(s.history.length - limit - (limit % 2));
