@@ -79,7 +79,7 @@ async function start(loaded: LoadedConfig): Promise<number> {
   const app = await createApp({ config: loaded.config, logger });
   if (app.scriptedReason) {
     logger.warn({ reason: app.scriptedReason }, 'using the scripted provider: replies are canned');
-    process.stderr.write(`\n  ⚠  DEMO MODE: agents give canned replies (${app.scriptedReason}).\n\n`);
+    process.stderr.write(`\n  ⚠  DEMO MODE: agents give canned replies — ${app.scriptedReason}.\n\n`);
   }
   try {
     await app.start();

@@ -4,7 +4,7 @@
  * system notice that cannot use the webhook (no Manage Webhooks) is posted by the bot itself so
  * the chat still hears what is wrong. Errors leave here sanitised (no webhook token).
  */
-import { Routes, type Client } from 'discord.js';
+import { HTTPError, Routes, SnowflakeUtil, type APIMessage, type Client, type WebhookClient } from 'discord.js';
 import type { Logger } from '../../core/ports.js';
 import type { ChatRef } from '../../core/types.js';
 import { DiscordPostError, isMissingPermission, sanitizeError } from './errors.js';
@@ -25,20 +25,53 @@ export interface Sender {
   avatarURL: string | undefined;
 }
 
+/**
+ * Resends after a failure that leaves it open whether Discord created the message (the
+ * connection dropped, the request timed out, a 5xx). The webhook clients do not retry these
+ * themselves (`retries: 0` in webhooks.ts), because a blind resend posts the reply twice when
+ * Discord had acted. Instead we first look in the channel for the message: found → done, exactly
+ * once; not found → send again. Only when the lookup itself fails do we resend blind, accepting
+ * a possible duplicate over a lost reply. Bounded: 4 resends, 0.5 s → 4 s apart.
+ */
+const UNSURE_RETRIES = 4;
+/** How far back (ms) a message counts as "the one we just tried to send": covers clock skew. */
+const LOOKUP_SLACK_MS = 5000;
+/** Ids of recent posts whose send was answered, so a lookup never mistakes one for a lost post. */
+const confirmed = new Set<string>();
+function confirm(id: string): string {
+  confirmed.add(id);
+  if (confirmed.size > 1000) confirmed.delete(confirmed.values().next().value!);
+  return id;
+}
+
 /** Post `content` (already within 2,000 characters) and return the Discord message id. */
 export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: string, who: Sender, isSystem: boolean): Promise<string> {
   const where = `Discord: posting as ${who.username} in ${chat.chatId}`;
+  let unsure = 0;
+  const firstTry = Date.now();
   for (let attempt = 0; ; attempt++) {
+    let hook: WebhookClient | undefined;
     try {
-      const hook = await ctx.webhooks.get(chat.chatId);
+      hook = await ctx.webhooks.get(chat.chatId);
       const sent = await hook.send({
         content,
         username: who.username,
         ...(who.avatarURL ? { avatarURL: who.avatarURL } : {}),
         ...(chat.threadId ? { threadId: chat.threadId } : {}),
       });
-      return sent.id;
+      return confirm(sent.id);
     } catch (err) {
+      if (hook && isUnsure(err) && unsure < UNSURE_RETRIES) {
+        unsure++;
+        await new Promise((r) => setTimeout(r, 250 * 2 ** unsure));
+        const found = await findPosted(ctx, chat, hook.id, who.username, content, firstTry - LOOKUP_SLACK_MS);
+        if (found) {
+          ctx.log.warn({ chatId: chat.chatId, messageId: found }, 'discord: the answer to a post was lost, but the message is in the channel; not sending it again');
+          return confirm(found);
+        }
+        ctx.log.warn({ chatId: chat.chatId, err: sanitizeError(err, where).message, attempt: unsure }, 'discord: a post failed without a clear answer; sending it again');
+        continue;
+      }
       if (attempt === 0 && isUnknownWebhook(err)) {
         ctx.log.warn({ chatId: chat.chatId }, 'discord: the channel webhook is gone; recreating it');
         ctx.webhooks.forget(chat.chatId);
@@ -54,6 +87,35 @@ export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: st
       }
       throw sanitizeError(err, where);
     }
+  }
+}
+
+/** No answer (dropped connection, timeout) or a 5xx: the message may or may not exist. */
+function isUnsure(err: unknown): boolean {
+  if (err instanceof HTTPError) return err.status >= 500;
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  return err.name === 'AbortError' || (typeof code === 'string' && /^(UND_ERR_|E[A-Z]+$)/.test(code));
+}
+
+/**
+ * The id of our webhook's message with this author and text, created since `sinceMs`; undefined
+ * when there is none or the channel cannot be read (then the caller resends).
+ */
+async function findPosted(ctx: OutboundContext, chat: ChatRef, webhookId: string, username: string, content: string, sinceMs: number): Promise<string | undefined> {
+  try {
+    const after = SnowflakeUtil.generate({ timestamp: BigInt(sinceMs) }).toString();
+    const recent = (await ctx.client.rest.get(Routes.channelMessages(chat.threadId ?? chat.chatId), {
+      query: new URLSearchParams({ after, limit: '50' }),
+    })) as APIMessage[];
+    const mine = recent.filter(
+      (m) => m.webhook_id === webhookId && !confirmed.has(m.id) && m.author.username === username && m.content.trim() === content.trim(),
+    );
+    // Oldest first: if a blind resend (lookup failed earlier) made two, the first one is kept.
+    return mine.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))[0]?.id;
+  } catch (err) {
+    ctx.log.warn({ chatId: chat.chatId, err: sanitizeError(err, 'Discord: reading recent messages').message }, 'discord: cannot check whether a post went through');
+    return undefined;
   }
 }
 

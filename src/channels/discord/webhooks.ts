@@ -100,7 +100,9 @@ export class WebhookCache {
     return new WebhookClient(
       { id: hook.id, token: hook.token },
       // Mentions in agent text may ping users, never @everyone/@here or roles.
-      { ...(this.opts.api ? { rest: { api: this.opts.api } } : {}), allowedMentions: { parse: ['users'] } },
+      // retries: 0 — a dropped connection, timeout or 5xx is not resent blindly by discord.js
+      // (that can post a reply twice); outbound.ts checks the channel first. 429s still wait.
+      { rest: { retries: 0, ...(this.opts.api ? { api: this.opts.api } : {}) }, allowedMentions: { parse: ['users'] } },
     );
   }
 }

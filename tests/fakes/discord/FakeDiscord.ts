@@ -41,6 +41,19 @@ interface RateLimitRule {
   retryAfterSeconds: number;
 }
 
+/**
+ * A transport-level fault: an HTTP status with a non-JSON body (as a proxy in front of Discord
+ * answers), or the connection destroyed without an answer — `'drop'` before the request was
+ * acted on, `'drop-after'` after it was (the message exists, the client never hears so).
+ */
+export type TransportFault = { status: number } | 'drop' | 'drop-after';
+
+interface FaultRule {
+  match: (method: string, path: string, body: unknown) => boolean;
+  remaining: number;
+  fault: TransportFault;
+}
+
 interface FailureRule {
   match: (method: string, path: string) => boolean;
   remaining: number;
@@ -75,6 +88,9 @@ export class FakeDiscord {
 
   private readonly rateLimits: RateLimitRule[] = [];
   private readonly failures: FailureRule[] = [];
+  private readonly faults: FaultRule[] = [];
+  /** Every transport fault produced, in order. */
+  readonly faultLog: Array<{ method: string; path: string; fault: TransportFault }> = [];
   private server: Server | undefined;
   private gateway: FakeGateway | undefined;
   private port = 0;
@@ -169,6 +185,25 @@ export class FakeDiscord {
     if (!rule) return null;
     rule.remaining--;
     return { status: rule.status, code: rule.code, message: rule.message };
+  }
+
+  /** The next `count` requests matching `match` meet a transport fault (rules used in the order added). */
+  faultNext(count: number, match: (method: string, path: string, body: unknown) => boolean, fault: TransportFault): void {
+    this.faults.push({ match, remaining: count, fault });
+  }
+
+  /** Consumed by the REST handler: should this request meet a transport fault? */
+  takeFault(method: string, path: string, body: unknown): TransportFault | null {
+    const rule = this.faults.find((r) => r.remaining > 0 && r.match(method, path, body));
+    if (!rule) return null;
+    rule.remaining--;
+    this.faultLog.push({ method, path, fault: rule.fault });
+    return rule.fault;
+  }
+
+  /** Faults added with `faultNext` that have not happened yet. */
+  pendingFaults(): number {
+    return this.faults.reduce((n, r) => n + r.remaining, 0);
   }
 
   /** Effective permissions of a member in a channel, computed the way Discord does. */

@@ -38,6 +38,27 @@ export async function handleRest(fake: FakeDiscord, req: IncomingMessage, res: S
   const record: RecordedRequest = { method, path: path + url.search, body, status: 0 };
   fake.requests.push(record);
 
+  const fault = fake.takeFault(method, path, body);
+  if (fault !== null) {
+    if (fault === 'drop' || fault === 'drop-after') {
+      // 'drop-after': Discord acted (e.g. created the message); the answer never arrives.
+      if (fault === 'drop-after') {
+        try {
+          record.status = route(fake, method, path, url.searchParams, body, req.headers.authorization).status;
+        } catch {
+          // the client is not told either way
+        }
+      }
+      res.socket?.destroy();
+      res.destroy();
+      return;
+    }
+    record.status = fault.status;
+    res.writeHead(fault.status, { 'content-type': 'text/html' });
+    res.end(`<html><body><h1>${fault.status}</h1></body></html>`);
+    return;
+  }
+
   let reply: Reply;
   const retryAfter = fake.takeRateLimit(method, path);
   const failure = retryAfter === null ? fake.takeFailure(method, path) : null;
@@ -100,7 +121,7 @@ function route(fake: FakeDiscord, method: string, path: string, query: URLSearch
   }
   if (method === 'GET' && path === '/users/@me') return ok(userPayload(fake.bot));
 
-  if (parts[0] === 'channels' && parts[1]) return channelRoute(fake, method, parts[1], parts.slice(2), body);
+  if (parts[0] === 'channels' && parts[1]) return channelRoute(fake, method, parts[1], parts.slice(2), body, query);
 
   if (parts[0] === 'guilds' && parts[1] === fake.guildId) {
     if (method === 'GET' && parts.length === 2) return ok({ id: fake.guildId, name: fake.guildName, owner_id: fake.owner.id, roles: fake.roles.map(rolePayload) });
@@ -114,7 +135,7 @@ function route(fake: FakeDiscord, method: string, path: string, query: URLSearch
   return err(404, 0, '404: Not Found');
 }
 
-function channelRoute(fake: FakeDiscord, method: string, channelId: string, rest: string[], body: any): Reply {
+function channelRoute(fake: FakeDiscord, method: string, channelId: string, rest: string[], body: any, query: URLSearchParams): Reply {
   const channel = fake.channel(channelId);
   if (!channel) return err(404, 10003, 'Unknown Channel');
   const perms = fake.permissionsOf(fake.bot.id, channelId);
@@ -159,6 +180,16 @@ function channelRoute(fake: FakeDiscord, method: string, channelId: string, rest
     };
     fake.recordPost(msg);
     return ok(messagePayload(msg, fake.guildId, undefined));
+  }
+
+  // Channel history, newest first (as Discord returns it); `after` and `limit` as on Discord.
+  if (method === 'GET' && sub === 'messages') {
+    if (!(perms & Perm.ViewChannel) || !(perms & Perm.ReadMessageHistory)) return err(403, 50001, 'Missing Access');
+    const after = query.get('after');
+    const limit = Math.min(100, Math.max(1, Number(query.get('limit') ?? 50) || 50));
+    const list = fake.messages.filter((m) => m.channel_id === channelId && (!after || BigInt(m.id) > BigInt(after)));
+    const page = after ? list.slice(0, limit) : list.slice(-limit);
+    return ok(page.reverse().map((m) => messagePayload(m, fake.guildId, undefined)));
   }
 
   if (method === 'GET' && rest[0] === 'messages' && rest[1]) {

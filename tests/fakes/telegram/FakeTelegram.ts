@@ -43,6 +43,21 @@ interface Injected {
   error: { error_code: number; description: string; parameters?: Record<string, unknown> };
 }
 
+/**
+ * A transport-level fault: an HTTP error status (JSON in the Bot API's shape, or an HTML page as a
+ * front proxy sends it), or the connection destroyed without an answer — `'drop'` before the
+ * method ran, `'drop-after'` after it ran (the message was posted, the bot never hears so).
+ */
+export type TransportFault = { status: number; html?: boolean } | 'drop' | 'drop-after';
+
+interface InjectedFault {
+  method: string;
+  remaining: number;
+  token?: string | undefined;
+  when?: ((payload: Record<string, unknown>) => boolean) | undefined;
+  fault: TransportFault;
+}
+
 type ApiResult = { ok: true; result: unknown } | { ok: false; error_code: number; description: string; parameters?: Record<string, unknown> };
 
 const fail = (error_code: number, description: string, parameters?: Record<string, unknown>): ApiResult =>
@@ -54,6 +69,9 @@ export class FakeTelegram {
   readonly calls: Array<{ bot: string | null; method: string; payload: Record<string, unknown> }> = [];
   readonly posted: Posted[] = [];
   private readonly injected: Injected[] = [];
+  private readonly faults: InjectedFault[] = [];
+  /** Every transport fault the fake produced, in order (what the client had to cope with). */
+  readonly faultLog: Array<{ method: string; fault: TransportFault; payload: Record<string, unknown> }> = [];
   private server: http.Server | undefined;
   apiRoot = '';
 
@@ -145,6 +163,22 @@ export class FakeTelegram {
   ): void {
     this.injected.push({ method, remaining: count, token: filter.token, when: filter.when, error });
   }
+  /**
+   * The next `count` calls of `method` meet a transport fault (optionally only for one token /
+   * payload). Rules are consumed in the order they were added.
+   */
+  faultNext(
+    method: string,
+    fault: TransportFault,
+    count = 1,
+    filter: { token?: string; when?: (payload: Record<string, unknown>) => boolean } = {},
+  ): void {
+    this.faults.push({ method, remaining: count, token: filter.token, when: filter.when, fault });
+  }
+  /** Faults added with `faultNext` that have not happened yet. */
+  pendingFaults(): number {
+    return this.faults.reduce((n, f) => n + f.remaining, 0);
+  }
   /** The next `count` calls of `method` answer 429 with `retry_after`. */
   rateLimit(method: string, count: number, retryAfter: number, token?: string): void {
     this.failNext(method, count, { error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } }, token ? { token } : {});
@@ -189,6 +223,25 @@ export class FakeTelegram {
     const bot = this.state.bots.get(token);
     this.calls.push({ bot: bot && !bot.revoked ? bot.username : null, method, payload });
     if (!bot || bot.revoked) return send(fail(401, 'Unauthorized'));
+    const fault = this.faults.find((f) => f.remaining > 0 && f.method === method && (!f.token || f.token === token) && (!f.when || f.when(payload)));
+    if (fault) {
+      fault.remaining--;
+      this.faultLog.push({ method, fault: fault.fault, payload });
+      const f = fault.fault;
+      if (f === 'drop' || f === 'drop-after') {
+        // 'drop-after': the platform did the work (e.g. posted the message), the answer is lost.
+        if (f === 'drop-after' && method !== 'getUpdates') this.call(bot, method, payload);
+        res.socket?.destroy();
+        res.destroy();
+        return;
+      }
+      if (f.html) {
+        res.writeHead(f.status, { 'content-type': 'text/html' });
+        res.end(`<html><body><h1>${f.status} Bad Gateway</h1></body></html>`);
+        return;
+      }
+      return send(fail(f.status, f.status === 502 ? 'Bad Gateway' : 'Internal Server Error'));
+    }
     const inj = this.injected.find((i) => i.remaining > 0 && i.method === method && (!i.token || i.token === token) && (!i.when || i.when(payload)));
     if (inj) {
       inj.remaining--;
