@@ -191,7 +191,7 @@ groups:
       hostile.closeAllConnections();
       await new Promise((r) => hostile.close(r));
     }
-  }, 30_000);
+  }, 60_000);
 });
 
 describe('without a token the web server stays on loopback', () => {

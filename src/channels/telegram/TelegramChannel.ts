@@ -24,6 +24,8 @@ export interface TelegramChannelOptions {
   pollTimeoutSeconds?: number;
 }
 
+/** How long start() waits for the bots before letting the rest of Chorus go on. */
+const START_WAIT_MS = 5000;
 const BASIC_IDS_KEPT = 2000;
 
 /** Basic groups have ids in (-1e12, 0); supergroups and channels start with -100… */
@@ -84,7 +86,13 @@ export class TelegramChannel implements Channel {
       const lifecycle = new AbortController();
       this.lifecycle = lifecycle;
       if (this.bots.length === 0) this.log.warn('telegram: enabled, but no agent has a telegram.token; nothing to poll');
-      await Promise.all(this.bots.map((b) => this.bringUp(b, lifecycle.signal)));
+      // Normally every bot is up in well under a second. When the Bot API is slow or failing, do not
+      // hold the other channels (the web feed) hostage: the bots keep coming up in the background.
+      const all = Promise.all(this.bots.map((b) => this.bringUp(b, lifecycle.signal)));
+      let timer: NodeJS.Timeout | undefined;
+      const waited = await Promise.race([all.then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), START_WAIT_MS)))]);
+      clearTimeout(timer);
+      if (!waited) this.log.warn({ waitedMs: START_WAIT_MS }, 'telegram: the Bot API is slow to answer; bots keep starting in the background');
       this.running = true;
     })().finally(() => (this.starting = undefined));
     return this.starting;
