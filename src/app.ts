@@ -101,7 +101,9 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     async start() {
       if (started) return;
       started = true;
-      await router.start();
+      // Undelivered replies and unfinished rounds wait until the channels can post (a Telegram
+      // bot cannot send before its getMe; Discord not before its gateway is ready).
+      await router.start({ resume: false });
       for (const c of channels) {
         try {
           await c.start(router);
@@ -111,6 +113,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
           logger.error({ channel: c.kind, err: describeError(err) }, `${c.kind} channel could not start; other channels keep running`);
         }
       }
+      router.resume();
     },
     async stop() {
       if (!started) return;

@@ -115,6 +115,17 @@ describe('commands in a chat', () => {
     expect(last(h)).toContain('/group create');
   });
 
+  it('copies of /group create arriving while the first is still being handled are duplicates', async () => {
+    const h = await makeRouter();
+    const slowAdmin = h.channel.isAdmin.bind(h.channel);
+    h.channel.isAdmin = async (chat, user) => (await new Promise((r) => setTimeout(r, 20)), slowAdmin(chat, user));
+    const msg = h.message('/group create analyst writer', { chatId: 'busy' });
+    const results = await Promise.all(['analyst', 'writer', 'critic'].map((via, i) => new Promise((r) => setTimeout(r, i * 5)).then(() => h.router.receive({ ...msg, viaAgentId: via }))));
+    expect(results.map((r) => r.status).sort()).toEqual(['command', 'duplicate', 'duplicate']);
+    expect(h.channel.texts(null).filter((t) => t.includes('already has a group'))).toEqual([]);
+    expect(h.store.group(h.router.findGroup('web', 'busy')!.id).seen).toContain(msg.messageId);
+  });
+
   it('a command sent to several bots is handled once', async () => {
     const h = await makeRouter();
     const msg = h.message('/group create analyst', { chatId: 'fresh' });

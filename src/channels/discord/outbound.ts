@@ -48,8 +48,9 @@ function confirm(id: string): string {
 export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: string, who: Sender, isSystem: boolean): Promise<string> {
   const where = `Discord: posting as ${who.username} in ${chat.chatId}`;
   let unsure = 0;
+  let recreated = false;
   const firstTry = Date.now();
-  for (let attempt = 0; ; attempt++) {
+  for (;;) {
     let hook: WebhookClient | undefined;
     try {
       hook = await ctx.webhooks.get(chat.chatId);
@@ -72,7 +73,8 @@ export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: st
         ctx.log.warn({ chatId: chat.chatId, err: sanitizeError(err, where).message, attempt: unsure }, 'discord: a post failed without a clear answer; sending it again');
         continue;
       }
-      if (attempt === 0 && isUnknownWebhook(err)) {
+      if (!recreated && isUnknownWebhook(err)) {
+        recreated = true;
         ctx.log.warn({ chatId: chat.chatId }, 'discord: the channel webhook is gone; recreating it');
         ctx.webhooks.forget(chat.chatId);
         continue;

@@ -43,6 +43,15 @@ export interface SendHooks {
   log: Logger;
 }
 
+/**
+ * A network error (no answer: refused, reset, dropped, timed out; or a 5xx page that is not JSON)
+ * is retried. That is at-least-once: when the connection dropped *after* Telegram posted the
+ * message, the retry posts it again. The Bot API has no idempotency key and a bot cannot read the
+ * chat to check (Discord can, see outbound.ts), and a client cannot tell "dropped before" from
+ * "dropped after" once the request was sent — so the choice is a rare visible duplicate or a
+ * silently lost reply; we take the duplicate. (JSON 5xx and 429 are retried by auto-retry.)
+ * Pinned by tests/reliability/telegram-faults.test.ts.
+ */
 const NETWORK_RETRIES = 3;
 
 /** Send `text` as one or more messages; resolves with the message ids in order. */

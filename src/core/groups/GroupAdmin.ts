@@ -97,6 +97,8 @@ export class GroupAdmin {
   /** `/group create` in a chat of any channel. */
   async createGroupInChat(msg: InboundMessage, participants: string[]): Promise<GroupDoc> {
     const g = this.d.groups.create({ channel: msg.channel, chatId: msg.chatId, title: msg.chatTitle ?? `Chat ${msg.chatId}`, participants });
+    // Its other copies (one per bot) and redeliveries after a restart are duplicates now.
+    this.d.groups.markSeen(g, msg.messageId);
     await this.persistNew(g);
     this.d.events.emit({ type: 'group', groupId: g.id, action: 'created' });
     return g;

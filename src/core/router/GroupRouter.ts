@@ -72,6 +72,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
   private readonly runner: RoundRunner;
   private readonly rate: RateLimiter;
   private started = false;
+  private resumed = false;
   readonly logger: Logger;
 
   constructor(readonly opts: RouterOptions) {
@@ -127,8 +128,12 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     return this.channels.get(kind);
   }
 
-  /** Load state, create declared groups, resume unfinished rounds and deliveries. */
-  async start(): Promise<void> {
+  /**
+   * Load state, create declared groups, resume unfinished rounds and deliveries. With
+   * `resume: false` the resuming waits for `resume()`: the app calls it once the channels are up,
+   * so replies left undelivered by a crash are not handed to a channel whose bots cannot post yet.
+   */
+  async start(opts: { resume?: boolean } = {}): Promise<void> {
     if (this.started) return;
     this.started = true;
     const { groups, sessions } = await this.opts.store.loadAll();
@@ -139,6 +144,13 @@ export class GroupRouter implements ChannelHost, GatewayApi {
       const g = this.groups.create({ channel: d.channel, chatId: d.chatId, title: d.title ?? d.chatId, participants: d.participants, config: d.config, id: d.channel === 'web' ? d.chatId : undefined });
       await this.admin.persistNew(g);
     }
+    if (opts.resume !== false) this.resume();
+  }
+
+  /** Post replies a crash left undelivered and finish recorded rounds (once per start). */
+  resume(): void {
+    if (this.resumed) return;
+    this.resumed = true;
     for (const g of this.groups.all()) {
       if (g.state.archived) continue;
       const pending = g.transcript.filter((e) => e.delivery === 'pending');
@@ -177,9 +189,12 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     const dm = msg.isPrivate && msg.viaAgentId && this.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
     let g = this.groups.find(msg.channel, msg.chatId, dm);
     const command = parseCommand(msg.text);
+    // A copy of a command handled before its chat had a group (e.g. the /group create that made
+    // it) is a duplicate even if the group exists by now.
+    const chatlessKey = `${msg.channel}:${msg.chatId}:${msg.messageId}`;
+    if (this.chatlessSeen.has(chatlessKey)) return { status: 'duplicate', groupId: g?.id };
     if (!g) {
-      const key = `${msg.channel}:${msg.chatId}:${msg.messageId}`;
-      if (this.chatlessSeen.has(key)) return { status: 'duplicate' };
+      const key = chatlessKey;
       if (command) {
         rememberBounded(this.chatlessSeen, key, CHATLESS_SEEN);
         await handleCommand(this, msg, command, undefined);
@@ -191,7 +206,12 @@ export class GroupRouter implements ChannelHost, GatewayApi {
       await this.admin.persistNew(g);
       this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
     }
-    if (!this.groups.markSeen(g, msg.messageId)) return { status: 'duplicate', groupId: g.id };
+    if (!this.groups.markSeen(g, msg.messageId)) {
+      // Another copy (a second Telegram bot, a redelivery) may still be writing the original: the
+      // channel confirms this copy as soon as we return, so make the original durable first.
+      await this.groups.save(g);
+      return { status: 'duplicate', groupId: g.id };
+    }
     if (command) {
       const entry = this.groups.append(g, this.humanEntry(msg, true));
       await this.groups.save(g);

@@ -74,6 +74,15 @@ export class FakeTelegram {
   readonly faultLog: Array<{ method: string; fault: TransportFault; payload: Record<string, unknown> }> = [];
   private server: http.Server | undefined;
   apiRoot = '';
+  /**
+   * Called when a bot confirms updates (a getUpdates with a higher offset), before Telegram forgets
+   * them: the moment a test can check that what was confirmed is already recorded.
+   */
+  onConfirm: ((bot: string, updates: Array<Record<string, unknown>>) => void) | undefined;
+  /** Updates not yet confirmed, per bot username. */
+  unconfirmed(): Map<string, number> {
+    return new Map([...this.state.bots.values()].map((b) => [b.username, b.queue.length]));
+  }
 
   static async start(): Promise<FakeTelegram> {
     const f = new FakeTelegram();
@@ -252,7 +261,12 @@ export class FakeTelegram {
   }
 
   private getUpdates(bot: BotRec, p: Record<string, unknown>, res: http.ServerResponse, send: (r: ApiResult) => void): void {
-    if (typeof p.offset === 'number' && p.offset > 0) bot.queue = bot.queue.filter((u) => (u.update_id as number) >= (p.offset as number));
+    if (typeof p.offset === 'number' && p.offset > 0) {
+      const offset = p.offset;
+      const confirmed = bot.queue.filter((u) => (u.update_id as number) < offset);
+      bot.queue = bot.queue.filter((u) => (u.update_id as number) >= offset);
+      if (confirmed.length) this.onConfirm?.(bot.username, confirmed);
+    }
     if (Array.isArray(p.allowed_updates)) bot.allowed = p.allowed_updates.length ? (p.allowed_updates as string[]) : undefined;
     const limit = typeof p.limit === 'number' && p.limit > 0 ? Math.min(p.limit, 100) : 100;
     const timeout = typeof p.timeout === 'number' ? p.timeout : 0;
