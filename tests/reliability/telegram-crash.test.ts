@@ -209,7 +209,9 @@ describe('end-to-end crash safety on Telegram: daemon, fake Bot API, SIGKILL ×4
       if (notPosted.length) problems.push(`chat ${chatId}: ${notPosted.length} replies not marked posted`);
     }
     expect(problems).toEqual([]);
-    expect(replies).toBeGreaterThan(TOTAL / 2);
+    // How many replies a run has depends on load (messages waiting together are answered as one
+    // batch), so only require that the run really exercised replies; the checks above do the rest.
+    expect(replies).toBeGreaterThan(CHATS);
     expect(resent).toBeLessThanOrEqual(KILLS * CHATS);
 
     // Secrets never reach the logs, not even across crashes.
