@@ -26,8 +26,7 @@ import type { LlmError } from '../core/errors.js';
 import { LlmError as LlmErrorClass } from '../core/errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
 import type { Usage } from '../core/types.js';
-import { CallController, FailureReporter, displayUrl, nonEmpty, sdkLogger } from './common.js';
-import { toLlmError } from './errors.js';
+import { CallController, FailureReporter, displayUrl, nonEmpty, providerFailure, sdkLogger } from './common.js';
 import { estimateCost } from './pricing.js';
 
 type LlmConfig = ChorusConfig['llm'];
@@ -146,17 +145,6 @@ export class AnthropicProvider implements LlmProvider {
   }
 
   private fail(err: unknown, req: LlmRequest, call: CallController | undefined): LlmError {
-    const e = toLlmError(err, {
-      provider: 'Anthropic',
-      signal: req.signal,
-      idleTimedOut: call?.idleTimedOut,
-      secrets: this.secrets,
-    });
-    // A caller's abort is not a provider failure worth reporting.
-    if (e.code !== 'aborted') {
-      const status = (err as { status?: unknown })?.status;
-      this.failures.failed(e, req.model, { purpose: req.purpose, ...(typeof status === 'number' ? { status } : {}) });
-    }
-    return e;
+    return providerFailure(err, req, { provider: 'Anthropic', call, secrets: this.secrets, failures: this.failures });
   }
 }

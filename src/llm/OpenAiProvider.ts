@@ -18,8 +18,7 @@ import type { ChorusConfig } from '../config/schema.js';
 import { LlmError } from '../core/errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
 import type { Usage } from '../core/types.js';
-import { CallController, FailureReporter, displayUrl, sdkLogger } from './common.js';
-import { toLlmError } from './errors.js';
+import { CallController, FailureReporter, displayUrl, providerFailure, sdkLogger } from './common.js';
 import { estimateCost } from './pricing.js';
 
 type LlmConfig = ChorusConfig['llm'];
@@ -101,17 +100,7 @@ export class OpenAiProvider implements LlmProvider {
       this.failures.succeeded(req.model);
       return { ...result, costUsd: estimateCost(result.model, result.usage, this.config.prices) };
     } catch (err) {
-      const e = toLlmError(err, {
-        provider: 'OpenAI-compatible endpoint',
-        signal: req.signal,
-        idleTimedOut: call?.idleTimedOut,
-        secrets: this.secrets,
-      });
-      if (e.code !== 'aborted') {
-        const status = (err as { status?: unknown })?.status;
-        this.failures.failed(e, req.model, { purpose: req.purpose, ...(typeof status === 'number' ? { status } : {}) });
-      }
-      throw e;
+      throw providerFailure(err, req, { provider: 'OpenAI-compatible endpoint', call, secrets: this.secrets, failures: this.failures });
     } finally {
       call?.dispose();
     }

@@ -3,8 +3,8 @@
  * stream idle watchdog and small request helpers.
  */
 import type { LlmError } from '../core/errors.js';
-import type { Logger } from '../core/ports.js';
-import { redact } from './errors.js';
+import type { LlmRequest, Logger } from '../core/ports.js';
+import { redact, toLlmError } from './errors.js';
 
 /** The logger shape both official SDKs accept (`ClientOptions.logger`). */
 export interface SdkLogger {
@@ -143,4 +143,21 @@ export function displayUrl(url: string): string {
 /** A non-empty text for a turn: providers reject empty content blocks. */
 export function nonEmpty(text: string): string {
   return text.trim().length > 0 ? text : '(empty)';
+}
+
+/**
+ * Convert an SDK error at the boundary and report it (once-loud, then quiet). A caller's abort
+ * is not a provider failure worth reporting.
+ */
+export function providerFailure(
+  err: unknown,
+  req: LlmRequest,
+  ctx: { provider: string; call: CallController | undefined; secrets: ReadonlyArray<string | null | undefined>; failures: FailureReporter },
+): LlmError {
+  const e = toLlmError(err, { provider: ctx.provider, signal: req.signal, idleTimedOut: ctx.call?.idleTimedOut, secrets: ctx.secrets });
+  if (e.code !== 'aborted') {
+    const status = (err as { status?: unknown })?.status;
+    ctx.failures.failed(e, req.model, { purpose: req.purpose, ...(typeof status === 'number' ? { status } : {}) });
+  }
+  return e;
 }
