@@ -147,16 +147,6 @@ export interface TranscriptEntry {
   hiddenFromAgents?: boolean | undefined;
 }
 
-/** Something an agent did not say itself but should know (SPEC §1). */
-export interface Observation {
-  /** The transcript entry id; makes delivery idempotent. */
-  id: string;
-  ts: number;
-  /** Display label, e.g. "Maya (human)" or "Analyst". */
-  from: string;
-  text: string;
-}
-
 /** A message exactly as sent to the model. */
 export interface ChatTurn {
   role: 'user' | 'assistant';
