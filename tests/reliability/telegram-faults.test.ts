@@ -17,30 +17,12 @@ import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import type { LlmRequest } from '../../src/core/ports.js';
 import { FakeTelegram } from '../fakes/telegram/FakeTelegram.js';
-import { agentDef, MAYA, TOKENS, USERNAMES, waitUntil, type AgentId } from '../channels/telegram/harness.js';
+import { agentDef, MAYA, TOKENS, USERNAMES, waitUntil, type AgentId, telegramAppYaml } from '../channels/telegram/harness.js';
 import { FakeLlm } from '../helpers/fake-llm.js';
 import { silentLogger } from '../helpers/logger.js';
 
 const TEAM: AgentId[] = ['analyst', 'writer', 'critic'];
 
-function configYaml(dataDir: string, apiRoot: string): string {
-  const agents = TEAM.map(
-    (id) => `  - id: ${id}
-    name: ${agentDef(id).name}
-    persona: You are the ${id}.
-    telegram: { token: "${TOKENS[id]}" }`,
-  ).join('\n');
-  return `data_dir: ${JSON.stringify(dataDir)}
-log_level: silent
-llm: { provider: scripted }
-agents:
-${agents}
-group_defaults: { cooldown_seconds: 0, voluntary_timeout_seconds: 20, agent_reply_timeout_seconds: 20 }
-channels:
-  web: { enabled: false }
-  telegram: { enabled: true, api_root: "${apiRoot}", auto_create_groups: true }
-`;
-}
 
 /** The tag ("q3") of the last question in the turn the agent was shown. */
 const tagOf = (req: LlmRequest) => [...(req.messages.at(-1)?.content ?? '').matchAll(/question (q\d+)/g)].at(-1)?.[1] ?? '?';
@@ -92,7 +74,7 @@ describe('telegram under platform faults (real app, fake Bot API)', () => {
     fake = await FakeTelegram.start();
     for (const id of TEAM) fake.addBot({ token: TOKENS[id], username: USERNAMES[id], firstName: agentDef(id).name });
     dataDir = await mkdtemp(join(tmpdir(), 'chorus-tg-faults-'));
-    const { config } = parseConfigText(configYaml(dataDir, fake.apiRoot), 'test', {});
+    const { config } = parseConfigText(telegramAppYaml({ dataDir, apiRoot: fake.apiRoot, agents: TEAM }), 'test', {});
     const a = await createApp({ config, llm, logger: silentLogger });
     await a.start();
     return a;

@@ -96,3 +96,28 @@ export async function makeWorld(opts: {
     },
   };
 }
+
+/**
+ * Config YAML for a whole Chorus app on the fake Bot API: the given agents with their bots,
+ * scripted provider, web off, short timeouts. Shared by the end-to-end and fault tests.
+ */
+export function telegramAppYaml(o: { dataDir: string; apiRoot: string; agents: AgentId[]; autoCreate?: boolean; admins?: number[] }): string {
+  const agents = o.agents
+    .map(
+      (id) => `  - id: ${id}
+    name: ${agentDef(id).name}
+    persona: You are the ${id}.
+    telegram: { token: "${TOKENS[id]}" }`,
+    )
+    .join('\n');
+  return `data_dir: ${JSON.stringify(o.dataDir)}
+log_level: silent
+llm: { provider: scripted }
+agents:
+${agents}
+group_defaults: { cooldown_seconds: 0, voluntary_timeout_seconds: 20, agent_reply_timeout_seconds: 20 }
+channels:
+  web: { enabled: false }
+  telegram: { enabled: true, api_root: "${o.apiRoot}", auto_create_groups: ${o.autoCreate ?? true}, admins: [${(o.admins ?? []).join(', ')}] }
+`;
+}

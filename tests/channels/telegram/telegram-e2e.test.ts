@@ -11,28 +11,10 @@ import { parseConfigText } from '../../../src/config/load.js';
 import { FakeTelegram } from '../../fakes/telegram/FakeTelegram.js';
 import { FakeLlm } from '../../helpers/fake-llm.js';
 import { silentLogger } from '../../helpers/logger.js';
-import { agentDef, MAYA, TOKENS, USERNAMES, waitUntil, type AgentId } from './harness.js';
+import { agentDef, MAYA, TOKENS, USERNAMES, waitUntil, type AgentId, telegramAppYaml } from './harness.js';
 
 const ALL: AgentId[] = ['analyst', 'writer', 'critic', 'editor'];
 
-function configYaml(dataDir: string, apiRoot: string, autoCreate: boolean, admins: number[]): string {
-  const agents = ALL.map(
-    (id) => `  - id: ${id}
-    name: ${agentDef(id).name}
-    persona: You are the ${id}.
-    telegram: { token: "${TOKENS[id]}" }`,
-  ).join('\n');
-  return `data_dir: ${JSON.stringify(dataDir)}
-log_level: silent
-llm: { provider: scripted }
-agents:
-${agents}
-group_defaults: { cooldown_seconds: 0, voluntary_timeout_seconds: 20, agent_reply_timeout_seconds: 20 }
-channels:
-  web: { enabled: false }
-  telegram: { enabled: true, api_root: "${apiRoot}", auto_create_groups: ${autoCreate}, admins: [${admins.join(', ')}] }
-`;
-}
 
 describe('telegram end to end (real router)', () => {
   let fake: FakeTelegram | undefined;
@@ -52,7 +34,7 @@ describe('telegram end to end (real router)', () => {
       for (const id of ALL) fake.addBot({ token: TOKENS[id], username: USERNAMES[id], firstName: agentDef(id).name });
       dataDir = await mkdtemp(join(tmpdir(), 'chorus-tg-e2e-'));
     }
-    const { config } = parseConfigText(configYaml(dataDir!, fake!.apiRoot, opts.autoCreate ?? true, opts.admins ?? []), 'test', {});
+    const { config } = parseConfigText(telegramAppYaml({ dataDir: dataDir!, apiRoot: fake!.apiRoot, agents: ALL, autoCreate: opts.autoCreate ?? true, admins: opts.admins ?? [] }), 'test', {});
     const a = await createApp({ config, llm, logger: silentLogger });
     await a.start();
     return a;
