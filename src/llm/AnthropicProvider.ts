@@ -26,7 +26,7 @@ import type { LlmError } from '../core/errors.js';
 import { LlmError as LlmErrorClass } from '../core/errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
 import type { Usage } from '../core/types.js';
-import { CallController, FailureReporter, displayUrl, nonEmpty, providerFailure, sdkLogger } from './common.js';
+import { CallController, FailureReporter, displayUrl, sdkClientOptions, nonEmpty, providerFailure } from './common.js';
 import { estimateCost } from './pricing.js';
 
 type LlmConfig = ChorusConfig['llm'];
@@ -91,11 +91,7 @@ export class AnthropicProvider implements LlmProvider {
     this.failures = new FailureReporter(this.logger, 'Anthropic', this.baseUrl);
     this.client = new Anthropic({
       apiKey: opts.config.api_key ?? null,
-      baseURL: this.baseUrl,
-      timeout: Math.round(opts.config.timeout_seconds * 1000),
-      maxRetries: opts.config.max_retries,
-      logger: sdkLogger(this.logger, this.secrets),
-      logLevel: 'warn',
+      ...sdkClientOptions(opts.config, this.baseUrl, this.logger, this.secrets),
     });
   }
 

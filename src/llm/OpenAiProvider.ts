@@ -18,7 +18,7 @@ import type { ChorusConfig } from '../config/schema.js';
 import { LlmError } from '../core/errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
 import type { Usage } from '../core/types.js';
-import { CallController, FailureReporter, displayUrl, providerFailure, sdkLogger } from './common.js';
+import { CallController, FailureReporter, displayUrl, sdkClientOptions, providerFailure } from './common.js';
 import { estimateCost } from './pricing.js';
 
 type LlmConfig = ChorusConfig['llm'];
@@ -66,11 +66,7 @@ export class OpenAiProvider implements LlmProvider {
     this.failures = new FailureReporter(this.logger, 'OpenAI-compatible endpoint', this.baseUrl);
     this.client = new OpenAI({
       apiKey: opts.config.api_key || NO_KEY,
-      baseURL: this.baseUrl,
-      timeout: Math.round(opts.config.timeout_seconds * 1000),
-      maxRetries: opts.config.max_retries,
-      logger: sdkLogger(this.logger, this.secrets),
-      logLevel: 'warn',
+      ...sdkClientOptions(opts.config, this.baseUrl, this.logger, this.secrets),
     });
   }
 

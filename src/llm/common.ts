@@ -161,3 +161,19 @@ export function providerFailure(
   }
   return e;
 }
+
+/** Client options both official SDKs take alike: base URL, timeout, retries, our logger. */
+export function sdkClientOptions(
+  config: { timeout_seconds: number; max_retries: number },
+  baseUrl: string,
+  logger: Logger,
+  secrets: ReadonlyArray<string | null | undefined>,
+) {
+  return {
+    baseURL: baseUrl,
+    timeout: Math.round(config.timeout_seconds * 1000),
+    maxRetries: config.max_retries,
+    logger: sdkLogger(logger, secrets),
+    logLevel: 'warn' as const,
+  };
+}
