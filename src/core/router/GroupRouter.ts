@@ -194,9 +194,8 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     const chatlessKey = `${msg.channel}:${msg.chatId}:${msg.messageId}`;
     if (this.chatlessSeen.has(chatlessKey)) return { status: 'duplicate', groupId: g?.id };
     if (!g) {
-      const key = chatlessKey;
       if (command) {
-        rememberBounded(this.chatlessSeen, key, CHATLESS_SEEN);
+        rememberBounded(this.chatlessSeen, chatlessKey, CHATLESS_SEEN);
         await handleCommand(this, msg, command, undefined);
         return { status: 'command' };
       }
