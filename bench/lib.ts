@@ -14,7 +14,7 @@ import { parseConfigText } from '../src/config/load.js';
 import type { ChorusConfig } from '../src/config/schema.js';
 import type { Channel, ChannelHost, LlmProvider, PostedMessage, PostOptions } from '../src/core/ports.js';
 import type { AgentDef, ChatRef, GroupConfig, InboundMessage } from '../src/core/types.js';
-import { LowdbStore } from '../src/store/LowdbStore.js';
+import { FileStore } from '../src/store/files/FileStore.js';
 import { silentLogger } from '../tests/helpers/logger.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -171,7 +171,7 @@ export class TimedChannel implements Channel {
 
 export interface BenchApp {
   app: App;
-  store: LowdbStore;
+  store: FileStore;
   channel: TimedChannel | null;
   config: ChorusConfig;
   dir: string;
@@ -179,10 +179,10 @@ export interface BenchApp {
 }
 
 /** createApp with the real lowdb store in a fresh temporary directory (or `dir`). */
-export async function benchApp(o: Omit<BenchConfigOptions, 'dataDir'> & { llm: LlmProvider; dir?: string; timedChannel?: boolean }): Promise<BenchApp> {
+export async function benchApp(o: Omit<BenchConfigOptions, 'dataDir'> & { llm: LlmProvider; dir?: string; timedChannel?: boolean; fsync?: 'always' | 'never' }): Promise<BenchApp> {
   const tmp = o.dir ? { dir: o.dir, remove: async () => undefined } : await tempDir('app');
   const config = benchConfig({ ...o, dataDir: tmp.dir });
-  const store = new LowdbStore(tmp.dir, silentLogger);
+  const store = new FileStore({ dataDir: tmp.dir, fsync: o.fsync ?? 'always', logger: silentLogger });
   const channel = o.timedChannel === false || o.web ? null : new TimedChannel();
   const app = await createApp({ config, llm: o.llm, logger: silentLogger, store, ...(channel ? { channels: [channel] } : {}) });
   await app.start();

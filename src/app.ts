@@ -10,7 +10,7 @@ import type { Channel, Clock, GatewayApi, LlmProvider, Logger, Store } from './c
 import type { AgentDef } from './core/types.js';
 import { GroupRouter } from './core/router/GroupRouter.js';
 import { describeError } from './core/errors.js';
-import { LowdbStore } from './store/LowdbStore.js';
+import { FileStore } from './store/files/FileStore.js';
 import { ScriptedProvider } from './llm/ScriptedProvider.js';
 import { createProvider } from './llm/createProvider.js';
 import { createLogger } from './logger.js';
@@ -70,7 +70,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
   const clock = opts.clock ?? systemClock;
   const agents = agentsFromConfig(config);
   const chosen = opts.llm ? { provider: opts.llm, scriptedReason: null } : chooseProvider(config, logger);
-  const store = opts.store ?? new LowdbStore(resolve(config.data_dir), logger.child({ part: 'store' }));
+  const store = opts.store ?? new FileStore({ dataDir: resolve(config.data_dir), fsync: config.storage.fsync, logger: logger.child({ part: 'store' }) });
   const router = new GroupRouter({
     agents,
     aliases: config.aliases,
@@ -91,7 +91,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
 
   return {
     router,
-    gateway: router,
+    gateway: router.gateway,
     channels,
     scriptedReason: chosen.scriptedReason,
     get webUrl() {

@@ -23,23 +23,35 @@ export async function makeRssData(o: { groups: number; messages: number }): Prom
   const src = join(tmp.dir, 'template');
   const llm = new FakeLlm({ fallback: (q) => (q.mustReply ? `${q.agent?.name} here: for item ${Math.random().toString(36).slice(2, 8)} I would keep the current plan and revisit it next week.` : '[PASS]') });
   const b = await benchApp({ llm, agents: 4, dir: src });
-  await b.app.router.createGroup({ title: 'Template', participants: [...FOUR], id: TEMPLATE });
+  await b.app.router.gateway.createGroup({ title: 'Template', participants: [...FOUR], id: TEMPLATE });
   for (let i = 0; i < o.messages; i++) {
     await b.app.router.receive(inbound(TEMPLATE, `@${FOUR[i % 4]} what about item ${i} on the list?`));
     await b.app.router.idle();
   }
   await b.app.stop();
-  const groupText = await readFile(join(src, 'groups', `${TEMPLATE}.json`), 'utf8');
-  const sessionTexts = await Promise.all(FOUR.map(async (a) => [a, await readFile(join(src, 'sessions', TEMPLATE, `${a}.json`), 'utf8')] as const));
+  // The template group's files (log segments and checkpoint), copied under new ids.
+  const files: Array<[string, string]> = [];
+  for (const rel of await listFiles(join(src, 'groups', TEMPLATE))) files.push([rel, await readFile(join(src, 'groups', TEMPLATE, rel), 'utf8')]);
   const out = join(tmp.dir, 'data');
-  await mkdir(join(out, 'groups'), { recursive: true });
   for (let i = 0; i < o.groups; i++) {
     const id = `grp${String(i).padStart(5, '0')}`;
-    await writeFile(join(out, 'groups', `${id}.json`), groupText.replaceAll(TEMPLATE, id));
-    await mkdir(join(out, 'sessions', id), { recursive: true });
-    for (const [a, text] of sessionTexts) await writeFile(join(out, 'sessions', id, `${a}.json`), text.replaceAll(TEMPLATE, id));
+    for (const [rel, text] of files) {
+      await mkdir(join(out, 'groups', id, rel, '..'), { recursive: true });
+      await writeFile(join(out, 'groups', id, rel), text.replaceAll(TEMPLATE, id));
+    }
   }
-  return { dir: out, remove: tmp.remove, groupBytes: groupText.length + sessionTexts.reduce((n, [, t]) => n + t.length, 0) };
+  return { dir: out, remove: tmp.remove, groupBytes: files.reduce((n, [, t]) => n + t.length, 0) };
+}
+
+/** Paths of every file under `dir`, relative to it. */
+async function listFiles(dir: string, prefix = ''): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(join(dir, prefix), { withFileTypes: true })) {
+    const rel = prefix ? join(prefix, e.name) : e.name;
+    if (e.isDirectory()) out.push(...(await listFiles(dir, rel)));
+    else out.push(rel);
+  }
+  return out;
 }
 
 function gcRss(): number {
@@ -55,7 +67,7 @@ export async function rssMeasure(o: { dir: string }): Promise<{ emptyMb: number;
   const empty = await benchApp({ llm, agents: 4 });
   const emptyMb = gcRss();
   const loaded = await benchApp({ llm, agents: 4, dir: o.dir });
-  const groups = loaded.app.router.listGroups().length;
+  const groups = loaded.app.router.gateway.listGroups().length;
   const loadedMb = gcRss();
   await loaded.app.stop();
   await empty.close();
@@ -77,7 +89,7 @@ export async function throughputRun(o: { groups: number; messages: number }): Pr
   try {
     const { router } = b.app;
     const ids = Array.from({ length: o.groups }, (_, i) => `t${i}`);
-    await Promise.all(ids.map((id) => router.createGroup({ title: id, participants: ['analyst', 'writer', 'critic'], id })));
+    await Promise.all(ids.map((id) => router.gateway.createGroup({ title: id, participants: ['analyst', 'writer', 'critic'], id })));
     const perGroup = Math.ceil(o.messages / o.groups);
     const warmAt = Math.max(1, Math.floor(perGroup / 10));
     let warmed = 0;

@@ -6,7 +6,7 @@
  *   `postAsAgent` is called with the reply. Covers dedupe, the durable write of the human message,
  *   planning, the prompt, the (instant) model call, recording the reply with its session and the
  *   hand-over. The next message is sent once the round has finished (`router.idle()`).
- * - bytes: `LowdbStore.stats.bytes` (serialised JSON handed to the file writer) per delivered reply,
+ * - bytes: `FileStore.stats` log and checkpoint bytes (handed to the file system) per delivered reply,
  *   measured over a window of messages once the group has a given history.
  */
 import { FakeLlm } from '../../tests/helpers/fake-llm.js';
@@ -26,7 +26,7 @@ export async function overheadRun(o: { messages: number; warmup: number }): Prom
   const b = await benchApp({ llm, agents: 3 });
   try {
     const { router } = b.app;
-    await router.createGroup({ title: 'Overhead', participants: ['analyst', 'writer', 'critic'], id: 'room' });
+    await router.gateway.createGroup({ title: 'Overhead', participants: ['analyst', 'writer', 'critic'], id: 'room' });
     const samples: number[] = [];
     for (let i = 0; i < o.warmup + o.messages; i++) {
       const posted = b.channel!.waitFor('room');
@@ -61,7 +61,7 @@ export async function bytesRun(o: { points: number[]; window: number }): Promise
   let writesPerReply = NaN;
   try {
     const { router } = b.app;
-    await router.createGroup({ title: 'Bytes', participants: ['analyst', 'writer', 'critic'], id: 'room' });
+    await router.gateway.createGroup({ title: 'Bytes', participants: ['analyst', 'writer', 'critic'], id: 'room' });
     let sent = 0;
     const send = async (n: number) => {
       for (let i = 0; i < n; i++) {
@@ -76,8 +76,9 @@ export async function bytesRun(o: { points: number[]; window: number }): Promise
       const postedBefore = b.channel!.posted;
       await send(o.window);
       const replies = b.channel!.posted - postedBefore;
-      byHistory[point] = (b.store.stats.bytes - before.bytes) / replies;
-      if (Number.isNaN(writesPerReply)) writesPerReply = (b.store.stats.writes - before.writes) / replies;
+      // Log lines and checkpoints both count: everything the store hands to the file system.
+      byHistory[point] = (b.store.stats.bytes + b.store.stats.checkpointBytes - before.bytes - before.checkpointBytes) / replies;
+      if (Number.isNaN(writesPerReply)) writesPerReply = (b.store.stats.flushes - before.flushes) / replies;
     }
     return { byHistory, writesPerReply };
   } finally {

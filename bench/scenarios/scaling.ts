@@ -21,7 +21,7 @@ export async function scalingRun(o: { groups: number; latencyMs: number; concurr
     const { router } = b.app;
     const ids = Array.from({ length: o.groups }, (_, i) => `s${i}`);
     for (let i = 0; i < ids.length; i += 100) {
-      await Promise.all(ids.slice(i, i + 100).map((id) => router.createGroup({ title: id, participants: ['analyst', 'writer', 'critic'], id })));
+      await Promise.all(ids.slice(i, i + 100).map((id) => router.gateway.createGroup({ title: id, participants: ['analyst', 'writer', 'critic'], id })));
     }
     await b.store.flush();
     const replies = ids.map((id) => b.channel!.waitFor(id));

@@ -18,7 +18,7 @@ async function fill(dir: string, n: number): Promise<void> {
   const batch = 100;
   for (let i = 0; i < n; i += batch) {
     const ids = Array.from({ length: Math.min(batch, n - i) }, (_, k) => `g${i + k}`);
-    await Promise.all(ids.map((id) => b.app.router.createGroup({ title: `Group ${id}`, participants: PARTICIPANTS, id })));
+    await Promise.all(ids.map((id) => b.app.router.gateway.createGroup({ title: `Group ${id}`, participants: PARTICIPANTS, id })));
   }
   await b.app.stop();
 }

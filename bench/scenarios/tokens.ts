@@ -49,13 +49,13 @@ export async function cacheRun(o: { turns: number; personaTokens: number }): Pro
   try {
     const { router } = b.app;
     const ids = ['analyst', 'writer', 'critic'];
-    await router.createGroup({ title: 'Market team', participants: ids, id: 'cache-room' });
+    await router.gateway.createGroup({ title: 'Market team', participants: ids, id: 'cache-room' });
     for (let i = 0; i < o.turns; i++) {
       const res = await router.receive(inbound('cache-room', `@${ids[i % 3]} what do you make of point ${i} in the plan?`));
       if (res.status !== 'recorded') throw new Error(`cache: not recorded (${res.status})`);
       await router.idle();
     }
-    const usage = Object.values(router.getGroup('cache-room')!.usage);
+    const usage = Object.values(router.gateway.getGroup('cache-room')!.usage);
     const sum = (k: 'inputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'calls') => usage.reduce((n, u) => n + u[k], 0);
     const inputTokens = sum('inputTokens');
     const cacheReadTokens = sum('cacheReadTokens');
@@ -75,7 +75,7 @@ export async function voluntaryRun(o: { strategy: 'hybrid' | 'selector'; message
   const b = await benchApp({ llm, agents: 8, group: { reply_strategy: o.strategy } });
   try {
     const { router } = b.app;
-    await router.createGroup({ title: 'Eight', participants: [...AGENT_IDS], id: 'eight' });
+    await router.gateway.createGroup({ title: 'Eight', participants: [...AGENT_IDS], id: 'eight' });
     const out: number[] = [];
     for (let i = 0; i < o.messages; i++) {
       const before = llm.calls.length;

@@ -60,7 +60,7 @@ export async function webRun(o: { messages: number; warmup: number }): Promise<{
   try {
     const base = b.app.webUrl;
     if (!base) throw new Error('web channel did not start');
-    await b.app.router.createGroup({ title: 'Web', participants: ['analyst', 'writer', 'critic'], id: 'web-room' });
+    await b.app.router.gateway.createGroup({ title: 'Web', participants: ['analyst', 'writer', 'critic'], id: 'web-room' });
     let waiter: ((t: number) => void) | null = null;
     close = await openEvents(base, 'web-room', (t) => {
       const w = waiter;

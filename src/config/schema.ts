@@ -78,6 +78,14 @@ const declaredGroupSchema = z
 export const configSchema = z
   .object({
     data_dir: z.string().min(1).default('./data'),
+    storage: z
+      .object({
+        kind: z.enum(['files']).default('files'),
+        /** `always`: an acknowledged message survives power loss (group commit keeps it fast). */
+        fsync: z.enum(['always', 'never']).default('always'),
+      })
+      .strict()
+      .prefault({}),
     log_level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
     llm: z
       .object({

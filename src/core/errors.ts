@@ -32,6 +32,19 @@ export class UserError extends Error {
   }
 }
 
+/** A Store could not make a change durable: the request is refused (503) and nothing is kept. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Data on disk written by a newer Chorus, or unusable as a whole: refuse to start. */
+export class StoreFormatError extends Error {
+  override readonly name = 'StoreFormatError';
+}
+
 /** Short, log-safe description of any thrown value. */
 export function describeError(err: unknown): string {
   if (err instanceof Error) return err.message;

@@ -131,9 +131,11 @@ export interface GatewayApi {
   addMember(id: string, agentId: string): Promise<GroupView>;
   removeMember(id: string, agentId: string): Promise<GroupView>;
   /** Transcript page, oldest first: entries with seq < before (or the newest), at most `limit`. */
-  messages(id: string, opts: { before?: number | undefined; limit: number }): TranscriptEntry[];
+  messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]>;
   /** Listen to every group's events; returns the unsubscribe function. */
   subscribe(listener: (ev: GatewayEvent) => void): () => void;
+  /** Readiness for `/readyz`: whether the store currently takes writes. */
+  readiness(): { ready: boolean; store: { writable: boolean; error: string | null } };
   /** True when the LLM provider is the offline scripted one (the page shows a loud note). */
   readonly scriptedProvider: boolean;
 }
@@ -248,9 +250,8 @@ export interface GroupState {
   usage: Record<string, UsageTotals>;
 }
 
-/** Everything stored for one group: one file. */
-export interface GroupDoc {
-  version: 1;
+/** What describes a group apart from its transcript, rounds and sessions: small, rewritten whole. */
+export interface GroupHead {
   id: string;
   title: string;
   channel: ChannelKind;
@@ -261,43 +262,126 @@ export interface GroupDoc {
   config: GroupConfig;
   createdAt: number;
   state: GroupState;
-  transcript: TranscriptEntry[];
-  nextSeq: number;
-  rounds: RoundRecord[];
-  /** Recently seen platform message ids (dedupe memory), oldest first. */
-  seen: string[];
 }
 
 /**
- * One agent's private conversation in one group: one file. The mailbox is not copied here: it is
- * every observable transcript entry after `cursor` that the agent did not write. Draining it means
- * advancing `cursor` in the same write that appends the turn to `history`, so each observation
+ * A group as the core holds it in memory. Only a bounded tail of the transcript lives here; the
+ * whole transcript is in the store's log and is read back page by page (`Store.readEntries`).
+ */
+export interface GroupDoc extends GroupHead {
+  /** The newest entries (bounded), oldest first. */
+  transcript: TranscriptEntry[];
+  /** Seq the next entry gets. */
+  nextSeq: number;
+  rounds: RoundRecord[];
+  /** Dedupe memory: platform message key → epoch ms first seen (kept at least 24 hours). */
+  seen: Map<string, number>;
+  /** Replies and notices not yet posted by their channel (resumed after a restart). */
+  undelivered: TranscriptEntry[];
+}
+
+/**
+ * One agent's private conversation in one group. The mailbox is not copied here: it is every
+ * observable transcript entry after `cursor` that the agent did not write. Draining it advances
+ * `cursor` in the same log record that appends the turn to `history`, so each observation
  * reaches the agent exactly once, across passes, batches and restarts.
  */
 export interface SessionDoc {
-  version: 1;
   groupId: string;
   agentId: string;
   history: ChatTurn[];
   /** Seq of the last transcript entry this agent has been shown. */
   cursor: number;
-  /**
-   * Observations trimmed from the group file before this agent was shown them (it was silent
-   * for long). Part of the mailbox until the cursor passes them.
-   */
-  backlog?: TranscriptEntry[] | undefined;
   summary: string | null;
   usage: UsageTotals;
 }
 
-/** Durable storage of groups and sessions (SPEC §6). */
+/** How one record changes one session; replaying it gives the same session again. */
+export interface SessionDelta {
+  agentId: string;
+  /** Start from an empty session first (`/group reset`, a new member, a migrated session). */
+  reset?: true | undefined;
+  /** Drop this many turns from the start of the history (folded into the summary). */
+  drop?: number | undefined;
+  /** Turns appended to the history. */
+  append?: ChatTurn[] | undefined;
+  cursor: number;
+  summary: string | null;
+  usage: UsageTotals;
+}
+
+/**
+ * One durable change to one group: a single line of its log, written atomically. Everything that
+ * must change together (a reply, the agent's cursor and history, the round's progress) travels in
+ * one record, so a crash either keeps all of it or none of it (SPEC §6).
+ */
+export interface GroupRecord {
+  /** Record format version. */
+  v: 1;
+  /** Position in the group's log: 1, 2, 3, … */
+  n: number;
+  ts: number;
+  /** New transcript entries, seq assigned, in seq order. */
+  entries?: TranscriptEntry[] | undefined;
+  /** Delivery outcome of entries recorded earlier. */
+  delivery?: Array<{ seq: number; delivery: 'posted' | 'failed'; postedIds?: string[] | undefined }> | undefined;
+  /** The group's head after this record, when it changed. */
+  head?: GroupHead | undefined;
+  /** Rounds added or changed (replace by id). */
+  rounds?: RoundRecord[] | undefined;
+  /** Rounds finished or abandoned. */
+  roundsDone?: string[] | undefined;
+  sessions?: SessionDelta[] | undefined;
+  /** Dedupe keys remembered with this record, besides the platform ids of its human entries. */
+  seen?: string[] | undefined;
+}
+
+/** The group's state after record `n`: a shortcut for replay at start, never the only copy. */
+export interface GroupCheckpoint {
+  version: 2;
+  n: number;
+  head: GroupHead;
+  nextSeq: number;
+  rounds: RoundRecord[];
+  sessions: SessionDoc[];
+  seen: Array<[string, number]>;
+  undelivered: TranscriptEntry[];
+}
+
+/** A group found by `Store.open`: its newest checkpoint (if any) and the records after it. */
+export interface StoredGroup {
+  id: string;
+  checkpoint: GroupCheckpoint | null;
+  /** Records with n > checkpoint.n (all of them without a checkpoint), in order. */
+  records(): AsyncIterable<GroupRecord>;
+}
+
+/** Durable storage (SPEC §6): an append-only log per group plus checkpoints. */
 export interface Store {
-  /** Load everything at start. Corrupt files are reported, never silently dropped. */
-  loadAll(): Promise<{ groups: GroupDoc[]; sessions: SessionDoc[] }>;
-  /** Schedule a write of this document; resolves once a write containing this state is durable. */
-  saveGroup(doc: GroupDoc): Promise<void>;
-  saveSession(doc: SessionDoc): Promise<void>;
-  /** Wait for every scheduled write. */
+  /**
+   * Open the data: check the format version (a newer one throws), migrate older layouts, cut torn
+   * log tails. Groups that could not be read are listed in `unreadable` and are never written.
+   */
+  open(): Promise<{ groups: StoredGroup[]; unreadable: string[] }>;
+  /**
+   * Append one record to a group's log; resolves once it is durable. After a failure every later
+   * append to that group fails too (the core reloads the group, then calls `reopen`).
+   */
+  append(groupId: string, record: GroupRecord): Promise<void>;
+  /** Clear a group's failed state after the core reloaded it; resolves with its records again. */
+  reopen(groupId: string): Promise<StoredGroup>;
+  /** Save a checkpoint; written only once every record up to `cp.n` is durable. May be skipped. */
+  checkpoint(groupId: string, cp: GroupCheckpoint): Promise<void>;
+  /**
+   * Transcript entries, oldest first, with their latest known delivery state: the newest `limit`
+   * with seq < `beforeSeq` (or the newest overall), or with `afterSeq` the oldest `limit` after it.
+   */
+  readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]>;
+  /** Try a small durable write; throws StoreUnavailableError when the store cannot write. */
+  checkWritable(): Promise<void>;
+  /** False after a write failed, until a write succeeds again. */
+  health(): { writable: boolean; error: string | null };
+  /** Wait for every pending append and checkpoint. */
   flush(): Promise<void>;
   close(): Promise<void>;
 }

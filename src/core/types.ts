@@ -92,7 +92,7 @@ export interface ReceiveResult {
   /** Human-readable reason for 'rejected' / 'no_group'. */
   reason?: string | undefined;
   /** Why a message was rejected, for APIs that map it to a status. */
-  code?: 'rate_limited' | 'too_long' | 'empty' | 'shutting_down' | undefined;
+  code?: 'rate_limited' | 'too_long' | 'empty' | 'shutting_down' | 'unavailable' | undefined;
 }
 
 /** Token and cost figures of one LLM call. */
@@ -143,6 +143,8 @@ export interface TranscriptEntry {
   /** Platform message ids of the posted chunks (for reply-to-agent addressing). */
   postedIds?: string[] | undefined;
   roundId?: string | undefined;
+  /** Telegram: the bot that speaks for the system voice here (the one that got the command). */
+  viaAgentId?: string | undefined;
   /** Commands, command replies and decisions are never shown to agents (SPEC §3). */
   hiddenFromAgents?: boolean | undefined;
 }

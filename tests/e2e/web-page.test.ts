@@ -290,7 +290,7 @@ suite('web page in Chromium', () => {
     const ids = await page.locator('#messages [data-entry-id]').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.entryId));
     expect(new Set(ids).size).toBe(ids.length);
     expect(await page.locator('.msg.human .text', { hasText: 'said while disconnected' }).count()).toBe(1);
-    const transcript = app.gateway.messages('lobby', { limit: 50 }).map((e) => e.id);
+    const transcript = (await app.gateway.messages('lobby', { limit: 50 })).map((e) => e.id);
     expect(ids).toEqual(transcript);
     expect(await page.locator('#conn').getAttribute('data-state')).toBe('live');
   });

@@ -140,7 +140,7 @@ describe('HTTP API (fuzz)', () => {
     const health = await send('GET', '/healthz', {}, null);
     expect(health?.status).toBe(200);
     // No request made it into a file-system path outside data_dir, and nothing logged the token.
-    expect(app.router.listGroups().every((g) => /^[a-z0-9][a-z0-9_-]*$/.test(g.id))).toBe(true);
+    expect(app.router.gateway.listGroups().every((g) => /^[a-z0-9][a-z0-9_-]*$/.test(g.id))).toBe(true);
     expect(logger.text()).not.toContain(TOKEN);
     expect(logger.lines.filter((l) => l.msg?.includes('unexpected error'))).toEqual([]);
   }, 60_000);

@@ -1,38 +1,124 @@
 /**
- * A Store in memory that keeps JSON copies, so what a test reads back is exactly what would have
- * been on disk at that moment (no shared references with the router's live objects).
+ * A Store in memory with the file store's semantics: one append-only list of JSON lines per group
+ * (so what a test reads back is exactly what would be on disk, no shared references), checkpoints
+ * kept beside it, and a switch that makes writes fail like a full or read-only disk.
  */
-import type { GroupDoc, SessionDoc, Store } from '../../src/core/ports.js';
+import type { GroupCheckpoint, GroupDoc, GroupRecord, RoundRecord, SessionDoc, Store, StoredGroup } from '../../src/core/ports.js';
+import type { TranscriptEntry } from '../../src/core/types.js';
+import { StoreUnavailableError } from '../../src/core/errors.js';
+import { applyRecord, fromCheckpoint } from '../../src/core/groups/replay.js';
+
+/** A group as a replay of its whole log gives it: the full transcript, every session. */
+export interface DurableGroup extends Omit<GroupDoc, 'seen' | 'transcript'> {
+  transcript: TranscriptEntry[];
+  seen: string[];
+  rounds: RoundRecord[];
+  sessions: Map<string, SessionDoc>;
+}
 
 export class MemoryStore implements Store {
-  readonly groups = new Map<string, string>();
-  readonly sessions = new Map<string, string>();
+  /** groupId → log lines (JSON). */
+  readonly logs = new Map<string, string[]>();
+  readonly checkpoints = new Map<string, string>();
   writes = 0;
+  /** Set to make every append fail (what ENOSPC or a read-only data_dir does). */
+  failWrites: string | null = null;
+  private readonly failed = new Set<string>();
+  private lastError: string | null = null;
 
-  async loadAll() {
-    return {
-      groups: [...this.groups.values()].map((t) => JSON.parse(t) as GroupDoc),
-      sessions: [...this.sessions.values()].map((t) => JSON.parse(t) as SessionDoc),
-    };
+  async open() {
+    return { groups: [...this.logs.keys()].map((id) => this.stored(id)), unreadable: [] };
   }
-  async saveGroup(doc: GroupDoc) {
+
+  async append(groupId: string, record: GroupRecord): Promise<void> {
+    const line = JSON.stringify(record);
+    await Promise.resolve();
+    if (this.failed.has(groupId)) throw new StoreUnavailableError(`group ${groupId} needs a reopen after a failed write`);
+    if (this.failWrites) {
+      this.failed.add(groupId);
+      this.lastError = this.failWrites;
+      throw new StoreUnavailableError(`cannot write group ${groupId}: ${this.failWrites}`);
+    }
     this.writes++;
-    this.groups.set(doc.id, JSON.stringify(doc));
+    this.lastError = null;
+    let log = this.logs.get(groupId);
+    if (!log) this.logs.set(groupId, (log = []));
+    log.push(line);
   }
-  async saveSession(doc: SessionDoc) {
-    this.writes++;
-    this.sessions.set(`${doc.groupId}/${doc.agentId}`, JSON.stringify(doc));
+
+  async reopen(groupId: string): Promise<StoredGroup> {
+    this.failed.delete(groupId);
+    return this.stored(groupId);
   }
+
+  async checkpoint(groupId: string, cp: GroupCheckpoint): Promise<void> {
+    await Promise.resolve();
+    if (!this.failed.has(groupId)) this.checkpoints.set(groupId, JSON.stringify(cp));
+  }
+
+  async readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
+    const all = this.entries(groupId);
+    if (range.afterSeq !== undefined) return all.filter((e) => e.seq > range.afterSeq!).slice(0, range.limit);
+    const before = range.beforeSeq ?? Infinity;
+    return all.filter((e) => e.seq < before).slice(-range.limit);
+  }
+
+  async checkWritable(): Promise<void> {
+    if (this.failWrites) throw new StoreUnavailableError(this.failWrites);
+  }
+
+  health() {
+    return { writable: this.lastError === null, error: this.lastError };
+  }
+
   async flush() {}
   async close() {}
 
-  /** The durable copy of a group. */
-  group(id: string): GroupDoc {
-    const t = this.groups.get(id);
-    if (!t) throw new Error(`no stored group ${id}`);
-    return JSON.parse(t) as GroupDoc;
+  /** Every record of a group, parsed. */
+  records(groupId: string): GroupRecord[] {
+    return (this.logs.get(groupId) ?? []).map((l) => JSON.parse(l) as GroupRecord);
   }
+
+  /** Every entry of a group, with its latest delivery state. */
+  entries(groupId: string): TranscriptEntry[] {
+    const out = new Map<number, TranscriptEntry>();
+    for (const rec of this.records(groupId)) {
+      for (const e of rec.entries ?? []) out.set(e.seq, e);
+      for (const d of rec.delivery ?? []) {
+        const e = out.get(d.seq);
+        if (e) Object.assign(e, { delivery: d.delivery }, d.postedIds ? { postedIds: d.postedIds } : {});
+      }
+    }
+    return [...out.values()].sort((a, b) => a.seq - b.seq);
+  }
+
+  /** The durable state of a group: a replay of its whole log. */
+  group(id: string): DurableGroup {
+    if (!this.logs.has(id)) throw new Error(`no stored group ${id}`);
+    const r = fromCheckpoint(null);
+    for (const rec of this.records(id)) applyRecord(r, rec);
+    if (!r.head) throw new Error(`group ${id} has no head record`);
+    return { ...r.head, transcript: this.entries(id), nextSeq: r.nextSeq, rounds: r.rounds, seen: [...r.seen.keys()], undelivered: [...r.undelivered.values()], sessions: r.sessions };
+  }
+
   session(groupId: string, agentId: string): SessionDoc {
-    return JSON.parse(this.sessions.get(`${groupId}/${agentId}`)!) as SessionDoc;
+    const s = this.group(groupId).sessions.get(agentId);
+    if (!s) throw new Error(`no stored session ${groupId}/${agentId}`);
+    return s;
+  }
+
+  private stored(id: string): StoredGroup {
+    const cp = this.checkpoints.has(id) ? (JSON.parse(this.checkpoints.get(id)!) as GroupCheckpoint) : null;
+    const lines = [...(this.logs.get(id) ?? [])];
+    return {
+      id,
+      checkpoint: cp,
+      async *records() {
+        for (const l of lines) {
+          const rec = JSON.parse(l) as GroupRecord;
+          if (!cp || rec.n > cp.n) yield rec;
+        }
+      },
+    };
   }
 }

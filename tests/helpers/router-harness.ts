@@ -32,6 +32,7 @@ export interface HarnessOptions {
   clock?: Clock;
   limits?: { user_messages_per_minute: number; max_message_chars: number };
   maxConcurrency?: number;
+  checkpointEvery?: number;
 }
 
 export async function makeRouter(opts: HarnessOptions = {}) {
@@ -51,11 +52,12 @@ export async function makeRouter(opts: HarnessOptions = {}) {
     store,
     clock,
     logger: silentLogger,
+    checkpointEvery: opts.checkpointEvery,
   });
   router.addChannel(channel);
   await router.start();
   await channel.start(router);
-  const group = router.getGroup('room') ?? (await router.createGroup({ title: 'Test room', participants: opts.participants ?? ['analyst', 'writer', 'critic'], id: 'room' }));
+  const group = router.gateway.getGroup('room') ?? (await router.gateway.createGroup({ title: 'Test room', participants: opts.participants ?? ['analyst', 'writer', 'critic'], id: 'room' }));
   let n = 0;
   const message = (text: string, extra: Partial<InboundMessage> = {}): InboundMessage => ({
     channel: 'web',
@@ -84,8 +86,9 @@ export async function makeRouter(opts: HarnessOptions = {}) {
     speakers(): string[] {
       return channel.posts.filter((p) => p.agentId).map((p) => p.agentId!);
     },
+    /** The group's transcript as the router holds it (the whole of it in these small tests). */
     transcript() {
-      return router.messages(group.id, { limit: 500 });
+      return [...router.groups.get(group.id)!.transcript];
     },
   };
 }

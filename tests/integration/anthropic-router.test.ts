@@ -54,7 +54,7 @@ describe('router + Anthropic provider', () => {
     const app = await createApp({ config: config(dir, fake.url), channels: [channel], logger });
     apps.push(app);
     await app.start();
-    const group = app.router.getGroup('room') ?? (await app.gateway.createGroup({ title: 'Room', participants: ['analyst', 'writer'], id: 'room' }));
+    const group = app.router.gateway.getGroup('room') ?? (await app.gateway.createGroup({ title: 'Room', participants: ['analyst', 'writer'], id: 'room' }));
     let n = 0;
     const say = async (text: string) => {
       await app.router.receive({ channel: 'web', chatId: group.chatId, messageId: `${Date.now()}-${++n}`, author: { id: 'u', name: 'Maya' }, text, ts: Date.now() });
@@ -75,11 +75,11 @@ describe('router + Anthropic provider', () => {
     expect(body.system[0]!.cache_control).toBeTruthy();
     expect(body.messages.at(-1)!.content.at(-1)!.cache_control).toBeTruthy();
     expect(calls[1]!.cache!.usage.cache_read_input_tokens).toBeGreaterThan(1000);
-    const usage = a.app.router.getGroup('room')!.usage.analyst!;
+    const usage = a.app.router.gateway.getGroup('room')!.usage.analyst!;
     expect(usage.calls).toBe(2);
     expect(usage.cacheReadTokens).toBe(calls[1]!.cache!.usage.cache_read_input_tokens);
     expect(usage.costUsd).toBeGreaterThan(0);
-    const meta = a.app.router.messages('room', { limit: 10 }).filter((e) => e.kind === 'agent').at(-1)!.meta!;
+    const meta = (await a.app.router.gateway.messages('room', { limit: 10 })).filter((e) => e.kind === 'agent').at(-1)!.meta!;
     expect(meta.usage.cacheReadTokens).toBe(calls[1]!.cache!.usage.cache_read_input_tokens);
     expect(meta.model).toBe('claude-opus-4-5');
     await a.app.stop();
@@ -87,7 +87,7 @@ describe('router + Anthropic provider', () => {
 
     const b = await boot();
     await b.say('@analyst third');
-    const after = b.app.router.getGroup('room')!.usage.analyst!;
+    const after = b.app.router.gateway.getGroup('room')!.usage.analyst!;
     expect(after.calls).toBe(3);
     expect(after.inputTokens + after.cacheReadTokens + after.cacheWriteTokens).toBeGreaterThan(usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens);
     await b.say('/group usage');

@@ -1,6 +1,6 @@
 /**
  * Child process of the storage crash test (tests/reliability/storage-crash.test.ts). Runs a real
- * GroupRouter on a LowdbStore in `dataDir` with a fast fake LLM, and either
+ * GroupRouter on a FileStore in `dataDir` with a fast fake LLM, and either
  *   send <start> <end>: sends messages start..end-1 across four groups (four at a time), printing
  *                       `ACK <group> <messageId>` as soon as each `receive()` resolved, then idles;
  *   idle:               starts (resuming unfinished work) and waits until every group is idle.
@@ -9,7 +9,7 @@
  * Usage: node --import tsx tests/reliability/crash-child.ts <dataDir> send|idle [start end]
  */
 import { GroupRouter } from '../../src/core/router/GroupRouter.js';
-import { LowdbStore } from '../../src/store/LowdbStore.js';
+import { FileStore } from '../../src/store/files/FileStore.js';
 import { systemClock } from '../../src/core/clock.js';
 import { validateGroupConfig } from '../../src/config/groupConfig.js';
 import type { AgentDef, InboundMessage } from '../../src/core/types.js';
@@ -31,7 +31,7 @@ const out = (line: string) => process.stdout.write(line + '\n');
 
 async function main(): Promise<void> {
   // Plain definitions instead of src/app.ts: importing every channel SDK would slow each restart.
-  const store = new LowdbStore(dataDir!, silentLogger);
+  const store = new FileStore({ dataDir: dataDir!, fsync: 'always', logger: silentLogger });
   const router = new GroupRouter({
     agents: AGENTS,
     aliases: { creatives: ['writer', 'critic'] },
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   await router.start();
   await channel.start(router);
   for (const id of CRASH_GROUPS) {
-    if (!router.getGroup(id)) await router.createGroup({ title: id, participants: ['analyst', 'writer', 'critic'], id });
+    if (!router.gateway.getGroup(id)) await router.gateway.createGroup({ title: id, participants: ['analyst', 'writer', 'critic'], id });
   }
   if (mode === 'send') {
     const start = Number(startArg);

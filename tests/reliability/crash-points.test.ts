@@ -1,19 +1,21 @@
 /**
  * Crash at every write (SPEC §5 exactly-once mailboxes, §6 restarts). The random SIGKILL tests
- * rarely land between two particular file writes; this one makes every write a crash point. A
- * store persists writes until write k, then the process "dies": write k and everything after it
- * is lost ('stop'), or — because LowdbStore writes different files concurrently and either rename
- * may land first — write k is lost while the writes issued in the same tick still land ('swap').
- * A fresh router then starts from what was persisted, the sender re-sends what was not
- * acknowledged, and the invariants must hold.
+ * rarely land between two particular writes; this one makes every log append and every checkpoint
+ * a crash point. A store persists writes until write k, then the process "dies": write k and
+ * everything after it is lost ('stop'), or write k is lost while writes issued in the same tick
+ * that a real disk could still complete land ('swap': checkpoints not covering the lost record,
+ * other groups' appends — never a later record of the same log, which an append-only file cannot
+ * keep without the earlier one). Checkpoints come every 3 records, so both orders of "log append"
+ * and "state write" are crash points. A fresh router then starts from what was persisted, the
+ * sender re-sends what was not acknowledged, and the invariants must hold.
  */
 import { describe, expect, it } from 'vitest';
-import type { GroupDoc, SessionDoc } from '../../src/core/ports.js';
+import type { GroupCheckpoint, GroupRecord } from '../../src/core/ports.js';
 import type { InboundMessage } from '../../src/core/types.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { FakeClock } from '../helpers/fake-clock.js';
-import { checkInvariants } from './invariants.js';
+import { checkInvariants, snapshotOf } from './invariants.js';
 import { crashMessageText, crashWorkloadLlm } from './workload.js';
 
 class FailpointStore extends MemoryStore {
@@ -21,11 +23,13 @@ class FailpointStore extends MemoryStore {
   dead = false;
   private readonly died: Promise<void>;
   private die!: () => void;
+  /** group → n of its first lost record: nothing at or after it can land. */
+  private readonly lostFrom = new Map<string, number>();
 
   constructor(
     private readonly failAt: number,
     private readonly mode: 'stop' | 'swap',
-    /** Mutant for the self-check: resolve saves before they land (what a lying store would do). */
+    /** Mutant for the self-check: resolve appends before they land (what a lying store would do). */
     private readonly lie = false,
   ) {
     super();
@@ -36,38 +40,50 @@ class FailpointStore extends MemoryStore {
     return this.died;
   }
 
-  private gate(persist: () => void): Promise<void> {
-    const n = this.issued++;
-    if (this.dead) return new Promise(() => undefined);
-    if (n === this.failAt) {
+  private gate(groupId: string, n: number, isAppend: boolean, persist: () => Promise<void>): Promise<void> {
+    const k = this.issued++;
+    const hang = new Promise<void>(() => undefined);
+    if (this.dead) return hang;
+    const lost = this.lostFrom.get(groupId);
+    if (lost !== undefined && n >= lost) return hang;
+    if (k === this.failAt) {
+      if (isAppend) this.lostFrom.set(groupId, n);
       if (this.mode === 'stop') this.die();
       else setImmediate(() => this.die());
-      return new Promise(() => undefined);
+      return hang;
     }
-    this.writes++;
-    if (this.lie) setImmediate(() => this.dead || persist());
-    else persist();
-    return Promise.resolve();
+    if (this.lie) {
+      setImmediate(() => void (this.dead || persist()));
+      return Promise.resolve();
+    }
+    return persist();
   }
 
-  override saveGroup(doc: GroupDoc) {
-    return this.gate(() => this.groups.set(doc.id, JSON.stringify(doc)));
+  override append(groupId: string, record: GroupRecord) {
+    const copy = structuredClone(record);
+    return this.gate(groupId, record.n, true, () => super.append(groupId, copy));
   }
-  override saveSession(doc: SessionDoc) {
-    return this.gate(() => this.sessions.set(`${doc.groupId}/${doc.agentId}`, JSON.stringify(doc)));
+
+  checkpointCalls = 0;
+
+  override checkpoint(groupId: string, cp: GroupCheckpoint) {
+    this.checkpointCalls++;
+    const copy = structuredClone(cp);
+    return this.gate(groupId, cp.n, false, () => super.checkpoint(groupId, copy));
   }
 
   /** What survived, as a fresh store. */
   survivor(): MemoryStore {
     const s = new MemoryStore();
-    for (const [k, v] of this.groups) s.groups.set(k, v);
-    for (const [k, v] of this.sessions) s.sessions.set(k, v);
+    for (const [k, v] of this.logs) s.logs.set(k, [...v]);
+    for (const [k, v] of this.checkpoints) s.checkpoints.set(k, v);
     return s;
   }
 }
 
 const MESSAGES = 8;
 const GROUP = { cooldown_seconds: 0, history_turns: 1000 };
+const CHECKPOINT_EVERY = 3;
 
 function message(chatId: string, i: number): InboundMessage {
   return { channel: 'web', chatId, messageId: `m${i}`, author: { id: 'maya', name: 'Maya' }, text: crashMessageText(i), ts: 0 };
@@ -89,7 +105,7 @@ async function scenario(h: Awaited<ReturnType<typeof makeRouter>>, acked: Set<st
 
 async function crashRun(failAt: number, mode: 'stop' | 'swap', lie = false): Promise<{ violations: string[]; died: boolean }> {
   const store = new FailpointStore(failAt, mode, lie);
-  const first = await makeRouter({ store, llm: crashWorkloadLlm(0), group: GROUP, clock: new FakeClock() });
+  const first = await makeRouter({ store, llm: crashWorkloadLlm(0), group: GROUP, clock: new FakeClock(), checkpointEvery: CHECKPOINT_EVERY });
   const acked = new Set<string>();
   await Promise.race([scenario(first, acked), store.death]);
   const died = store.dead;
@@ -97,7 +113,7 @@ async function crashRun(failAt: number, mode: 'stop' | 'swap', lie = false): Pro
   const ackedBeforeDeath = new Set(acked);
   // Restart from what was persisted, let the sender re-deliver what was never acknowledged.
   const survivor = store.survivor();
-  const second = await makeRouter({ store: survivor, llm: crashWorkloadLlm(0), group: GROUP, clock: new FakeClock() });
+  const second = await makeRouter({ store: survivor, llm: crashWorkloadLlm(0), group: GROUP, clock: new FakeClock(), checkpointEvery: CHECKPOINT_EVERY });
   await second.router.idle();
   const redelivered = new Set<string>();
   for (let i = 0; i < MESSAGES; i++) {
@@ -106,7 +122,8 @@ async function crashRun(failAt: number, mode: 'stop' | 'swap', lie = false): Pro
     if (r.status === 'recorded' || r.status === 'duplicate') redelivered.add(`m${i}`);
   }
   await second.router.idle();
-  const snap = { groups: [...survivor.groups.values()].map((t) => JSON.parse(t) as GroupDoc), sessions: [...survivor.sessions.values()].map((t) => JSON.parse(t) as SessionDoc), corrupt: [] };
+  // The durable state as the next start sees it: checkpoint plus the records after it.
+  const snap = await snapshotOf(survivor);
   const all = new Set([...ackedBeforeDeath, ...redelivered]);
   const violations = checkInvariants(snap, { acked: new Map([[second.group.id, all]]), finished: true });
   if (all.size !== MESSAGES) violations.push(`only ${all.size} of ${MESSAGES} messages acknowledged after the restart`);
@@ -118,11 +135,14 @@ describe('crash at every write', () => {
   it('holds every invariant whichever write is the last to land', async () => {
     // How many writes a clean run makes: every one of them is a crash point.
     const clean = new FailpointStore(Infinity, 'stop');
-    const h = await makeRouter({ store: clean, llm: crashWorkloadLlm(0), group: GROUP, clock: new FakeClock() });
+    const h = await makeRouter({ store: clean, llm: crashWorkloadLlm(0), group: GROUP, clock: new FakeClock(), checkpointEvery: CHECKPOINT_EVERY });
     const setup = clean.issued;
     await scenario(h, new Set());
     const total = clean.issued;
     expect(total - setup).toBeGreaterThan(30);
+    // Checkpoints are among the crash points (log append → state write, and the other way round).
+    expect(clean.checkpoints.size).toBe(1);
+    expect(clean.checkpointCalls).toBeGreaterThan(5);
 
     const failures: string[] = [];
     let deaths = 0;

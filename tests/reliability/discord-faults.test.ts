@@ -125,7 +125,7 @@ describe('discord under platform faults (real app, fake Discord)', () => {
     const executes = fake!.requests.filter((r) => isExecute(r.method, r.path.split('?')[0]!) && /^q\d+ /.test(String((r.body as { content?: unknown }).content)));
     expect(executes.length).toBe(channels.length * expectedPosts(0, 3).length + 4 + 6);
     for (const g of app.gateway.listGroups()) {
-      const failed = app.gateway.messages(g.id, { limit: 200 }).filter((e) => e.delivery === 'failed').map((e) => brief(e.authorName, e.text));
+      const failed = (await app.gateway.messages(g.id, { limit: 200 })).filter((e) => e.delivery === 'failed').map((e) => brief(e.authorName, e.text));
       expect(failed).toEqual([]);
     }
   }, 90_000);
@@ -147,7 +147,7 @@ describe('discord under platform faults (real app, fake Discord)', () => {
     // Not resent: one execute per post; the adapter looked in the channel instead, once per drop.
     expect(fake!.requests.filter((r) => isExecute(r.method, r.path.split('?')[0]!)).length).toBe(expectedPosts(0, 3).length);
     expect(fake!.requestsTo('GET', /^\/channels\/\d+\/messages\?/)).toHaveLength(2);
-    const failed = app.gateway.messages(app.gateway.listGroups()[0]!.id, { limit: 200 }).filter((e) => e.delivery === 'failed').map((e) => brief(e.authorName, e.text));
+    const failed = (await app.gateway.messages(app.gateway.listGroups()[0]!.id, { limit: 200 })).filter((e) => e.delivery === 'failed').map((e) => brief(e.authorName, e.text));
     expect(failed).toEqual([]);
   }, 60_000);
 

@@ -160,7 +160,7 @@ describe('end-to-end crash safety: daemon, web API, SIGKILL ×5', () => {
     last.kill('SIGTERM');
     expect((await last.exited).code).toBe(0);
 
-    const snap = readDataDir(join(dir, 'data'));
+    const snap = await readDataDir(join(dir, 'data'));
     expect(snap.groups.map((g) => g.id).sort()).toEqual(GROUPS);
     expect(checkInvariants(snap, { acked, finished: true }), `seed ${SEED}`).toEqual([]);
 

@@ -61,7 +61,7 @@ describe('LLM failing 30% of calls', () => {
       clock: systemClock,
       group: { cooldown_seconds: 0, agent_reply_timeout_seconds: 0.5, voluntary_timeout_seconds: 0.5, history_turns: 1000, max_agent_turns_per_message: 2 },
     });
-    const rooms = [h.group.id, (await h.router.createGroup({ title: 'Second', participants: ['analyst', 'writer', 'critic'], id: 'room2' })).id];
+    const rooms = [h.group.id, (await h.router.gateway.createGroup({ title: 'Second', participants: ['analyst', 'writer', 'critic'], id: 'room2' })).id];
     const texts = ['@all report', '@analyst figures?', 'anyone?', '@writer and @critic', '@everyone go'];
     const N = 20;
     for (const room of rooms) {
@@ -76,7 +76,7 @@ describe('LLM failing 30% of calls', () => {
     const deadline = Date.now() + 20_000;
     for (;;) {
       await h.router.idle();
-      const humans = rooms.map((r) => h.router.messages(r, { limit: 500 }).filter((e) => e.kind === 'human').length);
+      const humans = await Promise.all(rooms.map(async (r) => (await h.router.gateway.messages(r, { limit: 500 })).filter((e) => e.kind === 'human').length));
       if (humans.every((n) => n === N)) break;
       if (Date.now() > deadline) throw new Error(`stalled: ${humans.join(', ')} of ${N}`);
       await new Promise((r) => setTimeout(r, 20));

@@ -7,44 +7,97 @@
  * unique agent reply texts, and a fake LLM under which one agent never takes two turns at the same
  * depth of one round (so `roundId:agentId:depth` identifies a round turn).
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { GroupDoc, SessionDoc } from '../../src/core/ports.js';
+import type { GroupRecord, RoundRecord, SessionDoc, Store } from '../../src/core/ports.js';
+import type { TranscriptEntry } from '../../src/core/types.js';
+import type { GroupState } from '../../src/core/ports.js';
 import { isObservable } from '../../src/core/groups/GroupManager.js';
+import { applyRecord, fromCheckpoint } from '../../src/core/groups/replay.js';
 import { observationLine } from '../../src/core/session/prompt.js';
+import { FileStore } from '../../src/store/files/FileStore.js';
+import { CapturingLogger } from '../helpers/logger.js';
+
+/** A group as the next start would see it, with its whole transcript. */
+export interface SnapshotGroup {
+  id: string;
+  chatId: string;
+  transcript: TranscriptEntry[];
+  nextSeq: number;
+  rounds: RoundRecord[];
+  state: GroupState;
+}
 
 export interface DataSnapshot {
-  groups: GroupDoc[];
+  groups: SnapshotGroup[];
   sessions: SessionDoc[];
-  /** Files that did not parse. */
+  /** Files or lines the store reported as damaged. */
   corrupt: string[];
 }
 
-/** Every `*.json` under `dir`, recursively (lowdb's temp files start with a dot and are skipped). */
-export function readDataDir(dir: string): DataSnapshot {
-  const out: DataSnapshot = { groups: [], sessions: [], corrupt: [] };
-  const walk = (d: string) => {
-    if (!existsSync(d)) return;
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith('.json') && !name.startsWith('.')) {
-        let doc: unknown;
-        try {
-          doc = JSON.parse(readFileSync(p, 'utf8'));
-        } catch {
-          out.corrupt.push(p);
-          continue;
-        }
-        if (p.includes(`${join(dir, 'groups')}`)) out.groups.push(doc as GroupDoc);
-        else out.sessions.push(doc as SessionDoc);
-      }
-      // A file moved aside as corrupt by LowdbStore also counts as a violation.
-      if (name.includes('.corrupt-')) out.corrupt.push(p);
+/** Replay every group of a store as a start would (checkpoint, then records), with every entry. */
+export async function snapshotOf(store: Store, corrupt: string[] = []): Promise<DataSnapshot> {
+  const out: DataSnapshot = { groups: [], sessions: [], corrupt };
+  const { groups, unreadable } = await store.open();
+  for (const id of unreadable) corrupt.push(`unreadable group ${id}`);
+  for (const stored of groups) {
+    const r = fromCheckpoint(stored.checkpoint);
+    for await (const rec of stored.records()) applyRecord(r, rec as GroupRecord);
+    if (!r.head) {
+      corrupt.push(`group ${stored.id} has no head`);
+      continue;
     }
-  };
-  walk(dir);
+    const transcript: TranscriptEntry[] = [];
+    for (let after = 0; ; ) {
+      const page = await store.readEntries(stored.id, { afterSeq: after, limit: 500 });
+      if (page.length === 0) break;
+      transcript.push(...page);
+      after = page.at(-1)!.seq;
+    }
+    out.groups.push({ id: stored.id, chatId: r.head.chatId, transcript, nextSeq: r.nextSeq, rounds: r.rounds, state: r.head.state });
+    out.sessions.push(...[...r.sessions.values()].map((s) => ({ ...s, groupId: stored.id })));
+  }
   return out;
+}
+
+/**
+ * What the log files of a live daemon hold right now, read synchronously and without touching
+ * them (no torn-tail cutting): per group, its chat id and human message texts.
+ */
+export function humanTextsOnDisk(dir: string): Array<{ chatId: string; texts: string[] }> {
+  const root = join(dir, 'groups');
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .filter((id) => !id.startsWith('.') && existsSync(join(root, id, 'log')))
+    .map((id) => {
+      let chatId = '';
+      const texts: string[] = [];
+      for (const seg of readdirSync(join(root, id, 'log')).filter((n) => n.endsWith('.jsonl')).sort()) {
+        for (const line of readFileSync(join(root, id, 'log', seg), 'utf8').split('\n')) {
+          let rec: GroupRecord;
+          try {
+            rec = JSON.parse(line) as GroupRecord;
+          } catch {
+            continue; // a line still being written
+          }
+          if (rec.head) chatId = rec.head.chatId;
+          for (const e of rec.entries ?? []) if (e.kind === 'human') texts.push(e.text);
+        }
+      }
+      return { chatId, texts };
+    });
+}
+
+/** Read a data directory through the file store; anything it reports as damaged counts. */
+export async function readDataDir(dir: string): Promise<DataSnapshot> {
+  const logger = new CapturingLogger();
+  const store = new FileStore({ dataDir: dir, fsync: 'never', logger });
+  const corrupt: string[] = [];
+  const snap = await snapshotOf(store, corrupt);
+  await store.close();
+  // A torn last line is expected after kill -9 (a record never acknowledged) and is cut; errors are not.
+  for (const line of logger.lines) if (line.level === 'error') corrupt.push(`${line.msg ?? ''} ${JSON.stringify(line.obj)}`);
+  return snap;
 }
 
 export interface CheckOptions {

@@ -1,5 +1,5 @@
 /**
- * Storage crash test (issue 2, SPEC §6): a child process runs a real router on LowdbStore and is
+ * Storage crash test (issue 2, SPEC §6): a child process runs a real router on FileStore and is
  * killed with SIGKILL at seeded random moments, then restarted; unacknowledged messages are sent
  * again (as a platform would redeliver them). Afterwards every file parses, every acknowledged
  * message is in its transcript once, every round is finished, no round turn was answered twice,
@@ -68,7 +68,7 @@ function runChild(args: string[], kill: { afterAcks: number; delayMs: number } |
   });
 }
 
-describe('storage crash test (SIGKILL at random moments, LowdbStore)', () => {
+describe('storage crash test (SIGKILL at random moments, FileStore)', () => {
   it('keeps every acknowledged message, finishes every round, answers nothing twice', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'chorus-crash-'));
     dirs.push(dir);
@@ -100,7 +100,7 @@ describe('storage crash test (SIGKILL at random moments, LowdbStore)', () => {
     expect(final.stdout).toContain('DONE');
     expect(kills, 'the child was never killed: the test would prove nothing').toBeGreaterThanOrEqual(3);
 
-    const snap = readDataDir(dir);
+    const snap = await readDataDir(dir);
     expect(snap.groups.map((g) => g.id).sort()).toEqual([...CRASH_GROUPS]);
     const violations = checkInvariants(snap, { acked, finished: true });
     expect(violations, `seed ${SEED}, ${kills} kills`).toEqual([]);

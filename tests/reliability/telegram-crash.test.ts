@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeTelegram } from '../fakes/telegram/FakeTelegram.js';
 import { startFakeOpenAi, type FakeOpenAiServer } from '../fakes/openai/index.js';
 import { agentDef, MAYA, TOKENS, USERNAMES, type AgentId } from '../channels/telegram/harness.js';
-import { checkInvariants, prng, readDataDir } from './invariants.js';
+import { checkInvariants, humanTextsOnDisk, prng, readDataDir } from './invariants.js';
 import { killAll, startDaemon, waitIdle, type Daemon } from './daemon.js';
 import { crashMessageText, replyFor } from './workload.js';
 
@@ -103,7 +103,7 @@ describe('end-to-end crash safety on Telegram: daemon, fake Bot API, SIGKILL ×4
     fake.onConfirm = (bot, updates) => {
       const msgs = updates.map((u) => u.message as { chat: { id: number }; text?: string } | undefined).filter((m) => m?.text);
       if (msgs.length === 0) return;
-      const onDisk = new Set(readDataDir(dataDir).groups.flatMap((g) => g.transcript.filter((e) => e.kind === 'human').map((e) => `${g.chatId}|${e.text}`)));
+      const onDisk = new Set(humanTextsOnDisk(dataDir).flatMap((g) => g.texts.map((t) => `${g.chatId}|${t}`)));
       for (const m of msgs) {
         const key = `${m!.chat.id}|${m!.text}`;
         if (!onDisk.has(key)) confirmedTooEarly.push(`${bot}: ${key}`);
@@ -164,7 +164,7 @@ describe('end-to-end crash safety on Telegram: daemon, fake Bot API, SIGKILL ×4
     expect(confirmedTooEarly).toEqual([]);
     expect(confirmedKeys.size).toBe(TOTAL);
 
-    const snap = readDataDir(dataDir);
+    const snap = await readDataDir(dataDir);
     expect(checkInvariants(snap, { acked: new Map(), finished: true }), `seed ${SEED}`).toEqual([]);
     const byChat = new Map(snap.groups.map((g) => [g.chatId, g]));
 

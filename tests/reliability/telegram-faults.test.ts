@@ -129,7 +129,7 @@ describe('telegram under platform faults (real app, fake Bot API)', () => {
     expect(sends.length).toBe(chats.length * expectedPosts(0, 3).length + 3 + 4);
     // Nothing ended up as a failed delivery in the transcript.
     for (const g of app.gateway.listGroups()) {
-      const failed = app.gateway.messages(g.id, { limit: 200 }).filter((e) => e.delivery === 'failed').map((e) => brief(e.authorName, e.text));
+      const failed = (await app.gateway.messages(g.id, { limit: 200 })).filter((e) => e.delivery === 'failed').map((e) => brief(e.authorName, e.text));
       expect(failed).toEqual([]);
     }
   }, 90_000);

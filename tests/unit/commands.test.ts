@@ -37,11 +37,11 @@ describe('commands in a chat', () => {
     h.channel.admins = new Set(['boss']);
     await h.say('/group remove writer');
     expect(last(h)).toBe('⚠ only chat admins can use /group remove');
-    expect(h.router.getGroup('room')!.participants).toContain('writer');
+    expect(h.router.gateway.getGroup('room')!.participants).toContain('writer');
     await h.say('/group list');
     expect(last(h)).toContain('Group “Test room”');
     await h.say('/group remove writer', { author: { id: 'boss', name: 'Boss' } });
-    expect(h.router.getGroup('room')!.participants).toEqual(['analyst', 'critic']);
+    expect(h.router.gateway.getGroup('room')!.participants).toEqual(['analyst', 'critic']);
   });
 
   it('/group add gives the newcomer the last 20 messages', async () => {
@@ -73,14 +73,14 @@ describe('commands in a chat', () => {
     await h.say('/group config');
     expect(last(h)).toContain('reply_strategy = hybrid');
     await h.say('/group config max_agent_turns_per_message 1');
-    expect(h.router.getGroup('room')!.config.max_agent_turns_per_message).toBe(1);
+    expect(h.router.gateway.getGroup('room')!.config.max_agent_turns_per_message).toBe(1);
     await h.say('/group config reply_strategy loud');
     expect(last(h)).toBe('⚠ reply_strategy: must be one of: hybrid, mention_only, round_robin, selector');
     await h.say('/group config last_speaker nobody');
     expect(last(h)).toContain('last_speaker');
     await h.say('/group config max_depth -1');
     expect(last(h)).toBe('⚠ max_depth: must be at least 0');
-    expect(h.router.getGroup('room')!.config.max_depth).toBe(2);
+    expect(h.router.gateway.getGroup('room')!.config.max_depth).toBe(2);
   });
 
   it('/group reset clears memory; /group dissolve archives', async () => {
@@ -89,7 +89,7 @@ describe('commands in a chat', () => {
     await h.say('/group reset analyst');
     expect(h.store.session('room', 'analyst').history).toEqual([]);
     await h.say('/group dissolve');
-    expect(h.router.getGroup('room')).toBeUndefined();
+    expect(h.router.gateway.getGroup('room')).toBeUndefined();
     expect(h.store.group('room').state.archived).toBe(true);
     expect(h.store.group('room').transcript.length).toBeGreaterThan(0);
     expect((await h.say('@analyst still there?')).status).toBe('no_group');

@@ -253,7 +253,7 @@ describe('queues (§4.7)', () => {
     const gates: Array<() => void> = [];
     const llm = new FakeLlm({ fallback: (q) => new Promise<string>((r) => gates.push(() => r(`reply to ${[...q.messages.at(-1)!.content.matchAll(/ (m\d)/g)].map((m) => m[1]).join('+')}`))) });
     const h = await makeRouter({ llm });
-    const other = await h.router.createGroup({ title: 'Other', participants: ['analyst', 'writer'], id: 'other' });
+    const other = await h.router.gateway.createGroup({ title: 'Other', participants: ['analyst', 'writer'], id: 'other' });
     await h.router.receive(h.message('@analyst m1'));
     await new Promise((r) => setTimeout(r, 10));
     await h.router.receive(h.message('@writer m2'));
@@ -274,15 +274,18 @@ describe('queues (§4.7)', () => {
   });
 
   it('a second @mention already shown to the agent in its previous turn is not answered twice', async () => {
-    let release!: () => void;
-    const h = await makeRouter({ llm: { replies: { analyst: [() => new Promise<string>((r) => (release = () => r('both answered'))), 'again'] } } });
+    // The analyst cools down, so its turn for m1 waits; m2 is recorded meanwhile and is in the
+    // mailbox when the turn finally builds its prompt.
+    const h = await makeRouter({ group: { cooldown_seconds: 10 }, llm: { replies: { analyst: ['first', 'both answered', 'again'] } } });
+    await h.say('@analyst m0');
     await h.router.receive(h.message('@analyst m1'));
     await h.router.receive(h.message('@analyst m2'));
-    await new Promise((r) => setTimeout(r, 10));
-    release();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(h.clock.waiting).toBe(1); // the m1 turn waits out the cooldown
+    await h.clock.advance(10_000);
     await h.router.idle();
-    expect(h.llm.callsFor('analyst')[0]!.messages.at(-1)!.content).toContain('@analyst m2');
-    expect(h.speakers()).toEqual(['analyst']);
+    expect(h.llm.callsFor('analyst')[1]!.messages.at(-1)!.content).toContain('@analyst m2');
+    expect(h.channel.posts.map((p) => p.text)).toEqual(['first', 'both answered']);
     expect(h.transcript().some((e) => e.decision?.type === 'batch')).toBe(true);
   });
 
@@ -316,7 +319,7 @@ describe('queues (§4.7)', () => {
       },
     });
     const h = await makeRouter({ llm, maxConcurrency: 2 });
-    for (let i = 0; i < 6; i++) await h.router.createGroup({ title: `g${i}`, participants: ['analyst'], id: `g${i}` });
+    for (let i = 0; i < 6; i++) await h.router.gateway.createGroup({ title: `g${i}`, participants: ['analyst'], id: `g${i}` });
     await Promise.all(Array.from({ length: 6 }, (_, i) => h.router.receive({ ...h.message('hi'), chatId: `g${i}` })));
     await h.router.idle();
     expect(h.channel.posts).toHaveLength(6);

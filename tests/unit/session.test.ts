@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { isPass, cleanReply } from '../../src/core/router/pass.js';
 import { passStreamFilter } from '../../src/core/text/passStream.js';
-import { BACKLOG_MAX, TRANSCRIPT_TAIL } from '../../src/core/groups/GroupManager.js';
+import { MAILBOX_MAX, TRANSCRIPT_TAIL } from '../../src/core/groups/GroupManager.js';
 import { FakeLlm } from '../helpers/fake-llm.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { MemoryStore } from '../helpers/memory-store.js';
@@ -46,7 +46,7 @@ describe('streamed text', () => {
   it('the router emits deltas only for replies, never the token', async () => {
     const h = await makeRouter({ llm: { replies: { analyst: '[PASS]', writer: 'Streaming works' } } });
     const deltas: string[] = [];
-    h.router.subscribe((ev) => ev.type === 'delta' && deltas.push(`${ev.agentId}:${ev.text}`));
+    h.router.gateway.subscribe((ev) => ev.type === 'delta' && deltas.push(`${ev.agentId}:${ev.text}`));
     await h.say('@analyst @writer go');
     expect(deltas).toEqual(['writer:Streaming works']);
   });
@@ -117,7 +117,7 @@ describe('mailbox exactly once', () => {
     await h2.router.receive({ ...h2.message('after restart @all'), messageId: 'late-1' });
     await h2.router.idle();
 
-    const transcript = h2.router.messages('room', { limit: 500 });
+    const transcript = (await h2.router.gateway.messages('room', { limit: 500 }));
     for (const agent of ['analyst', 'writer', 'critic']) {
       const lines = [...shown(llm, agent), ...shown(llm2, agent)];
       // No line shown twice …
@@ -133,21 +133,25 @@ describe('mailbox exactly once', () => {
   });
 });
 
-describe('bounded group files', () => {
-  it('a silent agent keeps its unseen observations in its backlog while the group file stays short', async () => {
+describe('long silences', () => {
+  it('a silent agent catches up from the log: old entries are read back, the rest counted, each shown once', async () => {
     const h = await makeRouter({ group: { reply_strategy: 'mention_only' }, llm: { fallback: (_q, n) => `ok ${n}` } });
     for (let i = 0; i < 260; i++) await h.say(`@analyst note ${i}`);
-    expect(h.store.group('room').transcript.length).toBeLessThanOrEqual(TRANSCRIPT_TAIL + 50);
-    expect(h.store.session('room', 'critic').backlog!.length).toBe(BACKLOG_MAX);
+    // Memory holds a bounded tail; the store holds every entry.
+    expect(h.transcript().length).toBeLessThanOrEqual(TRANSCRIPT_TAIL + 50);
+    const stored = h.store.entries('room');
+    expect(stored.filter((e) => e.kind === 'human')).toHaveLength(260);
+    const unseen = stored.filter((e) => e.kind === 'human' || e.kind === 'agent').length + 1;
     await h.say('@critic catch up');
-    const seen = h.llm.callsFor('critic')[0]!.messages.at(-1)!.content.split('\n').filter((l) => l.startsWith('['));
-    // The newest BACKLOG_MAX observations before the group's tail, then the tail: each once, in order.
+    const turn = h.llm.callsFor('critic')[0]!.messages.at(-1)!.content;
+    const seen = turn.split('\n').filter((l) => l.startsWith('['));
     expect(new Set(seen).size).toBe(seen.length);
+    expect(seen).toHaveLength(MAILBOX_MAX);
     expect(seen.at(-1)).toBe('[Maya (human)] @critic catch up');
     expect(seen).toContain('[Maya (human)] @analyst note 259');
-    expect(seen.length).toBeGreaterThan(BACKLOG_MAX);
     expect(seen).toContain('[Analyst] ok 259');
-    expect(h.store.session('room', 'critic').backlog).toBeUndefined();
+    // What did not fit is said, not silently dropped.
+    expect(turn).toContain(`(${unseen - MAILBOX_MAX} earlier messages not shown)`);
     await h.say('@critic again');
     expect(h.llm.callsFor('critic')[1]!.messages.at(-1)!.content).not.toContain('note 259');
   });

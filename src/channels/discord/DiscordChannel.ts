@@ -198,6 +198,10 @@ export class DiscordChannel implements Channel {
     // One chat's messages reach the router in the order Discord delivered them.
     void this.inbound
       .run(msg.chatId, () => run.host.receive(msg))
+      .then((res) => {
+        // The gateway does not deliver a message twice: say plainly that this one was not kept.
+        if (res.status === 'rejected' && res.code === 'unavailable') this.log.error({ messageId: msg.messageId, chatId: msg.chatId }, 'discord: storage unavailable; this message was not recorded');
+      })
       .catch((err) => this.log.error({ err, messageId: msg.messageId, chatId: msg.chatId }, 'discord: router did not take the message'));
   }
 

@@ -150,8 +150,9 @@ export class TelegramChannel implements Channel {
     }
     if (!inbound) return;
     const res = await host.receive(inbound);
-    // A host that refuses while we are shutting down has not recorded it: leave it unconfirmed.
-    if (res.status === 'rejected' && !this.running) throw new Error('not recorded while stopping; will be fetched again');
+    // A host that refuses while we are shutting down, or whose store cannot write, has not recorded
+    // it: leave it unconfirmed so Telegram hands it over again.
+    if (res.status === 'rejected' && (!this.running || res.code === 'unavailable' || res.code === 'shutting_down')) throw new Error('not recorded; will be fetched again');
     this.log.debug({ agent: b.agent.id, chatId: inbound.chatId, messageId: inbound.messageId, status: res.status }, 'telegram: message handed over');
   }
 

@@ -96,6 +96,7 @@ export class WebChannel implements Channel {
         const app = this.opts.metrics ? this.opts.metrics() : gatewayMetrics(this.requireHost().gateway);
         return app + (app.endsWith('\n') || app === '' ? '' : '\n') + this.webMetrics.text();
       },
+      readiness: () => this.requireHost().gateway.readiness(),
     });
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {

@@ -119,11 +119,11 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     sendJson(res, 200, { group: gw().getGroup(view.id) ?? view });
   });
 
-  router.add('GET', '/api/groups/:id/messages', ({ res, params, url }) => {
-    group(params.id!);
+  router.add('GET', '/api/groups/:id/messages', async ({ res, params, url }) => {
     const before = intParam(url.searchParams, 'before', { min: 0, max: SEQ_MAX });
     const limit = intParam(url.searchParams, 'limit', { min: 1, max: 500 }) ?? 50;
-    const page = gw().messages(params.id!, { before, limit: limit + 1 });
+    // Archived groups can still be read: their history is kept.
+    const page = await gw().messages(params.id!, { before, limit: limit + 1 });
     const hasMore = page.length > limit;
     sendJson(res, 200, { messages: hasMore ? page.slice(page.length - limit) : page, hasMore });
   });
@@ -168,7 +168,7 @@ async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: Group
   const replyTo = field.string(body, 'reply_to', { min: 1, max: 200, optional: true });
   let replyToAgentId: string | undefined;
   if (replyTo !== undefined) {
-    const entry = findEntry(host.gateway, g.id, replyTo);
+    const entry = await findEntry(host.gateway, g.id, replyTo);
     if (!entry) throw new HttpError(400, 'unknown_entry', `"reply_to": no message "${replyTo}" in this group`);
     if (entry.kind === 'agent') replyToAgentId = entry.agentId;
   }
@@ -192,25 +192,17 @@ async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: Group
       throw new HttpError(404, 'unknown_group', result.reason ?? `no group "${g.id}"`);
     case 'rejected': {
       const reason = result.reason ?? 'message rejected';
-      if (result.code === 'shutting_down') throw new HttpError(503, 'unavailable', reason, { 'retry-after': '5' });
+      if (result.code === 'shutting_down' || result.code === 'unavailable') throw new HttpError(503, 'unavailable', reason, { 'retry-after': '5' });
       if (result.code === 'rate_limited') throw new HttpError(429, 'rate_limited', reason);
       throw new HttpError(422, result.code ?? 'rejected', reason);
     }
   }
 }
 
-/** Look an entry up by id among the most recent 2000 transcript entries. */
-function findEntry(gateway: GatewayApi, groupId: string, id: string): TranscriptEntry | undefined {
-  let before: number | undefined;
-  for (let scanned = 0; scanned < 2000; ) {
-    const page = gateway.messages(groupId, { before, limit: 200 });
-    if (page.length === 0) return undefined;
-    const hit = page.find((e) => e.id === id);
-    if (hit) return hit;
-    scanned += page.length;
-    const oldest = page[0]!.seq;
-    if (before !== undefined && oldest >= before) return undefined;
-    before = oldest;
-  }
-  return undefined;
+/** Look an entry up by id (`<group>.<seq>`), anywhere in the history. */
+async function findEntry(gateway: GatewayApi, groupId: string, id: string): Promise<TranscriptEntry | undefined> {
+  const seq = Number(id.slice(id.lastIndexOf('.') + 1));
+  if (!Number.isSafeInteger(seq) || seq < 1) return undefined;
+  const [hit] = await gateway.messages(groupId, { before: seq + 1, limit: 1 });
+  return hit?.id === id ? hit : undefined;
 }

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { isLoopback } from '../../config/schema.js';
 import type { Logger } from '../../core/ports.js';
-import { UserError, describeError } from '../../core/errors.js';
+import { StoreUnavailableError, UserError, describeError } from '../../core/errors.js';
 import type { TokenAuth } from './auth.js';
 import { HttpError, sendError, sendText, setSecurityHeaders } from './http.js';
 import type { WebMetrics } from './metrics.js';
@@ -27,6 +27,8 @@ export interface ServerDeps {
   webMetrics: WebMetrics;
   /** Prometheus text for `/metrics`. */
   metricsText(): string;
+  /** What `/readyz` reports: can the store take writes? */
+  readiness(): { ready: boolean; store: { writable: boolean; error: string | null } };
 }
 
 /** Paths whose GET streams SSE; only these accept `?token=`. */
@@ -67,6 +69,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: ServerDep
   if (path === '/healthz') {
     if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'method_not_allowed', `${method} is not allowed here`, { allow: 'GET, HEAD' });
     sendText(res, 200, JSON.stringify({ status: 'ok' }), 'application/json; charset=utf-8');
+    return;
+  }
+  if (path === '/readyz') {
+    if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'method_not_allowed', `${method} is not allowed here`, { allow: 'GET, HEAD' });
+    const r = deps.readiness();
+    sendText(res, r.ready ? 200 : 503, JSON.stringify({ status: r.ready ? 'ready' : 'not_ready', store: r.store }), 'application/json; charset=utf-8');
     return;
   }
   if (path === '/metrics') {
@@ -122,6 +130,11 @@ function fail(res: ServerResponse, err: unknown, logger: Logger): void {
   if (err instanceof UserError) {
     const status = err.status >= 400 && err.status < 500 ? err.status : 400;
     sendError(res, status, err.code, err.message);
+    return;
+  }
+  if (err instanceof StoreUnavailableError) {
+    // The change was not made durable, so nothing of it was kept: the client may simply retry.
+    sendError(res, 503, 'unavailable', 'storage is unavailable; nothing was changed, try again shortly', { 'retry-after': '5' });
     return;
   }
   logger.error({ err: describeError(err) }, 'web: unexpected error while handling a request');

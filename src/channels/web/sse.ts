@@ -70,8 +70,16 @@ export class SseHub {
     this.ensureSubscribed();
     res.on('close', () => this.remove(client));
 
+    void this.replay(client, groupId, resumeAfter).catch((err: unknown) => {
+      this.write(client, 'reset', { type: 'reset', groupId, reason: 'could not read the missed entries; reload the transcript' });
+      this.opts.logger.warn({ group: groupId, err: String(err) }, 'sse: replay failed');
+    });
+  }
+
+  /** Replay what a resuming client missed; live events are held meanwhile, then sent in order. */
+  private async replay(client: SseClient, groupId: string | null, resumeAfter: number | undefined): Promise<void> {
     if (groupId !== null && resumeAfter !== undefined) {
-      const missed = this.missedEntries(groupId, resumeAfter);
+      const missed = await this.missedEntries(groupId, resumeAfter);
       if (missed === 'too_many') {
         this.write(client, 'reset', { type: 'reset', groupId, reason: 'too many missed entries; reload the transcript' });
       } else {
@@ -159,11 +167,11 @@ export class SseHub {
   }
 
   /** Entries with seq > after, oldest first, paging backwards through the transcript. */
-  private missedEntries(groupId: string, after: number): TranscriptEntry[] | 'too_many' {
+  private async missedEntries(groupId: string, after: number): Promise<TranscriptEntry[] | 'too_many'> {
     const out: TranscriptEntry[] = [];
     let before: number | undefined;
     for (;;) {
-      const page = this.opts.gateway.messages(groupId, { before, limit: 200 });
+      const page = await this.opts.gateway.messages(groupId, { before, limit: 200 });
       if (page.length === 0) break;
       const fresh = page.filter((e) => e.seq > after);
       out.unshift(...fresh);

@@ -2,11 +2,27 @@
  * `/group …`, `/ask …` and `/help` (SPEC §3). Commands behave the same on every channel; replies
  * come from the system voice and neither the command nor its reply is shown to agents.
  */
-import type { GroupDoc } from '../ports.js';
-import type { InboundMessage } from '../types.js';
-import { UserError, describeError } from '../errors.js';
-import type { GroupRouter } from '../router/GroupRouter.js';
+import type { Channel, GroupDoc, Logger } from '../ports.js';
+import type { AgentDef, ChannelKind, InboundMessage } from '../types.js';
+import { StoreUnavailableError, UserError, describeError } from '../errors.js';
+import type { GroupAdmin } from '../groups/GroupAdmin.js';
+import type { HandleIndex } from '../router/mentions.js';
 import { formatGroupList, formatUsage } from './format.js';
+
+/** What commands may use: group management, handles, and a way to answer. Nothing else. */
+export interface CommandContext {
+  agents: readonly AgentDef[];
+  agentMap: ReadonlyMap<string, AgentDef>;
+  handles: HandleIndex;
+  admin: GroupAdmin;
+  logger: Logger;
+  now(): number;
+  channel(kind: ChannelKind): Channel | undefined;
+  /** Record `/ask`'s text (if any) and force these agents to answer. */
+  ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string | null): Promise<void>;
+  /** Answer in the chat through the system voice (recorded when the chat has a group). */
+  reply(msg: InboundMessage, g: GroupDoc | undefined, text: string): Promise<void>;
+}
 
 export interface ParsedCommand {
   name: 'group' | 'ask' | 'help';
@@ -45,18 +61,19 @@ export const HELP_TEXT = [
 ].join('\n');
 
 /** Run a command and answer in the chat. Never throws: mistakes become a reply. */
-export async function handleCommand(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: GroupDoc | undefined): Promise<void> {
+export async function handleCommand(r: CommandContext, msg: InboundMessage, cmd: ParsedCommand, g: GroupDoc | undefined): Promise<void> {
   let reply: string | null;
   try {
     reply = await run(r, msg, cmd, g);
   } catch (err) {
+    if (err instanceof StoreUnavailableError) throw err; // the message is refused (503), not answered
     reply = err instanceof UserError ? `⚠ ${err.message}` : `⚠ command failed: ${describeError(err)}`;
     if (!(err instanceof UserError)) r.logger.error({ err: describeError(err), command: cmd.name }, 'command failed');
   }
-  if (reply) await r.outbox.replyInChat(msg, g && !g.state.archived ? g : undefined, reply);
+  if (reply) await r.reply(msg, g && !g.state.archived ? g : undefined, reply);
 }
 
-async function run(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: GroupDoc | undefined): Promise<string | null> {
+async function run(r: CommandContext, msg: InboundMessage, cmd: ParsedCommand, g: GroupDoc | undefined): Promise<string | null> {
   if (cmd.name === 'help') return HELP_TEXT;
   if (cmd.name === 'ask') return ask(r, msg, cmd, g);
   const [sub = 'list', ...args] = cmd.args;
@@ -71,12 +88,12 @@ async function run(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: G
   switch (subLower) {
     case 'add': {
       const id = resolveAgent(r, one(args, 'add'), null);
-      await r.addMember(g.id, id);
-      return `${r.agentMap.get(id)!.name} joined. Address it as ${r.handlesOf(id).slice(0, 3).join(' ')}.`;
+      await r.admin.addMember(g.id, id);
+      return `${r.agentMap.get(id)!.name} joined. Address it as ${r.handles.handlesOf(id).slice(0, 3).join(' ')}.`;
     }
     case 'remove': {
       const id = resolveAgent(r, one(args, 'remove'), g.participants);
-      await r.removeMember(g.id, id);
+      await r.admin.removeMember(g.id, id);
       return `${r.agentMap.get(id)!.name} left the group; its memory is kept.`;
     }
     case 'list':
@@ -88,36 +105,27 @@ async function run(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: G
     case 'mute':
     case 'unmute': {
       const id = resolveAgent(r, one(args, subLower), g.participants);
-      g.state.muted = g.state.muted.filter((m) => m !== id);
-      if (subLower === 'mute') g.state.muted.push(id);
-      await r.groups.save(g);
-      r.events.emit({ type: 'group', groupId: g.id, action: 'updated' });
+      await r.admin.setMuted(g.id, id, subLower === 'mute');
       const name = r.agentMap.get(id)!.name;
       return subLower === 'mute' ? `${name} is muted: it answers only when @mentioned.` : `${name} is unmuted.`;
     }
     case 'reset': {
       const ids = args.length ? [resolveAgent(r, args[0]!, g.participants)] : g.participants;
-      for (const id of ids) {
-        const s = r.groups.session(g, id);
-        s.history = [];
-        s.summary = null;
-        r.groups.advance(s, g.nextSeq - 1);
-        await r.groups.saveSession(s);
-      }
+      await r.admin.resetMemory(g.id, ids);
       return args.length ? `${r.agentMap.get(ids[0]!)!.name}'s memory of this group was cleared.` : 'Every agent’s memory of this group was cleared.';
     }
     case 'dissolve':
-      await r.dissolveGroup(g.id);
+      await r.admin.dissolveGroup(g.id);
       return 'This group was dissolved; its history stays on disk. Agents now answer here one-to-one only when the chat is private.';
     default:
       throw new UserError(`unknown subcommand "${sub}"; try /help`);
   }
 }
 
-async function create(r: GroupRouter, msg: InboundMessage, args: string[], g: GroupDoc | undefined): Promise<string> {
+async function create(r: CommandContext, msg: InboundMessage, args: string[], g: GroupDoc | undefined): Promise<string> {
   if (g && !g.dmAgentId) throw new UserError(`this chat already has a group (“${g.title}”); use /group add or /group dissolve`);
   if (msg.isPrivate) throw new UserError('groups live in group chats; add the agent bots to a group and run /group create there');
-  const known = r.agents().map((a) => a.id);
+  const known = r.agents.map((a) => a.id);
   if (args.length === 0) throw new UserError(`name the agents: /group create ${known.slice(0, 2).join(' ')} (known: ${known.join(', ')})`);
   const ids: string[] = [];
   for (const a of args) {
@@ -125,11 +133,11 @@ async function create(r: GroupRouter, msg: InboundMessage, args: string[], g: Gr
     if (resolved.length === 0) throw new UserError(`unknown agent "${a}"; known agents: ${known.join(', ')}`);
     for (const id of resolved) if (!ids.includes(id)) ids.push(id);
   }
-  const created = await r.createGroupInChat(msg, ids);
-  return r.greeting(created);
+  const created = await r.admin.createGroupInChat(msg, ids);
+  return r.admin.greeting(created);
 }
 
-async function ask(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: GroupDoc | undefined): Promise<string | null> {
+async function ask(r: CommandContext, msg: InboundMessage, cmd: ParsedCommand, g: GroupDoc | undefined): Promise<string | null> {
   if (!g) throw new UserError('this chat has no group yet; an admin can start one with /group create <agent> …');
   const ids: string[] = [];
   let i = 0;
@@ -145,14 +153,14 @@ async function ask(r: GroupRouter, msg: InboundMessage, cmd: ParsedCommand, g: G
   return null;
 }
 
-async function config(r: GroupRouter, g: GroupDoc, args: string[]): Promise<string> {
+async function config(r: CommandContext, g: GroupDoc, args: string[]): Promise<string> {
   if (args.length === 0) {
     return ['Settings (change with /group config <key> <value>):', ...Object.entries(g.config).map(([k, v]) => `${k} = ${v === null ? 'none' : String(v)}`)].join('\n');
   }
   const [key, ...valueParts] = args;
   if (valueParts.length === 0) throw new UserError(`give a value: /group config ${key} <value>`);
   const value = parseValue(valueParts.join(' '));
-  const next = await r.updateConfig(g.id, { [key!]: value });
+  const next = await r.admin.updateConfig(g.id, { [key!]: value });
   return `${key} = ${String(next[key as keyof typeof next] ?? 'none')}`;
 }
 
@@ -172,11 +180,11 @@ function one(args: string[], sub: string): string {
 }
 
 /** An agent named by id, @handle, name or alias; limited to `within` when given. */
-function resolveAgent(r: GroupRouter, word: string, within: string[] | null): string {
-  const pool = within ?? r.agents().map((a) => a.id);
+function resolveAgent(r: CommandContext, word: string, within: string[] | null): string {
+  const pool = within ?? r.agents.map((a) => a.id);
   const found = r.handles.resolve(word, pool);
   if (found.length === 1) return found[0]!;
-  const all = r.handles.resolve(word, r.agents().map((a) => a.id));
+  const all = r.handles.resolve(word, r.agents.map((a) => a.id));
   if (within && all.length === 1) throw new UserError(`${r.agentMap.get(all[0]!)!.name} is not in this group (members: ${within.join(', ')})`);
   throw new UserError(`unknown agent "${word}"; known agents: ${pool.join(', ')}`);
 }

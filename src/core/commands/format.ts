@@ -1,10 +1,10 @@
 /** Text of `/group list` and `/group usage`: short, readable in any chat client. */
 import type { GroupDoc } from '../ports.js';
-import type { GroupRouter } from '../router/GroupRouter.js';
+import type { CommandContext } from './commands.js';
 
-export function formatGroupList(r: GroupRouter, g: GroupDoc): string {
-  const detail = r.getGroup(g.id)!;
-  const now = r.now;
+export function formatGroupList(r: CommandContext, g: GroupDoc): string {
+  const detail = r.admin.getGroup(g.id)!;
+  const now = r.now();
   const lines = [`Group “${g.title}” · ${g.channel} · ${detail.messageCount} messages`];
   for (const m of detail.members) {
     const agent = r.agentMap.get(m.agentId);
@@ -14,7 +14,7 @@ export function formatGroupList(r: GroupRouter, g: GroupDoc): string {
       m.lastSpokeAt ? `last spoke ${ago(now - m.lastSpokeAt)}` : 'has not spoken yet',
       g.state.sticky === m.agentId && g.config.sticky ? 'sticky' : null,
     ].filter(Boolean);
-    lines.push(`• ${agent?.name ?? m.agentId} — ${r.handlesOf(m.agentId).slice(0, 4).join(' ')} — ${status.join(', ')}`);
+    lines.push(`• ${agent?.name ?? m.agentId} — ${r.handles.handlesOf(m.agentId).slice(0, 4).join(' ')} — ${status.join(', ')}`);
   }
   const c = g.config;
   lines.push(
@@ -25,7 +25,7 @@ export function formatGroupList(r: GroupRouter, g: GroupDoc): string {
   return lines.join('\n');
 }
 
-export function formatUsage(r: GroupRouter, g: GroupDoc): string {
+export function formatUsage(r: CommandContext, g: GroupDoc): string {
   const rows = Object.entries(g.state.usage);
   if (rows.length === 0) return 'No model calls in this group yet.';
   const lines = ['Usage in this group (estimated):'];

@@ -1,33 +1,55 @@
 /**
  * Group lifecycle and management: creating groups (web API, `/group create`, Telegram bots being
- * added), membership, config changes, dissolving, and the read models the web API lists. Every
- * change is saved, then announced as a live event.
+ * added), membership, muting, memory resets, config changes, dissolving, and the read models the
+ * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
-import type { Channel, Clock, GroupDetail, GroupDoc, GroupSummary, GroupView, Logger } from '../ports.js';
+import type { Channel, Clock, GatewayApi, Store, GatewayEvent, GroupDetail, GroupDoc, GroupSummary, GroupView, Logger } from '../ports.js';
 import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
 import { UserError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { Outbox } from '../router/Outbox.js';
+import type { Recorder } from '../router/Recorder.js';
 import type { ConfigValidator } from '../router/GroupRouter.js';
 import type { GroupManager } from './GroupManager.js';
 
 export interface GroupAdminDeps {
   groups: GroupManager;
+  agents: readonly AgentDef[];
   agentMap: ReadonlyMap<string, AgentDef>;
   events: EventHub;
   outbox: Outbox;
+  recorder: Recorder;
   channels: ReadonlyMap<ChannelKind, Channel>;
   validateConfig: ConfigValidator;
   clock: Clock;
   logger: Logger;
+  scriptedProvider: boolean;
+  store: Store;
 }
 
-export class GroupAdmin {
+export class GroupAdmin implements GatewayApi {
   constructor(private readonly d: GroupAdminDeps) {}
 
-  /** Save a new group and a fresh session per participant, so every mailbox starts now. */
-  async persistNew(g: GroupDoc): Promise<void> {
-    await Promise.all([this.d.groups.save(g), ...g.participants.map((p) => this.d.groups.join(g, p, false))]);
+  get scriptedProvider(): boolean {
+    return this.d.scriptedProvider;
+  }
+
+  readiness(): { ready: boolean; store: { writable: boolean; error: string | null } } {
+    const store = this.d.store.health();
+    return { ready: store.writable, store };
+  }
+
+  listAgents(): readonly AgentDef[] {
+    return this.d.agents;
+  }
+
+  subscribe(listener: (ev: GatewayEvent) => void): () => void {
+    return this.d.events.subscribe(listener);
+  }
+
+  /** Record a group just created (with a fresh session per participant: every mailbox starts now). */
+  async persistNew(g: GroupDoc, seen?: string): Promise<void> {
+    await this.d.recorder.record(g, { seen });
   }
 
   async membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean }): Promise<void> {
@@ -39,7 +61,7 @@ export class GroupAdmin {
       g = this.d.groups.create({ channel: chat.channel, chatId: chat.chatId, title: change.title ?? `Chat ${chat.chatId}`, participants: joined });
       await this.persistNew(g);
       this.d.events.emit({ type: 'group', groupId: g.id, action: 'created' });
-      await this.d.outbox.notice(g, this.greeting(g), { viaAgentId: joined[0] });
+      await this.d.recorder.notice(g, this.greeting(g), { viaAgentId: joined[0] });
       return;
     }
     for (const a of joined) if (!g.participants.includes(a)) await this.addMember(g.id, a);
@@ -52,7 +74,7 @@ export class GroupAdmin {
     if (!g || this.d.groups.find(channel, newChatId)) return;
     this.d.groups.rekey(g, newChatId);
     this.d.logger.info({ group: g.id, from: oldChatId, to: newChatId }, 'chat moved to a new id; group re-keyed');
-    await this.d.groups.save(g);
+    await this.d.recorder.record(g);
     this.d.events.emit({ type: 'group', groupId: g.id, action: 'updated' });
   }
 
@@ -61,7 +83,7 @@ export class GroupAdmin {
     return `👋 Group "${g.title}" is ready with ${who}. Address an agent with its @handle, @all for everyone, or just talk and agents join in when they have something to add. /help lists the commands.`;
   }
 
-    listGroups(): GroupSummary[] {
+  listGroups(): GroupSummary[] {
     return this.d.groups
       .all()
       .filter((g) => !g.state.archived)
@@ -98,8 +120,7 @@ export class GroupAdmin {
   async createGroupInChat(msg: InboundMessage, participants: string[]): Promise<GroupDoc> {
     const g = this.d.groups.create({ channel: msg.channel, chatId: msg.chatId, title: msg.chatTitle ?? `Chat ${msg.chatId}`, participants });
     // Its other copies (one per bot) and redeliveries after a restart are duplicates now.
-    this.d.groups.markSeen(g, msg.messageId);
-    await this.persistNew(g);
+    await this.persistNew(g, msg.messageId);
     this.d.events.emit({ type: 'group', groupId: g.id, action: 'created' });
     return g;
   }
@@ -107,7 +128,7 @@ export class GroupAdmin {
   async dissolveGroup(id: string): Promise<void> {
     const g = this.d.groups.require(id);
     this.d.groups.archive(g);
-    await this.d.groups.save(g);
+    await this.d.recorder.record(g);
     this.d.events.emit({ type: 'group', groupId: g.id, action: 'dissolved' });
   }
 
@@ -121,7 +142,7 @@ export class GroupAdmin {
       throw new UserError(`last_speaker: "${next.last_speaker}" is not a participant (${g.participants.join(', ')})`, 'invalid_config', 400);
     }
     g.config = next;
-    await this.d.groups.save(g);
+    await this.d.recorder.record(g);
     this.d.events.emit({ type: 'config', groupId: g.id, config: { ...g.config } });
     return { ...g.config };
   }
@@ -133,10 +154,8 @@ export class GroupAdmin {
     if (g.participants.includes(agentId)) throw new UserError(`${agent.name} is already in this group`, 'conflict', 409);
     g.participants.push(agentId);
     // The newcomer is shown the last messages so it has context (SPEC §3).
-    await this.d.groups.join(g, agentId, true);
-    const line = this.d.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${agent.name} joined the group.`, delivery: 'posted' });
-    await this.d.groups.save(g);
-    this.d.events.emit({ type: 'message', groupId: g.id, entry: line });
+    this.d.groups.join(g, agentId, true);
+    await this.d.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${agent.name} joined the group.`, delivery: 'posted' }] });
     this.d.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], added: agentId });
     return this.d.groups.view(g);
   }
@@ -149,16 +168,31 @@ export class GroupAdmin {
     if (g.state.sticky === agentId) g.state.sticky = null;
     if (g.config.last_speaker === agentId) g.config.last_speaker = null;
     const name = this.d.agentMap.get(agentId)?.name ?? agentId;
-    const line = this.d.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${name} left the group.`, delivery: 'posted' });
-    await this.d.groups.save(g);
-    this.d.events.emit({ type: 'message', groupId: g.id, entry: line });
+    await this.d.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${name} left the group.`, delivery: 'posted' }] });
     this.d.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], removed: agentId });
     return this.d.groups.view(g);
   }
 
-  messages(id: string, opts: { before?: number | undefined; limit: number }): TranscriptEntry[] {
+  /** `/group mute` and `unmute`: no voluntary turns; @mentions are still answered. */
+  async setMuted(id: string, agentId: string, muted: boolean): Promise<void> {
     const g = this.d.groups.require(id);
-    const list = opts.before === undefined ? g.transcript : g.transcript.filter((e) => e.seq < opts.before!);
-    return list.slice(-Math.max(1, Math.min(opts.limit, 500)));
+    g.state.muted = g.state.muted.filter((m) => m !== agentId);
+    if (muted) g.state.muted.push(agentId);
+    await this.d.recorder.record(g);
+    this.d.events.emit({ type: 'group', groupId: g.id, action: 'updated' });
+  }
+
+  /** `/group reset`: these agents forget the group and listen from now on. */
+  async resetMemory(id: string, agentIds: string[]): Promise<void> {
+    const g = this.d.groups.require(id);
+    for (const a of agentIds) this.d.groups.resetSession(g, a);
+    await this.d.recorder.record(g);
+  }
+
+  /** A page of the full transcript (archived groups too: their history is kept). */
+  messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
+    const g = this.d.groups.get(id);
+    if (!g) throw new UserError(`unknown group "${id}"`, 'not_found', 404);
+    return this.d.groups.page(g, opts);
   }
 }

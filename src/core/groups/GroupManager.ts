@@ -1,28 +1,30 @@
 /**
- * The in-memory set of groups and sessions, and the only place that changes them. Every
- * mutation goes through here so persistence, transcript trimming and views stay consistent.
+ * The in-memory groups and sessions, and the only place that changes them. Every mutation is
+ * noted as part of the group's pending change; `commit` turns the pending change into one log
+ * record (SPEC §6), so whatever must change together — a reply, the agent's cursor and history,
+ * the round's progress — is durable together or not at all.
+ *
+ * Changes are applied in memory first and become visible to the outside (events, acks) only once
+ * their record is durable. If a write fails, the group is reloaded from the store as after a
+ * crash: what was not durable is gone without a trace.
  */
-import type { GroupDoc, GroupSummary, GroupView, Logger, SessionDoc, Store, UsageTotals } from '../ports.js';
-import type { AgentDef, ChannelKind, GroupConfig, TranscriptEntry, Usage } from '../types.js';
-import { UserError } from '../errors.js';
+import type { GroupCheckpoint, GroupDoc, GroupHead, GroupRecord, GroupSummary, GroupView, Logger, RoundRecord, SessionDelta, SessionDoc, Store, StoredGroup, UsageTotals } from '../ports.js';
+import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, TranscriptEntry, Usage } from '../types.js';
+import { StoreUnavailableError, UserError, describeError } from '../errors.js';
+import { applyRecord, applySessionDelta, emptyUsage, fromCheckpoint, pruneSeen } from './replay.js';
 
-/**
- * Entries kept in a group file. Every save rewrites the file, so this bounds the bytes written
- * per message; entries a silent agent has not been shown yet move to its session's backlog.
- */
-export const TRANSCRIPT_TAIL = 150;
-/** Trim in batches, so a lagging session's file is rewritten once per batch, not per message. */
+export { emptyUsage } from './replay.js';
+
+/** Transcript entries kept in memory per group; older ones are read from the store on demand. */
+export const TRANSCRIPT_TAIL = 200;
+/** Trim the in-memory tail in batches rather than one entry at a time. */
 const TRIM_BATCH = 50;
-/** Unseen observations kept for one silent agent; older ones are dropped (and logged). */
-export const BACKLOG_MAX = 300;
-/** Platform message ids remembered per group for dedupe. */
-export const SEEN_MAX = 500;
 /** Transcript messages a newcomer is shown on `/group add` (SPEC §3). */
 export const JOIN_CONTEXT = 20;
-
-export function emptyUsage(): UsageTotals {
-  return { calls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-}
+/** Observations put in one prompt after a long silence; older ones are counted, not shown. */
+export const MAILBOX_MAX = 300;
+/** Records between checkpoints: bounds replay at start; its cost is spread over this many writes. */
+export const CHECKPOINT_EVERY = 256;
 
 /** Add one call's figures to running totals. */
 export function addUsage(totals: UsageTotals, res: { usage: Usage; costUsd?: number | null | undefined }): void {
@@ -39,12 +41,47 @@ export function isObservable(e: TranscriptEntry): boolean {
   return !e.hiddenFromAgents && (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system');
 }
 
+/** The seq inside a transcript id (`<group>.<seq>`). */
+export function seqOfId(id: string): number {
+  return Number(id.slice(id.lastIndexOf('.') + 1));
+}
+
+/** What a group has changed since its last record. */
+interface Pending {
+  entries: TranscriptEntry[];
+  delivery: NonNullable<GroupRecord['delivery']>;
+  rounds: Map<string, RoundRecord>;
+  roundsDone: Set<string>;
+  sessions: Map<string, SessionDelta>;
+  seen: string[];
+}
+
+/** Bookkeeping of one loaded group (never persisted). */
+interface Runtime {
+  n: number;
+  pending: Pending;
+  headJson: string;
+  lastWrite: Promise<void>;
+  sinceCheckpoint: number;
+  /** A write failed: refuse everything until the group is reloaded. */
+  broken: boolean;
+  /** Replaced by a reload: whoever still holds this object must stop. */
+  stale: boolean;
+}
+
+function emptyPending(): Pending {
+  return { entries: [], delivery: [], rounds: new Map(), roundsDone: new Set(), sessions: new Map(), seen: [] };
+}
+
 export class GroupManager {
   private readonly groups = new Map<string, GroupDoc>();
   private readonly byChat = new Map<string, string>();
   private readonly sessions = new Map<string, SessionDoc>();
-  /** Sessions whose backlog changed; saved (before their group) by the next `save`. */
-  private readonly dirty = new Map<string, Set<SessionDoc>>();
+  private readonly runtime = new WeakMap<GroupDoc, Runtime>();
+  /** Ids of groups whose data could not be read: never created over. */
+  private readonly reserved = new Set<string>();
+  /** Called once when a group's write fails (the router schedules its reload). */
+  onBroken: (g: GroupDoc, err: unknown) => void = () => undefined;
 
   constructor(
     private readonly store: Store,
@@ -52,17 +89,83 @@ export class GroupManager {
     private readonly defaults: GroupConfig,
     private readonly now: () => number,
     private readonly logger: Logger,
+    private readonly checkpointEvery = CHECKPOINT_EVERY,
   ) {}
 
-  load(groups: GroupDoc[], sessions: SessionDoc[]): void {
-    for (const g of groups) {
-      // Config keys added in newer versions get their defaults.
-      g.config = { ...this.defaults, ...g.config };
-      g.participants = g.participants.filter((p) => this.agents.has(p));
-      this.groups.set(g.id, g);
-      if (!g.state.archived) this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
+  /** Open the store and rebuild every group from its checkpoint and log. */
+  async load(): Promise<void> {
+    const { groups, unreadable } = await this.store.open();
+    for (const id of unreadable) this.reserved.add(id);
+    for (const stored of groups) {
+      const g = await this.build(stored);
+      if (g) this.install(g);
     }
-    for (const s of sessions) if (this.groups.has(s.groupId)) this.sessions.set(sessionKey(s.groupId, s.agentId), s);
+  }
+
+  /** After a failed write: drop the group's in-memory state and read it back from the store. */
+  async reload(id: string): Promise<GroupDoc | undefined> {
+    const old = this.groups.get(id);
+    if (old) this.rt(old).stale = true;
+    const loaded = await this.build(await this.store.reopen(id));
+    if (old) this.byChat.delete(chatKey(old.channel, old.chatId, old.dmAgentId));
+    for (const key of [...this.sessions.keys()]) if (key.startsWith(`${id}/`)) this.sessions.delete(key);
+    if (!loaded) {
+      this.groups.delete(id);
+      return undefined;
+    }
+    return this.install(loaded);
+  }
+
+  private async build(stored: StoredGroup): Promise<{ doc: GroupDoc; sessions: SessionDoc[]; n: number } | null> {
+    const r = fromCheckpoint(stored.checkpoint);
+    let records = 0;
+    for await (const rec of stored.records()) {
+      applyRecord(r, rec);
+      records++;
+    }
+    // A group whose first record never became durable never existed.
+    if (!r.head && !stored.checkpoint && records === 0) return null;
+    if (!r.head) {
+      this.logger.error({ group: stored.id }, 'group log has no description of the group; left untouched');
+      this.reserved.add(stored.id);
+      return null;
+    }
+    const head = r.head;
+    pruneSeen(r.seen, this.now());
+    const doc: GroupDoc = {
+      ...head,
+      // Config keys added in newer versions get their defaults; agents no longer configured leave.
+      config: { ...this.defaults, ...head.config },
+      participants: head.participants.filter((p) => this.agents.has(p)),
+      transcript: await this.store.readEntries(stored.id, { limit: TRANSCRIPT_TAIL }),
+      nextSeq: r.nextSeq,
+      rounds: r.rounds,
+      seen: r.seen,
+      undelivered: [...r.undelivered.values()].sort((a, b) => a.seq - b.seq),
+    };
+    for (const s of r.sessions.values()) s.groupId = doc.id;
+    return { doc, sessions: [...r.sessions.values()], n: r.n };
+  }
+
+  private install(loaded: { doc: GroupDoc; sessions: SessionDoc[]; n: number }): GroupDoc {
+    const g = loaded.doc;
+    this.groups.set(g.id, g);
+    if (!g.state.archived) this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
+    for (const s of loaded.sessions) this.sessions.set(sessionKey(g.id, s.agentId), s);
+    this.runtime.set(g, { n: loaded.n, pending: emptyPending(), headJson: JSON.stringify(headOf(g)), lastWrite: Promise.resolve(), sinceCheckpoint: 0, broken: false, stale: false });
+    return g;
+  }
+
+  private rt(g: GroupDoc): Runtime {
+    const rt = this.runtime.get(g);
+    if (!rt) throw new Error(`group ${g.id} is not managed`);
+    return rt;
+  }
+
+  /** False once the group's object was replaced by a reload or a write failed. */
+  usable(g: GroupDoc): boolean {
+    const rt = this.runtime.get(g);
+    return !!rt && !rt.stale && !rt.broken;
   }
 
   all(): GroupDoc[] {
@@ -86,6 +189,7 @@ export class GroupManager {
     return id ? this.groups.get(id) : undefined;
   }
 
+  /** A new group with a fresh session per participant; durable with its first commit. */
   create(input: {
     channel: ChannelKind;
     chatId: string;
@@ -101,12 +205,12 @@ export class GroupManager {
     if (unknown.length) throw new UserError(`unknown agent(s): ${unknown.join(', ')}; known: ${[...this.agents.keys()].join(', ')}`, 'unknown_agent', 400);
     if (participants.length === 0) throw new UserError('a group needs at least one agent', 'bad_request', 400);
     const id = input.id ?? this.freshId(input.channel, input.dmAgentId ? `${input.chatId}-${input.dmAgentId}` : input.chatId, input.title);
-    if (this.groups.has(id)) {
-      const archived = this.groups.get(id)!.state.archived;
-      throw new UserError(`a group with id "${id}" already exists${archived ? ' (archived; its history is kept)' : ''}`, 'conflict', 409);
+    if (this.groups.has(id) || this.reserved.has(id)) {
+      const archived = this.groups.get(id)?.state.archived;
+      const why = this.reserved.has(id) ? ' (its data could not be read; it is kept untouched)' : archived ? ' (archived; its history is kept)' : '';
+      throw new UserError(`a group with id "${id}" already exists${why}`, 'conflict', 409);
     }
-    const doc: GroupDoc = {
-      version: 1,
+    const g: GroupDoc = {
       id,
       title: input.title.trim() || id,
       channel: input.channel,
@@ -119,15 +223,18 @@ export class GroupManager {
       transcript: [],
       nextSeq: 1,
       rounds: [],
-      seen: [],
+      seen: new Map(),
+      undelivered: [],
     };
-    this.groups.set(id, doc);
-    this.byChat.set(chatKey(doc.channel, doc.chatId, doc.dmAgentId), id);
-    return doc;
+    this.install({ doc: g, sessions: [], n: 0 });
+    this.rt(g).headJson = ''; // the first record carries the head
+    for (const p of participants) this.join(g, p, false);
+    return g;
   }
 
   archive(g: GroupDoc): void {
     g.state.archived = true;
+    for (const r of g.rounds) this.rt(g).pending.roundsDone.add(r.id);
     g.rounds = [];
     this.byChat.delete(chatKey(g.channel, g.chatId, g.dmAgentId));
   }
@@ -138,26 +245,78 @@ export class GroupManager {
     this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
   }
 
+  // -------------------------------------------------------------------------------------------
+  // Sessions
+
   session(g: GroupDoc, agentId: string): SessionDoc {
     const key = sessionKey(g.id, agentId);
     let s = this.sessions.get(key);
     if (!s) {
-      // Normally made (and saved) when the agent joins; this fallback shows it the recent context.
-      s = { version: 1, groupId: g.id, agentId, history: [], cursor: this.contextStart(g), summary: null, usage: emptyUsage() };
+      // Normally made when the agent joins; this fallback shows it the recent context.
+      s = { groupId: g.id, agentId, history: [], cursor: this.contextStart(g), summary: null, usage: emptyUsage() };
       this.sessions.set(key, s);
+      this.noteSession(g, s, { reset: true, append: [] });
     }
     return s;
   }
 
-  /** Create and persist a fresh session for an agent joining now; it is shown the recent context. */
-  async join(g: GroupDoc, agentId: string, withContext: boolean): Promise<SessionDoc> {
-    const s: SessionDoc = { version: 1, groupId: g.id, agentId, history: [], cursor: withContext ? this.contextStart(g) : g.nextSeq - 1, summary: null, usage: emptyUsage() };
+  /** An agent joins now: a fresh session (or its old memory) that is shown the recent context. */
+  join(g: GroupDoc, agentId: string, withContext: boolean): SessionDoc {
+    const cursor = withContext ? this.contextStart(g) : g.nextSeq - 1;
     const old = this.sessions.get(sessionKey(g.id, agentId));
-    // A returning member keeps its memory but is brought up to date through its mailbox.
-    const doc = old ? { ...old, cursor: Math.min(old.cursor, s.cursor) } : s;
-    this.sessions.set(sessionKey(g.id, agentId), doc);
-    await this.store.saveSession(doc);
-    return doc;
+    if (old) {
+      // A returning member keeps its memory but is brought up to date through its mailbox.
+      old.cursor = Math.min(old.cursor, cursor);
+      this.noteSession(g, old, {});
+      return old;
+    }
+    const s: SessionDoc = { groupId: g.id, agentId, history: [], cursor, summary: null, usage: emptyUsage() };
+    this.sessions.set(sessionKey(g.id, agentId), s);
+    this.noteSession(g, s, { reset: true, append: [] });
+    return s;
+  }
+
+  /** One turn of the agent: its history grows and its mailbox is drained up to `seenUpTo`. */
+  recordTurn(g: GroupDoc, s: SessionDoc, turns: ChatTurn[], seenUpTo: number, res: { usage: Usage; costUsd?: number | null | undefined }): void {
+    s.history.push(...turns);
+    s.cursor = Math.max(s.cursor, seenUpTo);
+    addUsage(s.usage, res);
+    this.noteSession(g, s, { append: turns });
+  }
+
+  /** Old turns were folded into the summary (or cut when summarising keeps failing). */
+  foldHistory(g: GroupDoc, s: SessionDoc, drop: number, summary: string | null, res?: { usage: Usage; costUsd?: number | null | undefined }): void {
+    s.history = s.history.slice(drop);
+    s.summary = summary;
+    if (res) addUsage(s.usage, res);
+    this.noteSession(g, s, { drop });
+  }
+
+  /** `/group reset`: the agent forgets this group and starts listening from now. */
+  resetSession(g: GroupDoc, agentId: string): void {
+    const s = this.session(g, agentId);
+    s.history = [];
+    s.summary = null;
+    s.cursor = g.nextSeq - 1;
+    this.noteSession(g, s, { reset: true, append: [] });
+  }
+
+  private noteSession(g: GroupDoc, s: SessionDoc, change: { reset?: true; drop?: number; append?: ChatTurn[] }): void {
+    const pending = this.rt(g).pending.sessions;
+    const prev = pending.get(s.agentId);
+    let d: SessionDelta;
+    if (change.reset || (prev && change.drop && (prev.append?.length || prev.reset))) {
+      // Not expressible as "drop, then append": write the whole (bounded) history instead.
+      d = { agentId: s.agentId, reset: true, append: [...s.history], cursor: s.cursor, summary: s.summary, usage: s.usage };
+    } else {
+      d = prev ?? { agentId: s.agentId, cursor: s.cursor, summary: s.summary, usage: s.usage };
+      if (change.drop) d.drop = (d.drop ?? 0) + change.drop;
+      if (change.append?.length) d.append = [...(d.append ?? []), ...change.append];
+    }
+    d.cursor = s.cursor;
+    d.summary = s.summary;
+    d.usage = s.usage;
+    pending.set(s.agentId, d);
   }
 
   /** Cursor that shows the last JOIN_CONTEXT human/agent messages. */
@@ -166,84 +325,207 @@ export class GroupManager {
     return ctx.length > 0 ? ctx[0]!.seq - 1 : g.nextSeq - 1;
   }
 
-  /** Observations not yet shown to this agent, oldest first (backlog, then the group's tail). */
-  mailbox(g: GroupDoc, s: SessionDoc): TranscriptEntry[] {
-    const fresh = g.transcript.filter((e) => e.seq > s.cursor && e.agentId !== s.agentId && isObservable(e));
-    if (!s.backlog?.length) return fresh;
-    // After a crash between the two writes an entry can be in both places: keep it once.
-    const first = fresh[0]?.seq ?? Infinity;
-    return [...s.backlog.filter((e) => e.seq > s.cursor && e.seq < first), ...fresh];
-  }
-
-  /** The agent has been shown everything up to `seq`. */
-  advance(s: SessionDoc, seq: number): void {
-    s.cursor = Math.max(s.cursor, seq);
-    if (s.backlog) {
-      s.backlog = s.backlog.filter((e) => e.seq > s.cursor);
-      if (s.backlog.length === 0) delete s.backlog;
+  /**
+   * Observations not yet shown to this agent, oldest first. After a long silence they are read
+   * from the store; past MAILBOX_MAX only the newest are shown and `omitted` says how many not.
+   */
+  async mailbox(g: GroupDoc, s: SessionDoc): Promise<{ entries: TranscriptEntry[]; omitted: number }> {
+    const mine = (e: TranscriptEntry) => e.seq > s.cursor && e.agentId !== s.agentId && isObservable(e);
+    const tailStart = g.transcript[0]?.seq ?? g.nextSeq;
+    let entries = g.transcript.filter(mine);
+    let omitted = 0;
+    if (s.cursor + 1 < tailStart) {
+      const older = (await this.store.readEntries(g.id, { beforeSeq: tailStart, limit: MAILBOX_MAX })).filter(mine);
+      const first = older[0]?.seq ?? tailStart;
+      // Entries between the cursor and the oldest one read were not shown: count the visible ones.
+      if (first > s.cursor + 1 && older.length > 0) omitted = await this.countObservable(g, s, first);
+      entries = [...older, ...entries];
     }
-  }
-
-  /** Append a transcript entry (id and seq assigned) and trim the tail. */
-  append(g: GroupDoc, entry: Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number }): TranscriptEntry {
-    const seq = g.nextSeq++;
-    const full: TranscriptEntry = { ...entry, id: `${g.id}.${seq}`, seq, ts: entry.ts ?? this.now() };
-    g.transcript.push(full);
-    this.trim(g);
-    return full;
-  }
-
-  /** Keep the tail short; what a participant has not been shown yet moves to its backlog. */
-  private trim(g: GroupDoc): void {
-    if (g.transcript.length <= TRANSCRIPT_TAIL + TRIM_BATCH) return;
-    // Rounds still waiting refer to their human messages: never cut past the first of them.
-    const pending = new Set(g.rounds.flatMap((r) => r.triggerIds));
-    let cut = g.transcript.length - TRANSCRIPT_TAIL;
-    const stop = g.transcript.findIndex((e) => pending.has(e.id));
-    if (stop >= 0) cut = Math.min(cut, stop);
-    if (cut <= 0) return;
-    const removed = g.transcript.splice(0, cut);
-    for (const p of g.participants) {
-      const s = this.sessions.get(sessionKey(g.id, p));
-      if (!s) continue;
-      const unseen = removed.filter((e) => e.seq > s.cursor && e.agentId !== p && isObservable(e)).map(({ meta: _meta, postedIds: _ids, ...e }) => e);
-      if (unseen.length === 0) continue;
-      const backlog = [...(s.backlog ?? []), ...unseen];
-      if (backlog.length > BACKLOG_MAX) {
-        this.logger.warn({ group: g.id, agent: p, dropped: backlog.length - BACKLOG_MAX }, 'agent silent for long: its oldest unseen observations are dropped');
-        backlog.splice(0, backlog.length - BACKLOG_MAX);
-      }
-      s.backlog = backlog;
-      let set = this.dirty.get(g.id);
-      if (!set) this.dirty.set(g.id, (set = new Set()));
-      set.add(s);
+    if (entries.length > MAILBOX_MAX) {
+      omitted += entries.length - MAILBOX_MAX;
+      entries = entries.slice(-MAILBOX_MAX);
     }
+    return { entries, omitted };
   }
 
-  /** Remember a platform message id; false if it was seen before. */
-  markSeen(g: GroupDoc, key: string): boolean {
-    if (g.seen.includes(key)) return false;
-    g.seen.push(key);
-    if (g.seen.length > SEEN_MAX) g.seen.splice(0, g.seen.length - SEEN_MAX);
-    return true;
-  }
-
-  /** Persist a group; sessions that received trimmed observations are written first. */
-  async save(g: GroupDoc): Promise<void> {
-    const dirty = this.dirty.get(g.id);
-    if (dirty) {
-      this.dirty.delete(g.id);
-      await Promise.all([...dirty].map((s) => this.store.saveSession(s)));
+  private async countObservable(g: GroupDoc, s: SessionDoc, before: number): Promise<number> {
+    let n = 0;
+    for (let after = s.cursor; after < before - 1; ) {
+      const page = await this.store.readEntries(g.id, { afterSeq: after, limit: 500 });
+      const inRange = page.filter((e) => e.seq < before);
+      n += inRange.filter((e) => e.agentId !== s.agentId && isObservable(e)).length;
+      if (inRange.length < page.length || page.length === 0) break;
+      after = page.at(-1)!.seq;
     }
-    return this.store.saveGroup(g);
-  }
-
-  saveSession(s: SessionDoc): Promise<void> {
-    return this.store.saveSession(s);
+    return n;
   }
 
   sessionsOf(g: GroupDoc): SessionDoc[] {
     return g.participants.map((p) => this.session(g, p));
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Transcript, rounds, dedupe
+
+  /** Add a transcript entry (id and seq assigned); durable with the next commit. */
+  append(g: GroupDoc, entry: Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number }): TranscriptEntry {
+    const seq = g.nextSeq++;
+    const full: TranscriptEntry = { ...entry, id: `${g.id}.${seq}`, seq, ts: entry.ts ?? this.now() };
+    g.transcript.push(full);
+    if (full.delivery === 'pending') g.undelivered.push(full);
+    // Its platform id is dedupe memory from now on (a replay derives the same from the entry).
+    if (full.kind === 'human' && full.platformMessageId) this.markSeen(g, full.platformMessageId, true);
+    this.rt(g).pending.entries.push(full);
+    this.trim(g);
+    return full;
+  }
+
+  /** The channel posted (or gave up on) an entry. */
+  markDelivered(g: GroupDoc, e: TranscriptEntry, outcome: 'posted' | 'failed', postedIds?: string[]): void {
+    e.delivery = outcome;
+    if (postedIds) e.postedIds = postedIds;
+    g.undelivered = g.undelivered.filter((x) => x !== e && x.seq !== e.seq);
+    this.rt(g).pending.delivery.push({ seq: e.seq, delivery: outcome, postedIds });
+  }
+
+  /** Keep the in-memory tail short; the log keeps everything. */
+  private trim(g: GroupDoc): void {
+    if (g.transcript.length <= TRANSCRIPT_TAIL + TRIM_BATCH) return;
+    // Rounds still waiting refer to their human messages: keep them in memory.
+    const firstTrigger = Math.min(...g.rounds.flatMap((r) => r.triggerIds.map(seqOfId)));
+    let cut = g.transcript.length - TRANSCRIPT_TAIL;
+    const stop = g.transcript.findIndex((e) => e.seq >= firstTrigger);
+    if (stop >= 0) cut = Math.min(cut, stop);
+    if (cut > 0) g.transcript.splice(0, cut);
+  }
+
+  addRound(g: GroupDoc, round: RoundRecord): void {
+    g.rounds.push(round);
+    this.touchRound(g, round);
+  }
+
+  /** The round's progress changed: it travels with the next record. */
+  touchRound(g: GroupDoc, round: RoundRecord): void {
+    if (g.rounds.includes(round)) this.rt(g).pending.rounds.set(round.id, round);
+  }
+
+  finishRound(g: GroupDoc, round: RoundRecord): void {
+    g.rounds = g.rounds.filter((r) => r !== round);
+    const p = this.rt(g).pending;
+    p.rounds.delete(round.id);
+    p.roundsDone.add(round.id);
+  }
+
+  isSeen(g: GroupDoc, key: string): boolean {
+    return g.seen.has(key);
+  }
+
+  /** Remember a platform message id (dedupe, ≥ 24 h); false if it was seen before. */
+  markSeen(g: GroupDoc, key: string, inEntry = false): boolean {
+    if (g.seen.has(key)) return false;
+    g.seen.set(key, this.now());
+    if (!inEntry) this.rt(g).pending.seen.push(key);
+    pruneSeen(g.seen, this.now());
+    return true;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Durability
+
+  /**
+   * Write everything the group changed since its last record as one record. Resolves once it
+   * (and every record before it) is durable; with nothing pending, waits for earlier records.
+   * Returns the entries the record carried.
+   */
+  commit(g: GroupDoc): { entries: TranscriptEntry[]; durable: Promise<void> } {
+    const rt = this.rt(g);
+    if (rt.stale || rt.broken) return { entries: [], durable: Promise.reject(new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`)) };
+    const p = rt.pending;
+    const head = headOf(g);
+    const headJson = JSON.stringify(head);
+    const headChanged = headJson !== rt.headJson;
+    const empty = !headChanged && p.entries.length === 0 && p.delivery.length === 0 && p.rounds.size === 0 && p.roundsDone.size === 0 && p.sessions.size === 0 && p.seen.length === 0;
+    if (empty) return { entries: [], durable: rt.lastWrite };
+    // A deep copy: the store may serialise after this tick, and the live objects keep changing.
+    const rec: GroupRecord = structuredClone({
+      v: 1 as const,
+      n: ++rt.n,
+      ts: this.now(),
+      ...(p.entries.length ? { entries: p.entries } : {}),
+      ...(p.delivery.length ? { delivery: p.delivery } : {}),
+      ...(headChanged ? { head } : {}),
+      ...(p.rounds.size ? { rounds: [...p.rounds.values()] } : {}),
+      ...(p.roundsDone.size ? { roundsDone: [...p.roundsDone] } : {}),
+      ...(p.sessions.size ? { sessions: [...p.sessions.values()] } : {}),
+      ...(p.seen.length ? { seen: p.seen } : {}),
+    });
+    const entries = p.entries;
+    rt.pending = emptyPending();
+    rt.headJson = headJson;
+    const checkpoint = ++rt.sinceCheckpoint >= this.checkpointEvery ? this.checkpointOf(g, rt.n) : null;
+    if (checkpoint) rt.sinceCheckpoint = 0;
+    const durable = this.store.append(g.id, rec).then(
+      () => {
+        if (checkpoint) void this.store.checkpoint(g.id, checkpoint);
+      },
+      (err: unknown) => {
+        if (!rt.broken && !rt.stale) {
+          rt.broken = true;
+          this.logger.error({ group: g.id, err: describeError(err) }, 'could not write to the store; the group is refused until it is reloaded');
+          this.onBroken(g, err);
+        }
+        throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError(`could not record: ${describeError(err)}`, { cause: err });
+      },
+    );
+    rt.lastWrite = durable;
+    durable.catch(() => undefined); // callers see the error; this copy only orders later waits
+    return { entries, durable };
+  }
+
+  /** Wait until everything recorded for this group so far is durable. */
+  durable(g: GroupDoc): Promise<void> {
+    return this.rt(g).lastWrite;
+  }
+
+  /** Checkpoint every group that changed since its last one (clean stop: a fast next start). */
+  async checkpointAll(): Promise<void> {
+    await Promise.all(
+      this.all().map(async (g) => {
+        const rt = this.rt(g);
+        if (rt.sinceCheckpoint === 0 || rt.broken || rt.stale) return;
+        this.commit(g).durable.catch(() => undefined);
+        rt.sinceCheckpoint = 0;
+        await this.store.checkpoint(g.id, this.checkpointOf(g, rt.n));
+      }),
+    );
+  }
+
+  private checkpointOf(g: GroupDoc, n: number): GroupCheckpoint {
+    return structuredClone({
+      version: 2 as const,
+      n,
+      head: headOf(g),
+      nextSeq: g.nextSeq,
+      rounds: g.rounds,
+      sessions: [...this.sessions.values()].filter((s) => s.groupId === g.id),
+      seen: [...g.seen],
+      undelivered: g.undelivered,
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Read models
+
+  /** Transcript page, oldest first: the tail from memory, older pages from the store. */
+  async page(g: GroupDoc, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
+    const limit = Math.max(1, Math.min(opts.limit, 500));
+    const before = opts.before ?? g.nextSeq;
+    const fromTail = g.transcript.filter((e) => e.seq < before).slice(-limit);
+    const tailStart = g.transcript[0]?.seq ?? g.nextSeq;
+    // The tail covers the page if it has enough entries or starts at the very beginning.
+    if (fromTail.length >= limit || tailStart <= 1) return fromTail;
+    const older = await this.store.readEntries(g.id, { beforeSeq: Math.min(before, tailStart), limit: limit - fromTail.length });
+    return [...older, ...fromTail];
   }
 
   view(g: GroupDoc): GroupView {
@@ -273,10 +555,25 @@ export class GroupManager {
   private freshId(channel: ChannelKind, chatId: string, title: string): string {
     const base = channel === 'web' ? slugify(title) || 'room' : `${channel === 'telegram' ? 'tg' : 'dc'}-${slugify(chatId) || 'chat'}`;
     let id = base.slice(0, 60);
-    // Archived ids stay taken: their files keep the old history.
-    for (let n = 2; this.groups.has(id); n++) id = `${base.slice(0, 56)}-${n}`;
+    // Archived and unreadable ids stay taken: their data keeps the old history.
+    for (let n = 2; this.groups.has(id) || this.reserved.has(id); n++) id = `${base.slice(0, 56)}-${n}`;
     return id;
   }
+}
+
+/** The small, whole-rewritten part of a group. */
+function headOf(g: GroupDoc): GroupHead {
+  return {
+    id: g.id,
+    title: g.title,
+    channel: g.channel,
+    chatId: g.chatId,
+    ...(g.dmAgentId ? { dmAgentId: g.dmAgentId } : {}),
+    participants: g.participants,
+    config: g.config,
+    createdAt: g.createdAt,
+    state: g.state,
+  };
 }
 
 /** Private chats share one chat id across bots, so the agent is part of their key. */
@@ -297,3 +594,5 @@ export function slugify(s: string): string {
     .replace(/^-+|-+$/g, '')
     .slice(0, 60);
 }
+
+export { applySessionDelta };

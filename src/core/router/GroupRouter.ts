@@ -1,35 +1,23 @@
 /**
- * The GroupRouter: the channel-agnostic heart of Chorus. Channels hand it inbound messages; it
- * dedupes, records durably, and runs rounds on a per-group FIFO queue (SPEC §4). It is also the
- * ChannelHost adapters talk to and the GatewayApi the web feed uses.
+ * The GroupRouter: the inbox and the per-group queues of Chorus. Channels hand it inbound messages;
+ * it dedupes them, records them through the Recorder (durable before the channel may acknowledge)
+ * and runs rounds on a per-group FIFO queue (SPEC §4). Group management and the web feed's API
+ * live in GroupAdmin (`router.gateway`); commands get a narrow CommandContext.
  */
 import PQueue from 'p-queue';
-import type {
-  Channel,
-  ChannelHost,
-  Clock,
-  GatewayApi,
-  GatewayEvent,
-  GroupDetail,
-  GroupDoc,
-  GroupSummary,
-  GroupView,
-  LlmProvider,
-  Logger,
-  RoundRecord,
-  Store,
-} from '../ports.js';
-import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
-import { describeError } from '../errors.js';
+import type { Channel, ChannelHost, Clock, GatewayApi, GroupDoc, GroupView, LlmProvider, Logger, RoundRecord, Store } from '../ports.js';
+import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, ReceiveResult } from '../types.js';
+import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { Metrics } from '../metrics.js';
 import { GroupManager } from '../groups/GroupManager.js';
 import { HandleIndex, findMentions } from './mentions.js';
 import { LlmGate } from './LlmGate.js';
 import { RoundRunner } from './RoundRunner.js';
-import { handleCommand, parseCommand } from '../commands/commands.js';
+import { handleCommand, parseCommand, type CommandContext } from '../commands/commands.js';
 import { RateLimiter } from './RateLimiter.js';
 import { Outbox } from './Outbox.js';
+import { Recorder, type NewEntry } from './Recorder.js';
 import { GroupAdmin } from '../groups/GroupAdmin.js';
 
 /** Validates a partial group config; returns readable problems (one per key) or the clean patch. */
@@ -50,48 +38,63 @@ export interface RouterOptions {
   /** Groups from the config file, created on first start. */
   declaredGroups?: Array<{ channel: ChannelKind; chatId: string; title?: string | undefined; participants: string[]; config?: Partial<GroupConfig> | undefined }>;
   scripted?: boolean;
+  /** Records between checkpoints of a group (tests make it small to crash around checkpoints). */
+  checkpointEvery?: number | undefined;
 }
 
 /** Dedupe memory for chats that have no group yet (commands sent to several bots). */
 const CHATLESS_SEEN = 2000;
+/** First wait before reloading a group after a failed write; doubles up to RECOVER_MAX_MS. */
+const RECOVER_FIRST_MS = 500;
+const RECOVER_MAX_MS = 30_000;
 
-export class GroupRouter implements ChannelHost, GatewayApi {
+const UNAVAILABLE: ReceiveResult = { status: 'rejected', code: 'unavailable', reason: 'storage is unavailable; nothing was recorded, try again shortly' };
+
+export class GroupRouter implements ChannelHost {
   readonly events: EventHub;
   readonly metrics = new Metrics();
   readonly groups: GroupManager;
   readonly handles: HandleIndex;
   readonly agentMap: ReadonlyMap<string, AgentDef>;
-  readonly scriptedProvider: boolean;
+  readonly outbox: Outbox;
+  readonly recorder: Recorder;
+  /** Group management and live events for user interfaces (the web feed's API). */
+  readonly gateway: GroupAdmin;
+  readonly logger: Logger;
   private readonly channels = new Map<ChannelKind, Channel>();
   private readonly queues = new Map<string, PQueue>();
   private readonly chatlessSeen = new Set<string>();
-  readonly outbox: Outbox;
-  private readonly admin: GroupAdmin;
+  private readonly recovering = new Set<string>();
   private readonly shutdownController = new AbortController();
   private readonly gate: LlmGate;
   private readonly runner: RoundRunner;
   private readonly rate: RateLimiter;
+  private readonly commands: CommandContext;
   private started = false;
   private resumed = false;
-  readonly logger: Logger;
 
   constructor(readonly opts: RouterOptions) {
     this.logger = opts.logger;
     this.events = new EventHub(opts.logger);
     this.agentMap = new Map(opts.agents.map((a) => [a.id, a]));
     this.handles = new HandleIndex(opts.agents, opts.aliases);
-    this.scriptedProvider = opts.scripted ?? false;
-    this.groups = new GroupManager(opts.store, this.agentMap, opts.groupDefaults, () => opts.clock.now(), opts.logger);
-    this.outbox = new Outbox(this.groups, this.channels, this.agentMap, this.events, opts.logger);
-    this.admin = new GroupAdmin({
+    this.groups = new GroupManager(opts.store, this.agentMap, opts.groupDefaults, () => opts.clock.now(), opts.logger, opts.checkpointEvery);
+    this.groups.onBroken = (g) => this.recover(g.id);
+    this.outbox = new Outbox(this.channels, this.agentMap, this.events, opts.logger);
+    this.recorder = new Recorder(this.groups, this.events, this.outbox, opts.logger);
+    this.gateway = new GroupAdmin({
       groups: this.groups,
+      agents: opts.agents,
       agentMap: this.agentMap,
       events: this.events,
       outbox: this.outbox,
+      recorder: this.recorder,
       channels: this.channels,
       validateConfig: opts.validateConfig,
       clock: opts.clock,
       logger: opts.logger,
+      scriptedProvider: opts.scripted ?? false,
+      store: opts.store,
     });
     this.gate = new LlmGate(opts.llm, opts.llmSettings.maxConcurrency, opts.clock, this.metrics, this.shutdownController.signal);
     this.rate = new RateLimiter(opts.limits.user_messages_per_minute, 60_000);
@@ -106,17 +109,23 @@ export class GroupRouter implements ChannelHost, GatewayApi {
       logger: opts.logger,
       models: opts.llmSettings,
       shutdown: this.shutdownController.signal,
-      post: (g, e, replyTo) => this.outbox.postEntry(g, e, replyTo),
-      notice: (g, text, o) => this.outbox.notice(g, text, o),
+      recorder: this.recorder,
       typing: (g, a, active) => this.outbox.setTyping(g, a, active),
     });
+    this.commands = {
+      agents: opts.agents,
+      agentMap: this.agentMap,
+      handles: this.handles,
+      admin: this.gateway,
+      logger: opts.logger,
+      now: () => opts.clock.now(),
+      channel: (kind) => this.channels.get(kind),
+      ask: (g, msg, ids, text) => this.ask(g, msg, ids, text),
+      reply: (msg, g, text) => (g ? this.recorder.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId }).then(() => undefined) : this.outbox.replyInChat(msg, text)),
+    };
     this.metrics.gauge('chorus_queue_depth', 'Rounds waiting or running across groups', () => this.groups.all().reduce((n, g) => n + g.rounds.length, 0));
     this.metrics.gauge('chorus_llm_in_flight', 'LLM calls waiting or in flight', () => this.gate.depth);
     this.metrics.gauge('chorus_groups', 'Live groups', () => this.groups.all().filter((g) => !g.state.archived).length);
-  }
-
-  get gateway(): GatewayApi {
-    return this;
   }
 
   /** Register a channel before `start`. */
@@ -136,32 +145,28 @@ export class GroupRouter implements ChannelHost, GatewayApi {
   async start(opts: { resume?: boolean } = {}): Promise<void> {
     if (this.started) return;
     this.started = true;
-    const { groups, sessions } = await this.opts.store.loadAll();
-    this.groups.load(groups, sessions);
+    await this.groups.load();
     for (const g of this.groups.all()) for (const e of g.transcript) this.outbox.indexPosted(g, e);
     for (const d of this.opts.declaredGroups ?? []) {
       if (this.groups.find(d.channel, d.chatId)) continue;
       const g = this.groups.create({ channel: d.channel, chatId: d.chatId, title: d.title ?? d.chatId, participants: d.participants, config: d.config, id: d.channel === 'web' ? d.chatId : undefined });
-      await this.admin.persistNew(g);
+      await this.gateway.persistNew(g);
     }
     if (opts.resume !== false) this.resume();
   }
 
-  /** Post replies a crash left undelivered and finish recorded rounds (once per start). */
+  /** Post entries a crash left undelivered and finish recorded rounds (once per start). */
   resume(): void {
     if (this.resumed) return;
     this.resumed = true;
-    for (const g of this.groups.all()) {
-      if (g.state.archived) continue;
-      const pending = g.transcript.filter((e) => e.delivery === 'pending');
-      if (pending.length > 0 || g.rounds.length > 0) {
-        this.logger.info({ group: g.id, rounds: g.rounds.length, undelivered: pending.length }, 'resuming unfinished work');
-        this.queue(g.id).add(async () => {
-          for (const e of pending) await this.outbox.postEntry(g, e, undefined);
-        });
-        this.schedule(g);
-      }
-    }
+    for (const g of this.groups.all()) this.resumeGroup(g);
+  }
+
+  private resumeGroup(g: GroupDoc): void {
+    if (g.state.archived || (g.undelivered.length === 0 && g.rounds.length === 0)) return;
+    this.logger.info({ group: g.id, rounds: g.rounds.length, undelivered: g.undelivered.length }, 'resuming unfinished work');
+    if (g.undelivered.length > 0) void this.queue(g.id).add(() => this.recorder.redeliver(g));
+    this.schedule(g);
   }
 
   /** Stop taking work, cancel model calls (their turns stay queued on disk), flush writes. */
@@ -169,6 +174,7 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     this.shutdownController.abort();
     this.outbox.stopAllTyping();
     await Promise.all([...this.queues.values()].map((q) => q.onIdle()));
+    await this.groups.checkpointAll();
     await this.opts.store.flush();
   }
 
@@ -185,6 +191,15 @@ export class GroupRouter implements ChannelHost, GatewayApi {
   // Inbound
 
   async receive(msg: InboundMessage): Promise<ReceiveResult> {
+    try {
+      return await this.take(msg);
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) return UNAVAILABLE;
+      throw err;
+    }
+  }
+
+  private async take(msg: InboundMessage): Promise<ReceiveResult> {
     if (this.shutdownController.signal.aborted) return { status: 'rejected', code: 'shutting_down', reason: 'shutting down' };
     const dm = msg.isPrivate && msg.viaAgentId && this.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
     let g = this.groups.find(msg.channel, msg.chatId, dm);
@@ -196,65 +211,56 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     if (!g) {
       if (command) {
         rememberBounded(this.chatlessSeen, chatlessKey, CHATLESS_SEEN);
-        await handleCommand(this, msg, command, undefined);
+        await handleCommand(this.commands, msg, command, undefined);
         return { status: 'command' };
       }
       if (!dm) return { status: 'no_group', reason: 'this chat has no group; use /group create' };
       const agent = this.agentMap.get(dm)!;
       g = this.groups.create({ channel: msg.channel, chatId: msg.chatId, dmAgentId: dm, title: `${agent.name} · ${msg.author.name}`, participants: [dm] });
-      await this.admin.persistNew(g);
+      await this.gateway.persistNew(g);
       this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
     }
-    if (!this.groups.markSeen(g, msg.messageId)) {
+    if (!this.groups.usable(g)) return UNAVAILABLE;
+    if (this.groups.isSeen(g, msg.messageId)) {
       // Another copy (a second Telegram bot, a redelivery) may still be writing the original: the
-      // channel confirms this copy as soon as we return, so make the original durable first.
-      await this.groups.save(g);
+      // channel confirms this copy as soon as we return, so the original must be durable first.
+      await this.groups.durable(g);
       return { status: 'duplicate', groupId: g.id };
     }
     if (command) {
-      const entry = this.groups.append(g, this.humanEntry(msg, true));
-      await this.groups.save(g);
-      this.events.emit({ type: 'message', groupId: g.id, entry });
-      await handleCommand(this, msg, command, g);
-      return { status: 'command', groupId: g.id, entryId: entry.id };
+      const [entry] = await this.recorder.record(g, { entries: [this.humanEntry(msg, true)] });
+      await handleCommand(this.commands, msg, command, g);
+      return { status: 'command', groupId: g.id, entryId: entry!.id };
     }
     const refusal = this.checkLimits(g, msg);
     if (refusal) {
-      await this.groups.save(g);
-      void this.outbox.notice(g, refusal.text, { decision: 'cap' }).catch(() => undefined);
+      await this.recorder.notice(g, refusal.text, { decision: 'cap', seen: msg.messageId });
       return { status: 'rejected', groupId: g.id, code: refusal.code, reason: refusal.text };
     }
-    const entry = this.groups.append(g, this.humanEntry(msg, false));
     const addressed = this.addressedBy(g, msg);
     if (addressed.length > 0) g.state.sticky = addressed.at(-1)!;
-    this.addRound(g, [entry.id], addressed, false);
-    await this.groups.save(g); // durable before the channel acknowledges (SPEC §4 step 2)
+    // The message and its round are one record: durable before the channel acknowledges (§4.2).
+    const round = this.newRound(g, [`${g.id}.${g.nextSeq}`], addressed, false);
+    const [entry] = await this.recorder.record(g, { entries: [this.humanEntry(msg, false)], round: { record: round, add: true } });
     this.metrics.inc('chorus_messages_total', { channel: msg.channel });
-    this.events.emit({ type: 'message', groupId: g.id, entry });
     this.schedule(g);
-    return { status: 'recorded', groupId: g.id, entryId: entry.id };
+    return { status: 'recorded', groupId: g.id, entryId: entry!.id };
   }
 
   /** `/ask`: record the optional text and force these agents to answer. */
-  async ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string | null): Promise<void> {
-    const triggers: string[] = [];
-    if (text) {
-      const entry = this.groups.append(g, { ...this.humanEntry(msg, false), text });
-      triggers.push(entry.id);
-      this.events.emit({ type: 'message', groupId: g.id, entry });
-    }
-    this.addRound(g, triggers, agentIds, true);
-    await this.groups.save(g);
+  private async ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string | null): Promise<void> {
+    const entries: NewEntry[] = text ? [{ ...this.humanEntry(msg, false), text }] : [];
+    const round = this.newRound(g, text ? [`${g.id}.${g.nextSeq}`] : [], agentIds, true);
+    await this.recorder.record(g, { entries, round: { record: round, add: true } });
     this.schedule(g);
   }
 
-  private addRound(g: GroupDoc, triggerIds: string[], addressed: string[], forced: boolean): RoundRecord {
-    const round: RoundRecord = { id: `r${g.nextSeq}`, createdAt: this.opts.clock.now(), triggerIds, addressed, forced, planned: false, queue: [], asked: [], capped: 0, voluntary: 0 };
-    g.rounds.push(round);
-    return round;
+  /** A round for the entries about to be recorded (ids known in advance: seqs are assigned in order). */
+  private newRound(g: GroupDoc, triggerIds: string[], addressed: string[], forced: boolean): RoundRecord {
+    return { id: `r${g.nextSeq + triggerIds.length}`, createdAt: this.opts.clock.now(), triggerIds, addressed, forced, planned: false, queue: [], asked: [], capped: 0, voluntary: 0 };
   }
 
-  private humanEntry(msg: InboundMessage, command: boolean): Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> {
+  private humanEntry(msg: InboundMessage, command: boolean): NewEntry {
     return {
       kind: 'human',
       authorId: `${msg.channel}:${msg.author.id}`,
@@ -295,32 +301,68 @@ export class GroupRouter implements ChannelHost, GatewayApi {
   /** Make sure one drain task is waiting in the group's queue. */
   private schedule(g: GroupDoc): void {
     const q = this.queue(g.id);
-    if (q.size === 0) void q.add(() => this.drain(g)).catch((err) => this.logger.error({ group: g.id, err: describeError(err) }, 'round failed'));
+    if (q.size === 0) void q.add(() => this.drain(g)).catch((err) => this.roundFailed(g, err));
+  }
+
+  private roundFailed(g: GroupDoc, err: unknown): void {
+    // A failed write is handled by reloading the group (see recover); anything else is a bug.
+    if (err instanceof StoreUnavailableError) this.logger.warn({ group: g.id, err: describeError(err) }, 'round paused: the store refused a write');
+    else this.logger.error({ group: g.id, err: describeError(err) }, 'round failed');
   }
 
   /** Run the group's recorded rounds in order; waiting rounds are answered as one batch (§4.7). */
   private async drain(g: GroupDoc): Promise<void> {
-    while (g.rounds.length > 0 && !this.shutdownController.signal.aborted && !g.state.archived) {
+    while (g.rounds.length > 0 && !this.shutdownController.signal.aborted && !g.state.archived && this.groups.usable(g)) {
       const round = g.rounds[0]!;
       if (!round.planned) {
         const waiting = g.rounds.filter((r) => !r.planned);
         if (waiting.length > 1) {
+          // Not written on its own: the next record carries the merge, and a restart before it
+          // merges the same rounds again.
           for (const r of waiting.slice(1)) {
             round.triggerIds.push(...r.triggerIds);
             for (const a of r.addressed) if (!round.addressed.includes(a)) round.addressed.push(a);
             round.forced ||= r.forced;
+            this.groups.finishRound(g, r);
           }
-          g.rounds = g.rounds.filter((r) => r === round || r.planned);
+          this.groups.touchRound(g, round);
           this.logger.info({ group: g.id, messages: waiting.length }, 'answering waiting messages as one batch');
         }
       }
       await this.runner.run(g, round);
-      if (g.rounds.includes(round)) break; // interrupted by shutdown
+      if (g.rounds.includes(round)) break; // interrupted by shutdown or a failed write
     }
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Outbound
+  /**
+   * A write of this group failed: it refuses new work (503) while it is read back from the store,
+   * as after a crash, once the store accepts writes again. Then its unfinished work resumes.
+   */
+  private recover(id: string): void {
+    if (this.recovering.has(id)) return;
+    this.recovering.add(id);
+    const attempt = (wait: number) => {
+      const timer = setTimeout(async () => {
+        if (this.shutdownController.signal.aborted) return;
+        try {
+          await this.queue(id).onIdle();
+          await this.opts.store.checkWritable();
+          const g = await this.groups.reload(id);
+          this.recovering.delete(id);
+          this.logger.info({ group: id }, 'store writable again; group reloaded from disk');
+          if (g) {
+            for (const e of g.transcript) this.outbox.indexPosted(g, e);
+            this.resumeGroup(g);
+          }
+        } catch (err) {
+          this.logger.warn({ group: id, err: describeError(err), retryInMs: Math.min(wait * 2, RECOVER_MAX_MS) }, 'store still refuses writes');
+          attempt(Math.min(wait * 2, RECOVER_MAX_MS));
+        }
+      }, wait);
+      timer.unref?.();
+    };
+    attempt(RECOVER_FIRST_MS);
+  }
 
   // -------------------------------------------------------------------------------------------
   // ChannelHost
@@ -342,65 +384,19 @@ export class GroupRouter implements ChannelHost, GatewayApi {
     return this.outbox.agentFor(channel, chatId, platformMessageId);
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Group management (GatewayApi and ChannelHost), implemented by GroupAdmin
-
   membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean }): Promise<void> {
-    return this.admin.membershipChanged(chat, change);
+    return this.gateway.membershipChanged(chat, change);
   }
+
   rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
-    return this.admin.rekeyChat(channel, oldChatId, newChatId);
-  }
-  greeting(g: GroupDoc): string {
-    return this.admin.greeting(g);
-  }
-  listAgents(): readonly AgentDef[] {
-    return this.opts.agents;
-  }
-  listGroups(): GroupSummary[] {
-    return this.admin.listGroups();
-  }
-  getGroup(id: string): GroupDetail | undefined {
-    return this.admin.getGroup(id);
-  }
-  createGroup(input: { title: string; participants: string[]; id?: string | undefined }): Promise<GroupView> {
-    return this.admin.createGroup(input);
-  }
-  createGroupInChat(msg: InboundMessage, participants: string[]): Promise<GroupDoc> {
-    return this.admin.createGroupInChat(msg, participants);
-  }
-  dissolveGroup(id: string): Promise<void> {
-    return this.admin.dissolveGroup(id);
-  }
-  updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig> {
-    return this.admin.updateConfig(id, patch);
-  }
-  addMember(id: string, agentId: string): Promise<GroupView> {
-    return this.admin.addMember(id, agentId);
-  }
-  removeMember(id: string, agentId: string, opts: { allowEmpty?: boolean } = {}): Promise<GroupView> {
-    return this.admin.removeMember(id, agentId, opts);
-  }
-  messages(id: string, opts: { before?: number | undefined; limit: number }): TranscriptEntry[] {
-    return this.admin.messages(id, opts);
-  }
-
-  subscribe(listener: (ev: GatewayEvent) => void): () => void {
-    return this.events.subscribe(listener);
-  }
-
-  /** Agents that act as handles of `agentId`, for help texts. */
-  handlesOf(agentId: string): string[] {
-    return this.handles.handlesOf(agentId);
-  }
-
-  get now(): number {
-    return this.opts.clock.now();
+    return this.gateway.rekeyChat(channel, oldChatId, newChatId);
   }
 }
+
+/** The gateway API as the web channel sees it. */
+export type { GatewayApi };
 
 function rememberBounded(set: Set<string>, key: string, max: number): void {
   set.add(key);
   if (set.size > max) set.delete(set.values().next().value!);
 }
-

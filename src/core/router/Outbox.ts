@@ -1,24 +1,25 @@
 /**
- * Everything the router sends out: agent replies, system notices and command answers through
- * the group's channel, typing indicators, and the platform-id → agent map that makes replies to
- * an agent's message address that agent. A reply is recorded before it is posted; its delivery
- * state tells a restart what still has to go out.
+ * Handing recorded entries to channels: agent replies and system notices through the group's
+ * channel, command answers in chats without a group, typing indicators, and the platform-id →
+ * agent map that makes replies to an agent's message address that agent. Recording happens
+ * before (see Recorder); this class never writes.
  */
 import type { Channel, GroupDoc, Logger } from '../ports.js';
-import type { AgentDef, ChannelKind, ChatRef, DecisionType, InboundMessage, TranscriptEntry } from '../types.js';
+import type { AgentDef, ChannelKind, ChatRef, InboundMessage, TranscriptEntry } from '../types.js';
 import { describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
-import type { GroupManager } from '../groups/GroupManager.js';
 
 /** Platform ids remembered for reply-to addressing (bounded). */
 const POSTED_MAX = 50_000;
+
+/** What became of one post: posted with ids, failed for good, or no channel running yet. */
+export type PostOutcome = { ok: true; ids: string[] } | { ok: false } | 'later';
 
 export class Outbox {
   private readonly postedIndex = new Map<string, string>();
   private readonly typingStops = new Map<string, () => void>();
 
   constructor(
-    private readonly groups: GroupManager,
     private readonly channels: ReadonlyMap<ChannelKind, Channel>,
     private readonly agentMap: ReadonlyMap<string, AgentDef>,
     private readonly events: EventHub,
@@ -40,58 +41,27 @@ export class Outbox {
     return { channel: g.channel, chatId: g.chatId, threadId, viaAgentId: viaAgentId ?? g.dmAgentId };
   }
 
-  async postEntry(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined): Promise<void> {
+  /** Post one recorded entry as its agent, or as the system voice. Never throws. */
+  async post(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined): Promise<PostOutcome> {
     const channel = this.channels.get(g.channel);
-    const agent = entry.agentId ? this.agentMap.get(entry.agentId) : undefined;
     if (!channel) {
-      this.logger.warn({ group: g.id, channel: g.channel }, 'channel not running; reply kept for later delivery');
-      return;
+      this.logger.warn({ group: g.id, channel: g.channel }, 'channel not running; entry kept for later delivery');
+      return 'later';
     }
+    const agent = entry.agentId ? this.agentMap.get(entry.agentId) : undefined;
     try {
-      const chat = this.chatOf(g, entry.threadId);
+      const chat = this.chatOf(g, entry.threadId, entry.viaAgentId);
       const res = agent ? await channel.postAsAgent(chat, agent, entry.text, { replyToMessageId: replyTo }) : await channel.postAsSystem(chat, entry.text);
-      entry.delivery = 'posted';
-      entry.postedIds = res.ids;
-      this.indexPosted(g, entry);
+      if (agent) for (const id of res.ids) remember(this.postedIndex, `${g.channel}:${g.chatId}:${id}`, agent.id);
+      return { ok: true, ids: res.ids };
     } catch (err) {
-      entry.delivery = 'failed';
-      this.logger.error({ group: g.id, agent: entry.agentId, err: describeError(err) }, 'channel could not post a reply');
+      this.logger.error({ group: g.id, agent: entry.agentId, err: describeError(err) }, agent ? 'channel could not post a reply' : 'channel could not post a notice');
+      return { ok: false };
     }
-    // Not awaited: the round's next save (usually in this same tick) carries the delivery state,
-    // and saves of one tick share one write.
-    this.groups.save(g).catch((err: unknown) => this.logger.error({ group: g.id, err: describeError(err) }, 'could not save delivery state'));
   }
 
-  /** A system-voice message in the chat: recorded in the transcript, posted, never shown to agents. */
-  async notice(g: GroupDoc, text: string, opts: { decision?: DecisionType; agentId?: string; viaAgentId?: string; threadId?: string } = {}): Promise<void> {
-    const entry = this.groups.append(g, {
-      kind: 'system',
-      authorId: 'system',
-      authorName: 'Chorus',
-      text,
-      hiddenFromAgents: true,
-      delivery: 'pending',
-      threadId: opts.threadId,
-      decision: opts.decision ? { type: opts.decision, agentId: opts.agentId, detail: text } : undefined,
-    });
-    await this.groups.save(g);
-    this.events.emit({ type: 'message', groupId: g.id, entry });
-    const channel = this.channels.get(g.channel);
-    if (!channel) return;
-    try {
-      const res = await channel.postAsSystem(this.chatOf(g, opts.threadId, opts.viaAgentId), text);
-      entry.delivery = 'posted';
-      entry.postedIds = res.ids;
-    } catch (err) {
-      entry.delivery = 'failed';
-      this.logger.warn({ group: g.id, err: describeError(err) }, 'channel could not post a notice');
-    }
-    await this.groups.save(g);
-  }
-
-  /** Reply to a chat that may have no group (commands like /group create, /help). */
-  async replyInChat(msg: InboundMessage, g: GroupDoc | undefined, text: string): Promise<void> {
-    if (g) return this.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId });
+  /** Answer a command in a chat that has no group (e.g. /help before /group create). */
+  async replyInChat(msg: InboundMessage, text: string): Promise<void> {
     const channel = this.channels.get(msg.channel);
     try {
       await channel?.postAsSystem({ channel: msg.channel, chatId: msg.chatId, threadId: msg.threadId, viaAgentId: msg.viaAgentId }, text, { replyToMessageId: msg.messageId });
@@ -111,6 +81,7 @@ export class Outbox {
     this.events.emit({ type: 'typing', groupId: g.id, agentId: agent.id, active });
   }
 
+  /** Learn which agent posted the platform ids of a loaded entry. */
   indexPosted(g: GroupDoc, e: TranscriptEntry): void {
     if (!e.agentId || !e.postedIds) return;
     for (const id of e.postedIds) remember(this.postedIndex, `${g.channel}:${g.chatId}:${id}`, e.agentId);

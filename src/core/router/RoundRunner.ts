@@ -9,7 +9,8 @@ import type { AgentDef, ChatTurn, DecisionType, TranscriptEntry } from '../types
 import { describeError, LlmError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { Metrics } from '../metrics.js';
-import { addUsage, emptyUsage, type GroupManager } from '../groups/GroupManager.js';
+import { addUsage, emptyUsage, seqOfId, type GroupManager } from '../groups/GroupManager.js';
+import type { NewEntry, Recorder } from './Recorder.js';
 import { buildSystemPrompt, buildUserTurn, PASS_TOKEN, type Ask } from '../session/prompt.js';
 import { cleanReply, isPass } from './pass.js';
 import { passStreamFilter } from '../text/passStream.js';
@@ -34,10 +35,8 @@ export interface RoundDeps {
   logger: Logger;
   models: { model: string; summaryModel: string; maxTokens: number };
   shutdown: AbortSignal;
-  /** Hand a recorded reply to the channel; updates its delivery state. */
-  post(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined): Promise<void>;
-  /** Record and post a system notice visible in the chat. */
-  notice(g: GroupDoc, text: string, opts?: { decision?: DecisionType; agentId?: string }): Promise<void>;
+  /** The one path that records, persists, publishes and delivers entries. */
+  recorder: Recorder;
   /** Show or hide the typing indicator for an agent. */
   typing(g: GroupDoc, agent: AgentDef, active: boolean): void;
 }
@@ -51,17 +50,16 @@ export class RoundRunner {
     if (!round.planned) {
       // A deterministic plan is not written on its own: the first turn's write carries it, and a
       // restart before that re-derives the same plan. A selector's choice is written at once.
-      if (await planRound(this.d, g, round)) await this.d.groups.save(g);
+      if (await planRound(this.d, g, round)) await this.d.recorder.record(g, { round: { record: round } });
     }
-    while (round.queue.length > 0 && !this.d.shutdown.aborted && !g.state.archived) {
+    while (round.queue.length > 0 && !this.d.shutdown.aborted && !g.state.archived && this.d.groups.usable(g)) {
       const batch = this.parallelBatch(g, round);
       if (batch.length > 1) await Promise.all(batch.map((t) => this.turn(g, round, t, notes)));
       else await this.turn(g, round, round.queue[0]!, notes);
     }
-    if (this.d.shutdown.aborted) return;
-    g.rounds = g.rounds.filter((r) => r !== round);
+    if (this.d.shutdown.aborted || !this.d.groups.usable(g)) return;
+    await this.d.recorder.record(g, { round: { record: round, done: true } });
     this.d.metrics.inc('chorus_rounds_total');
-    await this.d.groups.save(g);
   }
 
   /** With `execution: parallel`, the leading human-addressed turns run at once, last_speaker after. */
@@ -79,20 +77,15 @@ export class RoundRunner {
     round.queue = round.queue.filter((x) => x !== t);
   }
 
-  private decide(g: GroupDoc, type: DecisionType, agentId: string | undefined, detail: string, roundId: string): void {
+  /** A quiet decision line, recorded with the round's progress. */
+  private async decide(g: GroupDoc, round: RoundRecord, type: DecisionType, agentId: string | undefined, detail: string): Promise<void> {
+    await this.d.recorder.record(g, { entries: [this.decision(type, agentId, detail, round.id)], round: { record: round } });
+  }
+
+  private decision(type: DecisionType, agentId: string | undefined, detail: string, roundId: string): NewEntry {
     const name = agentId ? (this.d.agents.get(agentId)?.name ?? agentId) : 'Chorus';
-    const entry = this.d.groups.append(g, {
-      kind: 'decision',
-      authorId: 'system',
-      authorName: name,
-      text: detail,
-      agentId: undefined,
-      decision: { type, agentId, detail },
-      hiddenFromAgents: true,
-      roundId,
-    });
-    this.d.events.emit({ type: 'decision', groupId: g.id, entry });
-    this.d.logger.debug({ group: g.id, agent: agentId, decision: type }, detail);
+    this.d.logger.debug({ round: roundId, agent: agentId, decision: type }, detail);
+    return { kind: 'decision', authorId: 'system', authorName: name, text: detail, decision: { type, agentId, detail }, hiddenFromAgents: true, roundId };
   }
 
   /** One agent's turn: checks, prompt, model call, pass or delivery, reactions. */
@@ -101,6 +94,13 @@ export class RoundRunner {
     const agent = this.d.agents.get(t.agentId);
     const cfg = g.config;
     if (!agent || !g.participants.includes(t.agentId)) return this.drop(round, t);
+    const session = groups.session(g, agent.id);
+    if (HUMAN_CAUSED.has(t.reason) && !round.forced && this.alreadySeen(g, round, session.cursor)) {
+      // The agent's previous turn already showed it (and answered) this round's message(s); no
+      // need to wait out a cooldown first.
+      this.drop(round, t);
+      return this.decide(g, round, 'batch', agent.id, `${agent.name} already answered this together with an earlier message`);
+    }
     const cooldownLeft = (g.state.lastSpoke[agent.id] ?? -Infinity) + cfg.cooldown_seconds * 1000 - clock.now();
     const capReached = round.capped >= cfg.max_agent_turns_per_message;
 
@@ -108,15 +108,16 @@ export class RoundRunner {
       if (t.reason === 'voluntary' && g.state.muted.includes(agent.id)) return this.drop(round, t);
       if (t.reason === 'voluntary' && round.voluntary >= cfg.max_voluntary_responders) return this.drop(round, t);
       if (capReached) {
+        this.drop(round, t);
         if (!notes.has('cap')) {
           notes.add('cap');
-          this.decide(g, 'cap', undefined, `turn cap reached (${cfg.max_agent_turns_per_message} agent replies for this message)`, round.id);
+          await this.decide(g, round, 'cap', undefined, `turn cap reached (${cfg.max_agent_turns_per_message} agent replies for this message)`);
         }
-        return this.drop(round, t);
+        return;
       }
       if (cooldownLeft > 0) {
-        this.decide(g, 'cooldown', agent.id, `${agent.name} is cooling down (${Math.ceil(cooldownLeft / 1000)}s left)`, round.id);
-        return this.drop(round, t);
+        this.drop(round, t);
+        return this.decide(g, round, 'cooldown', agent.id, `${agent.name} is cooling down (${Math.ceil(cooldownLeft / 1000)}s left)`);
       }
     } else if (cooldownLeft > 0) {
       // A human's @mention is never dropped: wait the cooldown out.
@@ -129,16 +130,11 @@ export class RoundRunner {
     if (round.asked.includes(agent.id) && t.reason === 'voluntary') return this.drop(round, t);
     if (t.reason === 'voluntary') round.asked.push(agent.id);
 
-    const session = groups.session(g, agent.id);
-    if (HUMAN_CAUSED.has(t.reason) && !round.forced && this.alreadySeen(g, round, session.cursor)) {
-      // The agent's previous turn already showed it (and answered) this round's message(s).
-      this.decide(g, 'batch', agent.id, `${agent.name} already answered this together with an earlier message`, round.id);
-      return this.drop(round, t);
-    }
-    const observations = groups.mailbox(g, session);
     const seenUpTo = g.nextSeq - 1;
+    const mailbox = await groups.mailbox(g, session);
+    const observations = mailbox.entries.filter((e) => e.seq <= seenUpTo);
     const ask = this.askFor(g, round, t, session.cursor);
-    const userTurn = buildUserTurn(observations, ask);
+    const userTurn = buildUserTurn(observations, ask, mailbox.omitted);
     const participants = g.participants.map((p) => this.d.agents.get(p)).filter((a): a is AgentDef => !!a);
     const system = buildSystemPrompt(agent, { title: g.title, participants, handles: (id) => this.d.handles.handlesOf(id) });
     const messages: ChatTurn[] = [...session.history, { role: 'user', content: userTurn }];
@@ -176,27 +172,24 @@ export class RoundRunner {
       this.d.logger.warn({ group: g.id, agent: agent.id, code, err: describeError(err) }, 'agent could not reply');
       this.drop(round, t);
       // The mailbox is not drained: the agent sees these observations next time.
-      await this.d.notice(g, `⚠ ${agent.name} could not reply (${code === 'timeout' ? 'timeout' : describeCode(code)})`, { decision: 'error', agentId: agent.id });
+      await this.d.recorder.notice(g, `⚠ ${agent.name} could not reply (${code === 'timeout' ? 'timeout' : describeCode(code)})`, { decision: 'error', agentId: agent.id, round });
       return;
     }
     this.d.typing(g, agent, false);
 
     const pass = isPass(res.text);
     const text = pass ? '' : cleanReply(res.text, agent);
-    session.history.push({ role: 'user', content: userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text });
-    groups.advance(session, seenUpTo);
-    addUsage(session.usage, res);
+    if (!groups.usable(g)) return; // reloaded after a failed write while the model was answering
+    groups.recordTurn(g, session, [{ role: 'user', content: userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text }], seenUpTo, res);
     addUsage((g.state.usage[agent.id] ??= emptyUsage()), res);
     this.drop(round, t);
 
     if (pass || !text) {
       this.d.metrics.inc('chorus_passes_total', { agent: agent.id });
-      this.decide(g, 'pass', agent.id, `${agent.name} passed`, round.id);
-      await Promise.all([groups.save(g), groups.saveSession(session)]);
-      return;
+      return this.decide(g, round, 'pass', agent.id, `${agent.name} passed`);
     }
 
-    const entry = groups.append(g, {
+    const reply: NewEntry = {
       kind: 'agent',
       authorId: `agent:${agent.id}`,
       authorName: agent.name,
@@ -206,23 +199,21 @@ export class RoundRunner {
       roundId: round.id,
       threadId: this.trigger(g, round)?.threadId,
       meta: { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, depth: t.depth, reason: t.reason },
-    });
+    };
     g.state.lastSpoke[agent.id] = clock.now();
     if (t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected') round.capped++;
     if (t.reason === 'voluntary') round.voluntary++;
-    this.queueReactions(g, round, t, agent, text);
-    await Promise.all([groups.save(g), groups.saveSession(session)]);
-    this.d.metrics.inc('chorus_replies_total', { agent: agent.id, reason: t.reason });
-    this.d.events.emit({ type: 'message', groupId: g.id, entry });
+    const depthNote = this.queueReactions(g, round, t, agent, text);
     const replyTo = HUMAN_CAUSED.has(t.reason) ? this.trigger(g, round)?.platformMessageId : undefined;
-    await this.d.post(g, entry, replyTo);
+    // One record: the reply, the agent's turn and cursor, its cooldown and the round's progress.
+    await this.d.recorder.record(g, { entries: depthNote ? [reply, depthNote] : [reply], round: { record: round }, replyTo });
+    this.d.metrics.inc('chorus_replies_total', { agent: agent.id, reason: t.reason });
     await maybeSummarize(this.d, g, agent, session);
   }
 
   private alreadySeen(g: GroupDoc, round: RoundRecord, cursor: number): boolean {
     if (round.triggerIds.length === 0) return false;
-    const seqs = round.triggerIds.map((id) => g.transcript.find((e) => e.id === id)?.seq ?? Infinity);
-    return Math.max(...seqs) <= cursor;
+    return Math.max(...round.triggerIds.map(seqOfId)) <= cursor;
   }
 
   /** The newest human message of the round (replies thread to it). */
@@ -244,19 +235,19 @@ export class RoundRunner {
   }
 
   /** A delivered reply that @mentions other participants gives them a turn at depth+1 (SPEC §4.7). */
-  private queueReactions(g: GroupDoc, round: RoundRecord, t: PlannedTurn, agent: AgentDef, text: string): void {
+  private queueReactions(g: GroupDoc, round: RoundRecord, t: PlannedTurn, agent: AgentDef, text: string): NewEntry | null {
     const mentioned = findMentions(text, this.d.handles, g.participants).filter((id) => id !== agent.id);
-    if (mentioned.length === 0) return;
+    if (mentioned.length === 0) return null;
     if (t.depth >= g.config.max_depth) {
-      this.decide(g, 'depth', agent.id, `max depth ${g.config.max_depth} reached; ${mentioned.map((m) => this.d.agents.get(m)?.name ?? m).join(', ')} will not react`, round.id);
-      return;
+      return this.decision('depth', agent.id, `max depth ${g.config.max_depth} reached; ${mentioned.map((m) => this.d.agents.get(m)?.name ?? m).join(', ')} will not react`, round.id);
     }
     // An agent that already has a human-caused turn coming speaks then; no extra reaction turn.
     const owed = new Set(round.queue.filter((q) => HUMAN_CAUSED.has(q.reason) || q.reason === 'reaction').map((q) => q.agentId));
     const reactions: PlannedTurn[] = mentioned.filter((id) => !owed.has(id)).map((id) => ({ agentId: id, reason: 'reaction', depth: t.depth + 1, by: agent.id }));
-    if (reactions.length === 0) return;
+    if (reactions.length === 0) return null;
     // A reaction replaces that agent's pending voluntary turn and runs before the rest.
     round.queue = [...reactions, ...round.queue.filter((q) => !(q.reason === 'voluntary' && mentioned.includes(q.agentId)))];
+    return null;
   }
 }
 

@@ -54,8 +54,11 @@ export type Ask =
   | { kind: 'direct' };
 
 /** The user turn: drained mailbox, then the ask. */
-export function buildUserTurn(observations: readonly TranscriptEntry[], ask: Ask): string {
-  const body = observations.length > 0 ? observations.map(observationLine).join('\n') : '(nothing new since your last turn)';
+export function buildUserTurn(observations: readonly TranscriptEntry[], ask: Ask, omitted = 0): string {
+  const lines = observations.map(observationLine);
+  // After a long silence not everything fits: say so rather than leave a silent gap.
+  if (omitted > 0) lines.unshift(`(${omitted} earlier message${omitted === 1 ? '' : 's'} not shown)`);
+  const body = lines.length > 0 ? lines.join('\n') : '(nothing new since your last turn)';
   if (ask.kind === 'direct') return observations.length > 0 ? observations.map((o) => o.text).join('\n\n') : '(continue)';
   const instruction =
     ask.kind === 'addressed'

@@ -32,13 +32,12 @@ export async function maybeSummarize(d: RoundDeps, g: GroupDoc, agent: AgentDef,
     );
     const text = res.text.trim();
     if (!text) throw new Error('empty summary');
-    s.summary = text;
-    s.history = s.history.slice(fold.length);
-    addUsage(s.usage, res);
+    if (!d.groups.usable(g)) return;
+    d.groups.foldHistory(g, s, fold.length, text, res);
     addUsage((g.state.usage[agent.id] ??= emptyUsage()), res);
   } catch (err) {
     d.logger.warn({ group: g.id, agent: agent.id, err: describeError(err) }, 'summary failed; history kept');
-    if (s.history.length > 2 * limit) s.history = s.history.slice(s.history.length - limit - (limit % 2));
+    if (s.history.length > 2 * limit) d.groups.foldHistory(g, s, s.history.length - limit - (limit % 2), s.summary);
   }
-  await d.groups.saveSession(s);
+  await d.recorder.record(g);
 }

@@ -88,7 +88,7 @@ describe('discord end to end (real router)', () => {
     expect(fake!.dispatched.some((d) => d.messageId === post!.id)).toBe(true);
     expect(turnCalls(llm).map((c) => c.agent?.id)).toEqual(['writer']);
     const g = app.gateway.listGroups().find((x) => x.chatId === general)!;
-    const humans = app.gateway.messages(g.id, { limit: 100 }).filter((e) => e.kind === 'human');
+    const humans = (await app.gateway.messages(g.id, { limit: 100 })).filter((e) => e.kind === 'human');
     expect(humans.map((e) => e.text)).toEqual(['@writer draft the intro please', '/help']);
   });
 

@@ -83,7 +83,7 @@ describe('telegram end to end (real router)', () => {
     const turns = llm.calls.filter((c) => c.purpose === 'turn');
     expect(turns.map((c) => c.agent?.id).sort()).toEqual(['analyst', 'critic', 'writer']);
     const g = app.gateway.listGroups()[0]!;
-    const humans = app.gateway.messages(g.id, { limit: 100 }).filter((e) => e.kind === 'human');
+    const humans = (await app.gateway.messages(g.id, { limit: 100 })).filter((e) => e.kind === 'human');
     expect(humans.map((e) => e.text)).toEqual(['Thoughts on the quarter, anyone?']);
   });
 
@@ -147,7 +147,7 @@ describe('telegram end to end (real router)', () => {
     await app.router.idle();
     const posts = postsAfter(chatId, before).filter((p) => p.bot === USERNAMES.analyst);
     const g = app.gateway.listGroups().find((x) => x.chatId === String(chatId))!;
-    const humans = app.gateway.messages(g.id, { limit: 100 }).filter((e) => e.kind === 'human').map((e) => e.text);
+    const humans = (await app.gateway.messages(g.id, { limit: 100 })).filter((e) => e.kind === 'human').map((e) => e.text);
     expect(humans).toEqual(['@analyst first question', '@analyst second question']);
     // The first run's answer may still go out while stopping (the bots can post without polling)
     // or be dropped and redone after the restart; either way each question is answered once.
@@ -175,7 +175,7 @@ describe('telegram end to end (real router)', () => {
     await app.router.idle();
     expect(fake!.postsIn(chatId).filter((p) => p.text.startsWith('answered')).map((p) => p.text)).toEqual(['answered once']);
     expect(next.callsFor('analyst')).toHaveLength(0);
-    const humans = app.gateway.messages(groupId, { limit: 100 }).filter((e) => e.kind === 'human').map((e) => e.text);
+    const humans = (await app.gateway.messages(groupId, { limit: 100 })).filter((e) => e.kind === 'human').map((e) => e.text);
     expect(humans).toEqual(['@analyst only once please', '@writer marker']);
   });
 

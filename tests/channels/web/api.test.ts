@@ -233,7 +233,7 @@ describe('web API: messages', () => {
     const r = await call(base, 'POST', '/api/groups/lobby/messages', { body: { text: '@writer hi', author_name: 'Maya' } });
     expect(r.status).toBe(202);
     expect(r.json).toMatchObject({ status: 'recorded', groupId: 'lobby' });
-    expect(r.json.entryId).toBe('lobby-e1');
+    expect(r.json.entryId).toBe('lobby.1');
     const msg = gw.received[0]!;
     expect(msg).toMatchObject({ channel: 'web', chatId: 'lobby', text: '@writer hi', author: { id: 'Maya', name: 'Maya' } });
     expect(msg.messageId).toMatch(/^[0-9a-f-]{36}$/);
@@ -253,7 +253,7 @@ describe('web API: messages', () => {
     expect(first.json.status).toBe('recorded');
     expect(again.status).toBe(202);
     expect(again.json.status).toBe('duplicate');
-    expect(gw.messages('lobby', { limit: 50 })).toHaveLength(1);
+    expect(await gw.messages('lobby', { limit: 50 })).toHaveLength(1);
     const reply = gw.append('lobby', { kind: 'agent', authorId: 'writer', authorName: 'Writer', agentId: 'writer', text: 'hi' });
     await call(base, 'POST', '/api/groups/lobby/messages', { body: { text: 'more please', reply_to: reply.id } });
     expect(gw.received.at(-1)!.replyToAgentId).toBe('writer');

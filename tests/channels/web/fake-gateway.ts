@@ -138,7 +138,11 @@ export class FakeGateway implements GatewayApi, ChannelHost {
     return g.view;
   }
 
-  messages(id: string, opts: { before?: number | undefined; limit: number }): TranscriptEntry[] {
+  readiness() {
+    return { ready: true, store: { writable: true, error: null } };
+  }
+
+  async messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
     const g = this.require(id);
     const older = opts.before === undefined ? g.transcript : g.transcript.filter((e) => e.seq < opts.before!);
     return older.slice(Math.max(0, older.length - opts.limit));
@@ -202,7 +206,7 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   record(groupId: string, e: Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number }): TranscriptEntry {
     const g = this.require(groupId);
     const seq = g.nextSeq++;
-    const entry: TranscriptEntry = { ts: Date.now(), ...e, id: `${groupId}-e${seq}`, seq };
+    const entry: TranscriptEntry = { ts: Date.now(), ...e, id: `${groupId}.${seq}`, seq };
     g.transcript.push(entry);
     return entry;
   }

@@ -1,0 +1,99 @@
+/**
+ * The one path every transcript entry takes (human messages, agent replies, notices, decisions,
+ * membership lines): **record** it (id and seq assigned), make it **durable** in one log record
+ * together with whatever changed with it, **publish** it as a live event carrying its durable
+ * seq, then **deliver** it through its group's `Channel` — the web feed included. Rounds,
+ * commands and group management call `record`; none of them saves or emits on its own.
+ */
+import type { GroupDoc, Logger, RoundRecord } from '../ports.js';
+import type { DecisionType, TranscriptEntry } from '../types.js';
+import { describeError } from '../errors.js';
+import type { EventHub } from '../events.js';
+import type { GroupManager } from '../groups/GroupManager.js';
+import type { Outbox } from './Outbox.js';
+
+/** An entry before the store gives it an id, a seq and a time. */
+export type NewEntry = Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number };
+
+/** What changes together with the entries of one record. */
+export interface RecordChange {
+  entries?: NewEntry[];
+  /** A round added (`add`), advanced, or finished (`done`) by this change. */
+  round?: { record: RoundRecord; add?: boolean; done?: boolean } | undefined;
+  /** Platform message id to remember for dedupe (when no entry carries it). */
+  seen?: string | undefined;
+  /** Agent replies thread to this platform message. */
+  replyTo?: string | undefined;
+}
+
+export class Recorder {
+  constructor(
+    private readonly groups: GroupManager,
+    private readonly events: EventHub,
+    private readonly outbox: Outbox,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Record, persist, publish, deliver. Throws `StoreUnavailableError` when the change could not
+   * be made durable: then nothing of it is published, delivered or kept.
+   */
+  async record(g: GroupDoc, change: RecordChange = {}): Promise<TranscriptEntry[]> {
+    const added = (change.entries ?? []).map((e) => this.groups.append(g, e));
+    const r = change.round;
+    if (r?.add) this.groups.addRound(g, r.record);
+    else if (r?.done) this.groups.finishRound(g, r.record);
+    else if (r) this.groups.touchRound(g, r.record);
+    if (change.seen) this.groups.markSeen(g, change.seen);
+    const { entries, durable } = this.groups.commit(g);
+    await durable;
+    for (const e of entries) this.publish(g, e);
+    for (const e of entries) if (e.delivery === 'pending' && added.includes(e)) await this.deliver(g, e, change.replyTo);
+    return added;
+  }
+
+  /** A system-voice line in the chat: recorded, posted, never shown to agents. */
+  async notice(g: GroupDoc, text: string, opts: { decision?: DecisionType; agentId?: string; viaAgentId?: string; threadId?: string; round?: RoundRecord; seen?: string } = {}): Promise<TranscriptEntry> {
+    const [entry] = await this.record(g, {
+      entries: [
+        {
+          kind: 'system',
+          authorId: 'system',
+          authorName: 'Chorus',
+          text,
+          hiddenFromAgents: true,
+          delivery: 'pending',
+          threadId: opts.threadId,
+          roundId: opts.round?.id,
+          viaAgentId: opts.viaAgentId,
+          decision: opts.decision ? { type: opts.decision, agentId: opts.agentId, detail: text } : undefined,
+        },
+      ],
+      round: opts.round ? { record: opts.round } : undefined,
+      seen: opts.seen,
+    });
+    return entry!;
+  }
+
+  /** Post entries a crash or an outage left undelivered, oldest first. */
+  async redeliver(g: GroupDoc): Promise<void> {
+    for (const e of [...g.undelivered]) {
+      if (!this.groups.usable(g)) return;
+      await this.deliver(g, e, undefined);
+    }
+  }
+
+  private publish(g: GroupDoc, entry: TranscriptEntry): void {
+    this.events.emit({ type: entry.kind === 'decision' ? 'decision' : 'message', groupId: g.id, entry });
+  }
+
+  /** Hand one recorded entry to its channel; the outcome rides on the group's next record. */
+  private async deliver(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined): Promise<void> {
+    const outcome = await this.outbox.post(g, entry, replyTo);
+    if (outcome === 'later' || !this.groups.usable(g)) return;
+    this.groups.markDelivered(g, entry, outcome.ok ? 'posted' : 'failed', outcome.ok ? outcome.ids : undefined);
+    // Not awaited: a lost outcome only means the entry is offered to the channel again after a
+    // restart (the channels check for their own earlier post where the platform allows it).
+    this.groups.commit(g).durable.catch((err: unknown) => this.logger.warn({ group: g.id, err: describeError(err) }, 'could not record a delivery'));
+  }
+}

@@ -1,0 +1,323 @@
+/**
+ * One group's append-only log on disk: JSON Lines segments named after the first entry seq they
+ * may hold (`000000000001.jsonl`), rotated by size. Each segment gets a small in-memory index (the
+ * byte range of every line that carries entries, and the delivery patches) the first time it is
+ * read, and the active segment's index grows with every append, so reading a page of history is
+ * one positional read, never a scan of the whole history.
+ */
+import { open, readdir, readFile, truncate, writeFile, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { GroupRecord, Logger } from '../../core/ports.js';
+import type { TranscriptEntry } from '../../core/types.js';
+import { StoreFormatError } from '../../core/errors.js';
+import { RECORD_VERSION, firstIssue, recordSchema } from './schema.js';
+
+/** The byte range of one log line and the entry seqs it carries. */
+interface LineRef {
+  offset: number;
+  length: number;
+  firstSeq: number;
+  lastSeq: number;
+}
+
+/** What the store knows about one segment without keeping its text. */
+export interface SegmentIndex {
+  /** Lines that carry entries, in order. */
+  lines: LineRef[];
+  /** Delivery outcomes recorded in this segment, by entry seq. */
+  patches: Map<number, { delivery: 'posted' | 'failed'; postedIds?: string[] | undefined }>;
+  /** Record numbers in this segment (0 when it has none). */
+  firstN: number;
+  lastN: number;
+  size: number;
+}
+
+/** Indexes kept in memory across all groups (the active segments' are kept besides). */
+const INDEX_CACHE = 256;
+const indexCache = new Map<string, SegmentIndex>();
+
+export function segmentName(startSeq: number): string {
+  return `${String(startSeq).padStart(12, '0')}.jsonl`;
+}
+
+export class GroupLog {
+  /** Start seqs of the segments, ascending. */
+  segments: number[] = [];
+  /** Highest entry seq written so far. */
+  maxSeq = 0;
+  fh: FileHandle | null = null;
+  size = 0;
+  /** Set after a failed write: every append is refused until the group is reopened. */
+  failed: Error | null = null;
+  /** The active segment's index, maintained as lines are appended. */
+  private activeIndex: SegmentIndex | null = null;
+
+  constructor(
+    readonly id: string,
+    readonly dir: string,
+    private readonly logger: Logger,
+  ) {}
+
+  get logDir(): string {
+    return join(this.dir, 'log');
+  }
+
+  path(start: number): string {
+    return join(this.logDir, segmentName(start));
+  }
+
+  get activePath(): string | null {
+    const start = this.segments.at(-1);
+    return start === undefined ? null : this.path(start);
+  }
+
+  /** List segments, cut a torn tail of the last one, index it. Throws when the group is unreadable. */
+  async scan(): Promise<void> {
+    let names: string[] = [];
+    try {
+      names = (await readdir(this.logDir)).filter((n) => /^\d{12}\.jsonl$/.test(n));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    this.segments = names.map((n) => Number(n.slice(0, 12))).sort((a, b) => a - b);
+    const last = this.activePath;
+    if (!last) return;
+    await this.repairTail(last);
+    const idx = await this.index(this.segments.at(-1)!);
+    this.activeIndex = idx;
+    this.size = idx.size;
+    this.maxSeq = Math.max(this.segments.at(-1)! - 1, idx.lines.at(-1)?.lastSeq ?? 0);
+  }
+
+  /**
+   * Cut what follows the last complete, parseable line: only a record that was never acknowledged
+   * can be there (an acknowledged one was written and synced whole). The cut bytes are kept.
+   */
+  private async repairTail(path: string): Promise<void> {
+    const buf = await readFile(path);
+    let end = buf.length;
+    // An unterminated last line was being written when the process died.
+    if (end > 0 && buf[end - 1] !== 0x0a) end = buf.lastIndexOf(0x0a, end - 1) + 1;
+    // Complete last lines that do not parse (garbage left by a power cut) cannot be replayed.
+    while (end > 0) {
+      // (A negative offset would search from the end of the buffer.)
+      const start = end >= 2 ? buf.lastIndexOf(0x0a, end - 2) + 1 : 0;
+      if (parses(buf.subarray(start, end - 1))) break;
+      end = start;
+    }
+    if (end === buf.length) return;
+    const aside = `${path}.torn-${Date.now()}`;
+    await writeFile(aside, buf.subarray(end));
+    await truncate(path, end);
+    this.logger.warn({ path, bytes: buf.length - end, keptIn: aside }, 'cut a torn last line of a log (never acknowledged)');
+  }
+
+  /** Open the active segment for appending, creating the first one. */
+  async openActive(): Promise<{ created: boolean }> {
+    if (this.fh) return { created: false };
+    let created = false;
+    if (this.segments.length === 0) {
+      this.segments.push(1);
+      created = true;
+    }
+    this.fh = await open(this.activePath!, 'a');
+    if (!this.activeIndex) this.activeIndex = emptyIndex();
+    return { created };
+  }
+
+  /** Start a new segment once the active one is full (named after the next entry seq). */
+  async rotateIfFull(segmentBytes: number): Promise<boolean> {
+    const next = this.maxSeq + 1;
+    if (this.size < segmentBytes || next <= (this.segments.at(-1) ?? 0)) return false;
+    await this.fh?.close();
+    this.fh = null;
+    if (this.activeIndex) indexCache.set(this.activePath!, this.activeIndex);
+    this.segments.push(next);
+    this.activeIndex = emptyIndex();
+    this.size = 0;
+    this.fh = await open(this.activePath!, 'a');
+    return true;
+  }
+
+  /** Note appended lines in the active index (after they were written). */
+  noted(records: Array<{ rec: GroupRecord; bytes: number }>): void {
+    const idx = this.activeIndex!;
+    let offset = this.size;
+    for (const { rec, bytes } of records) {
+      noteRecord(idx, rec, offset, bytes);
+      offset += bytes;
+      for (const e of rec.entries ?? []) this.maxSeq = Math.max(this.maxSeq, e.seq);
+    }
+    this.size = offset;
+    idx.size = offset;
+  }
+
+  async close(): Promise<void> {
+    await this.fh?.close().catch(() => undefined);
+    this.fh = null;
+  }
+
+  /** The index of one segment: the active one from memory, others read once and cached. */
+  async index(start: number): Promise<SegmentIndex> {
+    const path = this.path(start);
+    if (start === this.segments.at(-1) && this.activeIndex) return this.activeIndex;
+    const hit = indexCache.get(path);
+    if (hit) {
+      indexCache.delete(path);
+      indexCache.set(path, hit);
+      return hit;
+    }
+    const idx = emptyIndex();
+    const buf = await readFile(path);
+    let offset = 0;
+    let line = 0;
+    while (offset < buf.length) {
+      const nl = buf.indexOf(0x0a, offset);
+      const end = nl < 0 ? buf.length : nl + 1;
+      line++;
+      const rec = this.parse(buf.subarray(offset, end), path, line);
+      if (rec) noteRecord(idx, rec, offset, end - offset);
+      offset = end;
+    }
+    idx.size = buf.length;
+    if (start !== this.segments.at(-1)) {
+      indexCache.set(path, idx);
+      if (indexCache.size > INDEX_CACHE) indexCache.delete(indexCache.keys().next().value!);
+    }
+    return idx;
+  }
+
+  /** Every record after `afterN`, in order, streamed segment by segment. */
+  async *records(afterN: number): AsyncGenerator<GroupRecord> {
+    for (let i = 0; i < this.segments.length; i++) {
+      const idx = await this.index(this.segments[i]!);
+      if (idx.lastN !== 0 && idx.lastN <= afterN) continue; // everything here is in the checkpoint
+      const path = this.path(this.segments[i]!);
+      const buf = await readFile(path);
+      let offset = 0;
+      let line = 0;
+      while (offset < buf.length) {
+        const nl = buf.indexOf(0x0a, offset);
+        const end = nl < 0 ? buf.length : nl + 1;
+        line++;
+        const rec = this.parse(buf.subarray(offset, end), path, line, false);
+        offset = end;
+        if (rec && rec.n > afterN) yield rec;
+      }
+    }
+  }
+
+  /** Entries (with delivery patches applied) of a seq range, oldest first. */
+  async entries(range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
+    if (this.segments.length === 0 || range.limit <= 0) return [];
+    const out: TranscriptEntry[] = [];
+    const used: number[] = [];
+    if (range.afterSeq !== undefined) {
+      const from = range.afterSeq + 1;
+      for (let i = Math.max(0, this.segmentOf(from)); i < this.segments.length && out.length < range.limit; i++) {
+        const got = (await this.read(i, (l) => l.lastSeq >= from, 'first', range.limit - out.length)).filter((e) => e.seq >= from);
+        out.push(...got.slice(0, range.limit - out.length));
+        used.push(i);
+      }
+    } else {
+      const before = range.beforeSeq ?? Infinity;
+      for (let i = this.segmentOf(before - 1); i >= 0 && out.length < range.limit; i--) {
+        const got = (await this.read(i, (l) => l.firstSeq < before, 'last', range.limit - out.length)).filter((e) => e.seq < before);
+        out.unshift(...got.slice(-(range.limit - out.length)));
+        used.push(i);
+      }
+    }
+    // Delivery outcomes land shortly after their entry: in the same segment or the next one.
+    const patchFrom = new Set(used.flatMap((i) => [i, i + 1]).filter((i) => i < this.segments.length));
+    for (const i of [...patchFrom].sort((a, b) => a - b)) {
+      const idx = await this.index(this.segments[i]!);
+      for (const e of out) {
+        const p = idx.patches.get(e.seq);
+        if (p) Object.assign(e, { delivery: p.delivery }, p.postedIds ? { postedIds: p.postedIds } : {});
+      }
+    }
+    return out;
+  }
+
+  /** Index of the segment that holds `seq` (-1 when it is before the first). */
+  private segmentOf(seq: number): number {
+    let lo = 0;
+    let hi = this.segments.length - 1;
+    let ans = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.segments[mid]! <= seq) {
+        ans = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return ans;
+  }
+
+  /**
+   * Read the lines of segment `i` selected by `want` (a contiguous run), only the first or last
+   * `need` of them (each line carries at least one entry), and return their entries.
+   */
+  private async read(i: number, want: (l: LineRef) => boolean, take: 'first' | 'last', need: number): Promise<TranscriptEntry[]> {
+    const start = this.segments[i]!;
+    const idx = await this.index(start);
+    const all = idx.lines.filter(want);
+    const lines = take === 'first' ? all.slice(0, need) : all.slice(-need);
+    if (lines.length === 0) return [];
+    const from = lines[0]!.offset;
+    const to = lines.at(-1)!.offset + lines.at(-1)!.length;
+    const buf = Buffer.alloc(to - from);
+    const path = this.path(start);
+    const fh = await open(path, 'r');
+    try {
+      await fh.read(buf, 0, buf.length, from);
+    } finally {
+      await fh.close();
+    }
+    const out: TranscriptEntry[] = [];
+    for (const l of lines) {
+      const rec = this.parse(buf.subarray(l.offset - from, l.offset - from + l.length), path, 0, false);
+      if (rec?.entries) out.push(...rec.entries);
+    }
+    return out;
+  }
+
+  /** Parse one line; a damaged one is reported (once, when indexing) and skipped. */
+  private parse(line: Buffer, path: string, lineNo: number, report = true): GroupRecord | null {
+    let json: unknown;
+    try {
+      json = JSON.parse(line.toString('utf8'));
+    } catch {
+      if (report) this.logger.error({ path, line: lineNo, problem: 'not valid JSON' }, 'log line is damaged; skipped');
+      return null;
+    }
+    const v = (json as { v?: unknown } | null)?.v;
+    if (typeof v === 'number' && v > RECORD_VERSION) throw new StoreFormatError(`${path} line ${lineNo} was written by a newer Chorus (record version ${v}); this version reads ${RECORD_VERSION}`);
+    const res = recordSchema.safeParse(json);
+    if (!res.success) {
+      if (report) this.logger.error({ path, line: lineNo, problem: firstIssue(res.error) }, 'log line is damaged; skipped');
+      return null;
+    }
+    return res.data as unknown as GroupRecord;
+  }
+}
+
+function emptyIndex(): SegmentIndex {
+  return { lines: [], patches: new Map(), firstN: 0, lastN: 0, size: 0 };
+}
+
+function noteRecord(idx: SegmentIndex, rec: GroupRecord, offset: number, length: number): void {
+  if (idx.firstN === 0) idx.firstN = rec.n;
+  idx.lastN = rec.n;
+  if (rec.entries?.length) idx.lines.push({ offset, length, firstSeq: rec.entries[0]!.seq, lastSeq: rec.entries.at(-1)!.seq });
+  for (const d of rec.delivery ?? []) idx.patches.set(d.seq, { delivery: d.delivery, postedIds: d.postedIds });
+}
+
+function parses(line: Buffer): boolean {
+  try {
+    JSON.parse(line.toString('utf8'));
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * What the file store accepts when it reads: every log record and checkpoint is validated before
+ * it reaches the core, so a file of the wrong shape is reported by name instead of crashing the
+ * daemon or being written over.
+ */
+import { z } from 'zod';
+
+/** The data directory format this version reads and writes. */
+export const DATA_FORMAT = 2;
+export const RECORD_VERSION = 1;
+export const CHECKPOINT_VERSION = 2;
+
+const usage = z.object({
+  calls: z.number(),
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  cacheReadTokens: z.number(),
+  cacheWriteTokens: z.number(),
+  costUsd: z.number(),
+});
+
+const chatTurn = z.object({ role: z.enum(['user', 'assistant']), content: z.string() });
+
+const entry = z.looseObject({
+  id: z.string(),
+  seq: z.number().int().positive(),
+  kind: z.enum(['human', 'agent', 'system', 'decision']),
+  ts: z.number(),
+  authorId: z.string(),
+  authorName: z.string(),
+  text: z.string(),
+});
+
+const state = z.object({
+  muted: z.array(z.string()),
+  lastSpoke: z.record(z.string(), z.number()),
+  sticky: z.string().nullable(),
+  rrIndex: z.number(),
+  archived: z.boolean(),
+  usage: z.record(z.string(), usage),
+});
+
+const head = z.looseObject({
+  id: z.string(),
+  title: z.string(),
+  channel: z.enum(['telegram', 'discord', 'web']),
+  chatId: z.string(),
+  participants: z.array(z.string()),
+  // Keys are checked by the core against the current defaults; old files may lack new keys.
+  config: z.record(z.string(), z.unknown()),
+  createdAt: z.number(),
+  state,
+});
+
+const round = z.looseObject({
+  id: z.string(),
+  triggerIds: z.array(z.string()),
+  addressed: z.array(z.string()),
+  forced: z.boolean(),
+  planned: z.boolean(),
+  queue: z.array(z.looseObject({ agentId: z.string(), reason: z.string(), depth: z.number() })),
+  asked: z.array(z.string()),
+  capped: z.number(),
+  voluntary: z.number(),
+});
+
+const session = z.object({
+  groupId: z.string(),
+  agentId: z.string(),
+  history: z.array(chatTurn),
+  cursor: z.number(),
+  summary: z.string().nullable(),
+  usage,
+});
+
+const sessionDelta = z.object({
+  agentId: z.string(),
+  reset: z.literal(true).optional(),
+  drop: z.number().int().min(0).optional(),
+  append: z.array(chatTurn).optional(),
+  cursor: z.number(),
+  summary: z.string().nullable(),
+  usage,
+});
+
+export const recordSchema = z.object({
+  v: z.literal(RECORD_VERSION),
+  n: z.number().int().positive(),
+  ts: z.number(),
+  entries: z.array(entry).optional(),
+  delivery: z.array(z.object({ seq: z.number(), delivery: z.enum(['posted', 'failed']), postedIds: z.array(z.string()).optional() })).optional(),
+  head: head.optional(),
+  rounds: z.array(round).optional(),
+  roundsDone: z.array(z.string()).optional(),
+  sessions: z.array(sessionDelta).optional(),
+  seen: z.array(z.string()).optional(),
+});
+
+export const checkpointSchema = z.object({
+  version: z.literal(CHECKPOINT_VERSION),
+  n: z.number().int().min(0),
+  head,
+  nextSeq: z.number().int().positive(),
+  rounds: z.array(round),
+  sessions: z.array(session),
+  seen: z.array(z.tuple([z.string(), z.number()])),
+  undelivered: z.array(entry),
+});
+
+/** The first problem of a failed parse, as "path: message". */
+export function firstIssue(err: z.ZodError): string {
+  const i = err.issues[0];
+  return i ? `${i.path.join('.') || '(top)'}: ${i.message}` : 'invalid';
+}
