@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { GroupCheckpoint, GroupRecord, StoredGroup } from '../../src/core/ports.js';
+import type { GroupCheckpoint, GroupHead, GroupRecord, StoredGroup } from '../../src/core/ports.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
 import { StoreFormatError, StoreUnavailableError } from '../../src/core/errors.js';
 import { FileStore } from '../../src/store/files/FileStore.js';
@@ -32,13 +32,14 @@ function entry(seq: number, text = `message ${seq}`): TranscriptEntry {
   return { id: `g.${seq}`, seq, kind: 'human', ts: 1000 + seq, authorId: 'web:maya', authorName: 'Maya', text, platformMessageId: `p${seq}` };
 }
 
-const HEAD = {
+const HEAD: GroupHead = {
   id: 'g',
   title: 'G',
-  channel: 'web' as const,
+  channel: 'web',
   chatId: 'g',
   participants: ['analyst'],
-  config: {},
+  // The store keeps the config as given; the core fills in defaults when it loads a group.
+  config: {} as GroupHead['config'],
   createdAt: 0,
   state: { muted: [], lastSpoke: {}, sticky: null, rrIndex: 0, archived: false, usage: {} },
 };
