@@ -364,8 +364,9 @@ export interface Store {
    */
   open(): Promise<{ groups: StoredGroup[]; unreadable: string[] }>;
   /**
-   * Append one record to a group's log; resolves once it is durable. After a failure every later
-   * append to that group fails too (the core reloads the group, then calls `reopen`).
+   * Append one record to a group's log; resolves once it is durable. The record is serialised
+   * before `append` returns, so the caller may change its objects afterwards. After a failure
+   * every later append to that group fails too (the core reloads the group, then calls `reopen`).
    */
   append(groupId: string, record: GroupRecord): Promise<void>;
   /** Clear a group's failed state after the core reloaded it; resolves with its records again. */

@@ -30,8 +30,12 @@ export class MemoryStore implements Store {
     return { groups: [...this.logs.keys()].map((id) => this.stored(id)), unreadable: [] };
   }
 
-  async append(groupId: string, record: GroupRecord): Promise<void> {
-    const line = JSON.stringify(record);
+  append(groupId: string, record: GroupRecord): Promise<void> {
+    // Serialised at once, as the port requires; stored after a tick, like a real write.
+    return this.store(groupId, JSON.stringify(record));
+  }
+
+  private async store(groupId: string, line: string): Promise<void> {
     await Promise.resolve();
     if (this.failed.has(groupId)) throw new StoreUnavailableError(`group ${groupId} needs a reopen after a failed write`);
     if (this.failWrites) {

@@ -67,6 +67,8 @@ interface Runtime {
   broken: boolean;
   /** Replaced by a reload: whoever still holds this object must stop. */
   stale: boolean;
+  /** A commitSoon is scheduled. */
+  soon: boolean;
 }
 
 function emptyPending(): Pending {
@@ -152,7 +154,7 @@ export class GroupManager {
     this.groups.set(g.id, g);
     if (!g.state.archived) this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
     for (const s of loaded.sessions) this.sessions.set(sessionKey(g.id, s.agentId), s);
-    this.runtime.set(g, { n: loaded.n, pending: emptyPending(), headJson: JSON.stringify(headOf(g)), lastWrite: Promise.resolve(), sinceCheckpoint: 0, broken: false, stale: false });
+    this.runtime.set(g, { n: loaded.n, pending: emptyPending(), headJson: JSON.stringify(headOf(g)), lastWrite: Promise.resolve(), sinceCheckpoint: 0, broken: false, stale: false, soon: false });
     return g;
   }
 
@@ -330,12 +332,15 @@ export class GroupManager {
    * from the store; past MAILBOX_MAX only the newest are shown and `omitted` says how many not.
    */
   async mailbox(g: GroupDoc, s: SessionDoc): Promise<{ entries: TranscriptEntry[]; omitted: number }> {
-    const mine = (e: TranscriptEntry) => e.seq > s.cursor && e.agentId !== s.agentId && isObservable(e);
+    const mine = (e: TranscriptEntry) => e.agentId !== s.agentId && isObservable(e);
     const tailStart = g.transcript[0]?.seq ?? g.nextSeq;
-    let entries = g.transcript.filter(mine);
+    // The tail is in seq order: walk back only over what is newer than the cursor.
+    let i = g.transcript.length;
+    while (i > 0 && g.transcript[i - 1]!.seq > s.cursor) i--;
+    let entries = g.transcript.slice(i).filter(mine);
     let omitted = 0;
     if (s.cursor + 1 < tailStart) {
-      const older = (await this.store.readEntries(g.id, { beforeSeq: tailStart, limit: MAILBOX_MAX })).filter(mine);
+      const older = (await this.store.readEntries(g.id, { beforeSeq: tailStart, limit: MAILBOX_MAX })).filter((e) => e.seq > s.cursor && mine(e));
       const first = older[0]?.seq ?? tailStart;
       // Entries between the cursor and the oldest one read were not shown: count the visible ones.
       if (first > s.cursor + 1 && older.length > 0) omitted = await this.countObservable(g, s, first);
@@ -346,6 +351,21 @@ export class GroupManager {
       entries = entries.slice(-MAILBOX_MAX);
     }
     return { entries, omitted };
+  }
+
+  /** A transcript entry still in memory, by seq (binary search: the tail is in seq order). */
+  entryAt(g: GroupDoc, seq: number): TranscriptEntry | undefined {
+    const t = g.transcript;
+    let lo = 0;
+    let hi = t.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const at = t[mid]!.seq;
+      if (at === seq) return t[mid];
+      if (at < seq) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return undefined;
   }
 
   private async countObservable(g: GroupDoc, s: SessionDoc, before: number): Promise<number> {
@@ -446,8 +466,8 @@ export class GroupManager {
     const headChanged = headJson !== rt.headJson;
     const empty = !headChanged && p.entries.length === 0 && p.delivery.length === 0 && p.rounds.size === 0 && p.roundsDone.size === 0 && p.sessions.size === 0 && p.seen.length === 0;
     if (empty) return { entries: [], durable: rt.lastWrite };
-    // A deep copy: the store may serialise after this tick, and the live objects keep changing.
-    const rec: GroupRecord = structuredClone({
+    // No copy needed: the store serialises the record before `append` returns.
+    const rec: GroupRecord = {
       v: 1 as const,
       n: ++rt.n,
       ts: this.now(),
@@ -458,7 +478,7 @@ export class GroupManager {
       ...(p.roundsDone.size ? { roundsDone: [...p.roundsDone] } : {}),
       ...(p.sessions.size ? { sessions: [...p.sessions.values()] } : {}),
       ...(p.seen.length ? { seen: p.seen } : {}),
-    });
+    };
     const entries = p.entries;
     rt.pending = emptyPending();
     rt.headJson = headJson;
@@ -482,18 +502,48 @@ export class GroupManager {
     return { entries, durable };
   }
 
+  /**
+   * Commit on the next tick whatever is pending then, without anyone waiting for it: for changes
+   * a crash may lose harmlessly (a delivery outcome, a finished round), so that several of them
+   * share one record and one sync.
+   */
+  commitSoon(g: GroupDoc): void {
+    const rt = this.rt(g);
+    if (rt.soon) return;
+    rt.soon = true;
+    setImmediate(() => {
+      rt.soon = false;
+      if (rt.broken || rt.stale) return;
+      this.commit(g).durable.catch((err: unknown) => this.logger.warn({ group: g.id, err: describeError(err) }, 'could not record a delivery or a finished round'));
+    });
+  }
+
+  /** Wait until no deferred commit is scheduled and every record written so far is settled. */
+  async settle(): Promise<void> {
+    for (;;) {
+      const rts = this.all().map((g) => this.rt(g));
+      if (rts.some((rt) => rt.soon)) {
+        await new Promise((r) => setImmediate(r));
+        continue;
+      }
+      await Promise.allSettled(rts.map((rt) => rt.lastWrite));
+      if (!this.all().some((g) => this.rt(g).soon)) return;
+    }
+  }
+
   /** Wait until everything recorded for this group so far is durable. */
   durable(g: GroupDoc): Promise<void> {
     return this.rt(g).lastWrite;
   }
 
-  /** Checkpoint every group that changed since its last one (clean stop: a fast next start). */
+  /** Commit what is pending everywhere and checkpoint every group changed since its last one. */
   async checkpointAll(): Promise<void> {
     await Promise.all(
       this.all().map(async (g) => {
         const rt = this.rt(g);
-        if (rt.sinceCheckpoint === 0 || rt.broken || rt.stale) return;
+        if (rt.broken || rt.stale) return;
         this.commit(g).durable.catch(() => undefined);
+        if (rt.sinceCheckpoint === 0) return;
         rt.sinceCheckpoint = 0;
         await this.store.checkpoint(g.id, this.checkpointOf(g, rt.n));
       }),

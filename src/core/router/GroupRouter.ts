@@ -81,7 +81,7 @@ export class GroupRouter implements ChannelHost {
     this.groups = new GroupManager(opts.store, this.agentMap, opts.groupDefaults, () => opts.clock.now(), opts.logger, opts.checkpointEvery);
     this.groups.onBroken = (g) => this.recover(g.id);
     this.outbox = new Outbox(this.channels, this.agentMap, this.events, opts.logger);
-    this.recorder = new Recorder(this.groups, this.events, this.outbox, opts.logger);
+    this.recorder = new Recorder(this.groups, this.events, this.outbox);
     this.gateway = new GroupAdmin({
       groups: this.groups,
       agents: opts.agents,
@@ -178,11 +178,15 @@ export class GroupRouter implements ChannelHost {
     await this.opts.store.flush();
   }
 
-  /** Wait until every group's queue is empty (tests, benchmarks). */
+  /** Wait until every group's queue is empty and its records are written (tests, benchmarks). */
   async idle(): Promise<void> {
     for (;;) {
       const busy = [...this.queues.values()].filter((q) => q.size > 0 || q.pending > 0);
-      if (busy.length === 0) return;
+      if (busy.length === 0) {
+        await this.groups.settle();
+        if ([...this.queues.values()].every((q) => q.size === 0 && q.pending === 0)) return;
+        continue;
+      }
       await Promise.all(busy.map((q) => q.onIdle()));
     }
   }

@@ -5,9 +5,8 @@
  * seq, then **deliver** it through its group's `Channel` — the web feed included. Rounds,
  * commands and group management call `record`; none of them saves or emits on its own.
  */
-import type { GroupDoc, Logger, RoundRecord } from '../ports.js';
+import type { GroupDoc, RoundRecord } from '../ports.js';
 import type { DecisionType, TranscriptEntry } from '../types.js';
-import { describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { Outbox } from './Outbox.js';
@@ -31,7 +30,6 @@ export class Recorder {
     private readonly groups: GroupManager,
     private readonly events: EventHub,
     private readonly outbox: Outbox,
-    private readonly logger: Logger,
   ) {}
 
   /**
@@ -39,6 +37,13 @@ export class Recorder {
    * be made durable: then nothing of it is published, delivered or kept.
    */
   async record(g: GroupDoc, change: RecordChange = {}): Promise<TranscriptEntry[]> {
+    if (change.round?.done && !change.entries?.length && !change.seen) {
+      // A finished round alone need not be waited for: after a crash it would only be found
+      // with nothing left to do and finished again.
+      this.groups.finishRound(g, change.round.record);
+      this.groups.commitSoon(g);
+      return [];
+    }
     const added = (change.entries ?? []).map((e) => this.groups.append(g, e));
     const r = change.round;
     if (r?.add) this.groups.addRound(g, r.record);
@@ -94,6 +99,6 @@ export class Recorder {
     this.groups.markDelivered(g, entry, outcome.ok ? 'posted' : 'failed', outcome.ok ? outcome.ids : undefined);
     // Not awaited: a lost outcome only means the entry is offered to the channel again after a
     // restart (the channels check for their own earlier post where the platform allows it).
-    this.groups.commit(g).durable.catch((err: unknown) => this.logger.warn({ group: g.id, err: describeError(err) }, 'could not record a delivery'));
+    this.groups.commitSoon(g);
   }
 }

@@ -219,7 +219,7 @@ export class RoundRunner {
   /** The newest human message of the round (replies thread to it). */
   private trigger(g: GroupDoc, round: RoundRecord): TranscriptEntry | undefined {
     const id = round.triggerIds.at(-1);
-    return id ? g.transcript.find((e) => e.id === id) : undefined;
+    return id ? this.d.groups.entryAt(g, seqOfId(id)) : undefined;
   }
 
   private askFor(g: GroupDoc, round: RoundRecord, t: PlannedTurn, cursor: number): Ask {

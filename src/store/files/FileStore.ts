@@ -46,6 +46,15 @@ interface PendingAppend {
   reject: (err: unknown) => void;
 }
 
+/** One group's part of a flush that reached the file (not yet synced). */
+interface Written {
+  id: string;
+  items: PendingAppend[];
+  log: GroupLog;
+  /** The file's size before this write, to take it back if the sync fails. */
+  before: number;
+}
+
 export class FileStore implements Store {
   readonly stats: FileStoreStats = { appends: 0, bytes: 0, fsyncs: 0, flushes: 0, checkpoints: 0, checkpointBytes: 0 };
   private readonly logs = new Map<string, GroupLog>();
@@ -184,7 +193,7 @@ export class FileStore implements Store {
       this.queued.clear();
       this.stats.flushes++;
       const written = await Promise.all(batch.map(([id, items]) => this.writeGroup(id, items)));
-      const ok = written.filter((w): w is { id: string; items: PendingAppend[]; log: GroupLog } => w !== null);
+      const ok = written.filter((w): w is Written => w !== null);
       if (this.o.fsync === 'always') {
         await Promise.all(
           ok.map(async (w) => {
@@ -192,6 +201,9 @@ export class FileStore implements Store {
               await w.log.fh!.datasync();
               this.stats.fsyncs++;
             } catch (err) {
+              // Whether the data reached the disk is unknown: take it back, so a refused record
+              // cannot reappear at the next start.
+              await w.log.fh!.truncate(w.before).catch(() => undefined);
               this.fail(w.log, err);
               for (const it of w.items) it.reject(this.refusal(w.id, err));
               w.items = [];
@@ -210,7 +222,7 @@ export class FileStore implements Store {
   }
 
   /** One write for every queued record of a group. Null when it failed (its appends are refused). */
-  private async writeGroup(id: string, items: PendingAppend[]): Promise<{ id: string; items: PendingAppend[]; log: GroupLog } | null> {
+  private async writeGroup(id: string, items: PendingAppend[]): Promise<Written | null> {
     let log = this.logs.get(id);
     if (!log) {
       log = new GroupLog(id, join(this.groupsDir, id), this.o.logger);
@@ -245,7 +257,7 @@ export class FileStore implements Store {
     log.noted(items.map((i) => ({ rec: i.rec, bytes: Buffer.byteLength(i.line) })));
     this.stats.appends += items.length;
     this.stats.bytes += data.length;
-    return { id, items, log };
+    return { id, items, log, before };
   }
 
   private fail(log: GroupLog, err: unknown): void {
