@@ -141,7 +141,7 @@ export class GroupAdmin implements GatewayApi {
     if (next.last_speaker && !g.participants.includes(next.last_speaker)) {
       throw new UserError(`last_speaker: "${next.last_speaker}" is not a participant (${g.participants.join(', ')})`, 'invalid_config', 400);
     }
-    g.config = next;
+    this.d.groups.setConfig(g, next);
     await this.d.recorder.record(g);
     this.d.events.emit({ type: 'config', groupId: g.id, config: { ...g.config } });
     return { ...g.config };
@@ -152,7 +152,7 @@ export class GroupAdmin implements GatewayApi {
     const agent = this.d.agentMap.get(agentId);
     if (!agent) throw new UserError(`unknown agent "${agentId}"; known: ${[...this.d.agentMap.keys()].join(', ')}`, 'unknown_agent', 400);
     if (g.participants.includes(agentId)) throw new UserError(`${agent.name} is already in this group`, 'conflict', 409);
-    g.participants.push(agentId);
+    this.d.groups.addParticipant(g, agentId);
     // The newcomer is shown the last messages so it has context (SPEC §3).
     this.d.groups.join(g, agentId, true);
     await this.d.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${agent.name} joined the group.`, delivery: 'posted' }] });
@@ -164,9 +164,7 @@ export class GroupAdmin implements GatewayApi {
     const g = this.d.groups.require(id);
     if (!g.participants.includes(agentId)) throw new UserError(`"${agentId}" is not in this group`, 'not_found', 404);
     if (g.participants.length === 1 && !opts.allowEmpty) throw new UserError('cannot remove the last agent; dissolve the group instead', 'conflict', 409);
-    g.participants = g.participants.filter((p) => p !== agentId);
-    if (g.state.sticky === agentId) g.state.sticky = null;
-    if (g.config.last_speaker === agentId) g.config.last_speaker = null;
+    this.d.groups.removeParticipant(g, agentId);
     const name = this.d.agentMap.get(agentId)?.name ?? agentId;
     await this.d.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${name} left the group.`, delivery: 'posted' }] });
     this.d.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], removed: agentId });
@@ -176,8 +174,7 @@ export class GroupAdmin implements GatewayApi {
   /** `/group mute` and `unmute`: no voluntary turns; @mentions are still answered. */
   async setMuted(id: string, agentId: string, muted: boolean): Promise<void> {
     const g = this.d.groups.require(id);
-    g.state.muted = g.state.muted.filter((m) => m !== agentId);
-    if (muted) g.state.muted.push(agentId);
+    this.d.groups.setMuted(g, agentId, muted);
     await this.d.recorder.record(g);
     this.d.events.emit({ type: 'group', groupId: g.id, action: 'updated' });
   }

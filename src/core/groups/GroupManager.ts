@@ -248,6 +248,50 @@ export class GroupManager {
   }
 
   // -------------------------------------------------------------------------------------------
+  // The group's head: members, config and small state (written whole when it changed)
+
+  addParticipant(g: GroupDoc, agentId: string): void {
+    if (!g.participants.includes(agentId)) g.participants.push(agentId);
+  }
+
+  /** The agent leaves; it stops being sticky or the configured last speaker. Its memory stays. */
+  removeParticipant(g: GroupDoc, agentId: string): void {
+    g.participants = g.participants.filter((p) => p !== agentId);
+    if (g.state.sticky === agentId) g.state.sticky = null;
+    if (g.config.last_speaker === agentId) g.config = { ...g.config, last_speaker: null };
+  }
+
+  setConfig(g: GroupDoc, config: GroupConfig): void {
+    g.config = config;
+  }
+
+  setMuted(g: GroupDoc, agentId: string, muted: boolean): void {
+    g.state.muted = g.state.muted.filter((m) => m !== agentId);
+    if (muted) g.state.muted.push(agentId);
+  }
+
+  setSticky(g: GroupDoc, agentId: string | null): void {
+    g.state.sticky = agentId;
+  }
+
+  /** The next agent in round-robin order among `eligible`. */
+  nextInRotation(g: GroupDoc, eligible: string[]): string {
+    const next = eligible[g.state.rrIndex % eligible.length]!;
+    g.state.rrIndex = (g.state.rrIndex + 1) % eligible.length;
+    return next;
+  }
+
+  /** A reply was delivered: cooldowns and "last spoke" count from now. */
+  noteSpoke(g: GroupDoc, agentId: string): void {
+    g.state.lastSpoke[agentId] = this.now();
+  }
+
+  /** A model call's cost, counted for the group under `key` (an agent, or "(selector)"). */
+  addGroupUsage(g: GroupDoc, key: string, res: { usage: Usage; costUsd?: number | null | undefined }): void {
+    addUsage((g.state.usage[key] ??= emptyUsage()), res);
+  }
+
+  // -------------------------------------------------------------------------------------------
   // Sessions
 
   session(g: GroupDoc, agentId: string): SessionDoc {

@@ -242,7 +242,7 @@ export class GroupRouter implements ChannelHost {
       return { status: 'rejected', groupId: g.id, code: refusal.code, reason: refusal.text };
     }
     const addressed = this.addressedBy(g, msg);
-    if (addressed.length > 0) g.state.sticky = addressed.at(-1)!;
+    if (addressed.length > 0) this.groups.setSticky(g, addressed.at(-1)!);
     // The message and its round are one record: durable before the channel acknowledges (§4.2).
     const round = this.newRound(g, [`${g.id}.${g.nextSeq}`], addressed, false);
     const [entry] = await this.recorder.record(g, { entries: [this.humanEntry(msg, false)], round: { record: round, add: true } });

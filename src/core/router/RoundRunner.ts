@@ -9,7 +9,7 @@ import type { AgentDef, ChatTurn, DecisionType, TranscriptEntry } from '../types
 import { describeError, LlmError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { Metrics } from '../metrics.js';
-import { addUsage, emptyUsage, seqOfId, type GroupManager } from '../groups/GroupManager.js';
+import { seqOfId, type GroupManager } from '../groups/GroupManager.js';
 import type { NewEntry, Recorder } from './Recorder.js';
 import { buildSystemPrompt, buildUserTurn, PASS_TOKEN, type Ask } from '../session/prompt.js';
 import { cleanReply, isPass } from './pass.js';
@@ -181,7 +181,7 @@ export class RoundRunner {
     const text = pass ? '' : cleanReply(res.text, agent);
     if (!groups.usable(g)) return; // reloaded after a failed write while the model was answering
     groups.recordTurn(g, session, [{ role: 'user', content: userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text }], seenUpTo, res);
-    addUsage((g.state.usage[agent.id] ??= emptyUsage()), res);
+    groups.addGroupUsage(g, agent.id, res);
     this.drop(round, t);
 
     if (pass || !text) {
@@ -200,7 +200,7 @@ export class RoundRunner {
       threadId: this.trigger(g, round)?.threadId,
       meta: { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, depth: t.depth, reason: t.reason },
     };
-    g.state.lastSpoke[agent.id] = clock.now();
+    groups.noteSpoke(g, agent.id);
     if (t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected') round.capped++;
     if (t.reason === 'voluntary') round.voluntary++;
     const depthNote = this.queueReactions(g, round, t, agent, text);

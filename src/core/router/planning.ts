@@ -6,7 +6,7 @@
 import type { GroupDoc, PlannedTurn, RoundRecord } from '../ports.js';
 import { describeError } from '../errors.js';
 import { observationLine } from '../session/prompt.js';
-import { addUsage, emptyUsage, isObservable } from '../groups/GroupManager.js';
+import { isObservable } from '../groups/GroupManager.js';
 import { findHandles } from './mentions.js';
 import type { RoundDeps } from './RoundRunner.js';
 
@@ -45,8 +45,7 @@ async function chooseTurns(d: RoundDeps, g: GroupDoc, round: RoundRecord, calls:
     case 'round_robin': {
       const eligible = ps.filter((p) => !g.state.muted.includes(p));
       if (eligible.length === 0) return [];
-      const next = eligible[g.state.rrIndex % eligible.length]!;
-      g.state.rrIndex = (g.state.rrIndex + 1) % eligible.length;
+      const next = d.groups.nextInRotation(g, eligible);
       return [turn(next, 'rotation')];
     }
     case 'selector': {
@@ -89,7 +88,7 @@ async function select(d: RoundDeps, g: GroupDoc): Promise<string[] | null> {
       g.config.voluntary_timeout_seconds * 1000,
     );
     // The selector's cost is the group's too; /group usage lists it on its own line.
-    addUsage((g.state.usage['(selector)'] ??= emptyUsage()), res);
+    d.groups.addGroupUsage(g, '(selector)', res);
     const ids: string[] = [];
     const words = [...findHandles(res.text), ...res.text.split(/[^\p{L}\p{N}_-]+/u)];
     for (const w of words) {

@@ -7,7 +7,6 @@ import type { GroupDoc, SessionDoc } from '../ports.js';
 import type { AgentDef } from '../types.js';
 import { describeError } from '../errors.js';
 import { buildSummaryRequest } from './prompt.js';
-import { addUsage, emptyUsage } from '../groups/GroupManager.js';
 import type { RoundDeps } from '../router/RoundRunner.js';
 
 export async function maybeSummarize(d: RoundDeps, g: GroupDoc, agent: AgentDef, s: SessionDoc): Promise<void> {
@@ -34,7 +33,7 @@ export async function maybeSummarize(d: RoundDeps, g: GroupDoc, agent: AgentDef,
     if (!text) throw new Error('empty summary');
     if (!d.groups.usable(g)) return;
     d.groups.foldHistory(g, s, fold.length, text, res);
-    addUsage((g.state.usage[agent.id] ??= emptyUsage()), res);
+    d.groups.addGroupUsage(g, agent.id, res);
   } catch (err) {
     d.logger.warn({ group: g.id, agent: agent.id, err: describeError(err) }, 'summary failed; history kept');
     if (s.history.length > 2 * limit) d.groups.foldHistory(g, s, s.history.length - limit - (limit % 2), s.summary);
