@@ -100,7 +100,10 @@ async function start(loaded: LoadedConfig): Promise<number> {
       stopping = true;
       logger.info({ signal: sig }, 'stopping: finishing writes');
       app.stop().then(
-        () => resolveExit(0),
+        () => {
+          logger.info({}, 'stopped');
+          resolveExit(0);
+        },
         (err: unknown) => {
           logger.error({ err: describeError(err) }, 'stop failed');
           resolveExit(1);
