@@ -5,7 +5,7 @@
  * Without a Chromium binary the tests are skipped with the reason printed, unless
  * CHORUS_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -52,6 +52,27 @@ groups:
 `;
 }
 
+const ARCHIVE_MESSAGES = 10_000;
+
+/**
+ * A group with a long history, written straight into the data directory as its log (100 records
+ * of 100 messages): what a year of a busy chat leaves behind.
+ */
+function writeArchive(dataDir: string): void {
+  const dir = join(dataDir, 'groups', 'archive', 'log');
+  mkdirSync(dir, { recursive: true });
+  const state = { muted: [], lastSpoke: {}, sticky: null, rrIndex: 0, archived: false, usage: {} };
+  const lines = [JSON.stringify({ v: 1, n: 1, ts: 0, head: { id: 'archive', title: 'Archive', channel: 'web', chatId: 'archive', participants: ['analyst'], config: {}, createdAt: 0, state } })];
+  for (let r = 0; r < ARCHIVE_MESSAGES / 100; r++) {
+    const entries = Array.from({ length: 100 }, (_, k) => {
+      const seq = r * 100 + k + 1;
+      return { id: `archive.${seq}`, seq, kind: 'human', ts: Date.UTC(2025, 0, 1) + seq * 60_000, authorId: 'web:maya', authorName: 'Maya', text: `archived message ${seq}`, platformMessageId: `a${seq}` };
+    });
+    lines.push(JSON.stringify({ v: 1, n: r + 2, ts: 0, entries }));
+  }
+  writeFileSync(join(dir, '000000000001.jsonl'), lines.join('\n') + '\n');
+}
+
 /** Writer answers when addressed; Analyst streams its answer in pieces; voluntary turns pass. */
 function makeLlm(): FakeLlm {
   return new FakeLlm({
@@ -81,6 +102,7 @@ suite('web page in Chromium', () => {
     if (!HAVE_BROWSER) throw new Error(`CHORUS_REQUIRE_BROWSER=1 but no Chromium at ${CHROMIUM}`);
     mkdirSync(SHOTS, { recursive: true });
     dataDir = mkdtempSync(join(tmpdir(), 'chorus-web-e2e-'));
+    writeArchive(dataDir);
     const { config } = parseConfigText(configYaml(dataDir), 'test');
     app = await createApp({ config, llm: makeLlm(), logger: silentLogger });
     await app.start();
@@ -134,6 +156,28 @@ suite('web page in Chromium', () => {
     await page.locator('.group-item', { hasText: title }).click();
     await expect.poll(() => page.locator('#group-title').textContent(), POLL).toBe(title);
   }
+
+  it('scrolls a 10,000-message group back to its very first message', async () => {
+    const { page, errors } = await openPage();
+    await openGroup(page, 'Archive');
+    const feed = page.locator('#feed');
+    const bubbles = page.locator('.msg', { hasText: 'archived message' });
+    await expect.poll(() => bubbles.count(), POLL).toBeGreaterThan(0);
+    // Scroll to the top again and again, as a reader would; each time an older page arrives,
+    // until there is nothing older (the "load older" row goes away).
+    const older = page.locator('#load-older');
+    for (let i = 0; i < 1000 && (await older.isVisible()); i++) {
+      await feed.evaluate((el) => (el.scrollTop = 0));
+      await sleep(20);
+    }
+    await expect.poll(() => bubbles.count(), { timeout: 30_000, interval: 100 }).toBe(ARCHIVE_MESSAGES);
+    const texts = await bubbles.evaluateAll((els) => els.map((e) => e.querySelector('.text')?.textContent ?? ''));
+    expect(texts[0]).toBe('archived message 1');
+    expect(texts.at(-1)).toBe(`archived message ${ARCHIVE_MESSAGES}`);
+    expect(texts.every((t, i) => t === `archived message ${i + 1}`)).toBe(true);
+    expect(await page.locator('#load-older').isHidden()).toBe(true);
+    expect(errors).toEqual([]);
+  }, 120_000);
 
   it('creates a group in the UI', async () => {
     const { page, errors } = await openPage();
@@ -232,6 +276,11 @@ suite('web page in Chromium', () => {
     // Shift+Enter adds a line instead of sending.
     await page.locator('#input').press('Shift+Enter');
     expect(await page.locator('#input').inputValue()).toBe('thoughts, @writer @creatives \n');
+    // Moving to something else on the page closes the suggestions.
+    await page.locator('#input').pressSequentially('@an');
+    await expect.poll(() => page.locator('#autocomplete').isVisible(), POLL).toBe(true);
+    await page.locator('#group-title').click();
+    await expect.poll(() => page.locator('#autocomplete').isHidden(), POLL).toBe(true);
   });
 
   it('renders HTML in messages as text and runs nothing', async () => {

@@ -203,6 +203,28 @@ function groupFromHash() {
   }
 }
 
+let loadingOlder = false;
+let olderLoaded = () => {};
+
+/** Prepend the page of history before the oldest message shown, keeping the reader's place. */
+async function loadOlder() {
+  if (loadingOlder || !state.currentId || feed.oldestSeq === null || $('#load-older').hidden) return;
+  loadingOlder = true;
+  try {
+    const id = state.currentId;
+    const page = await api('GET', `/api/groups/${encodeURIComponent(id)}/messages?limit=100&before=${feed.oldestSeq}`);
+    if (state.currentId !== id) return;
+    const scroller = $('#feed');
+    const before = scroller.scrollHeight;
+    feed.add(page.messages);
+    scroller.scrollTop += scroller.scrollHeight - before;
+    show($('#load-older'), page.hasMore);
+  } finally {
+    loadingOlder = false;
+  }
+  olderLoaded();
+}
+
 async function boot() {
   const toggle = $('#show-decisions');
   toggle.checked = localStorage.getItem(DECISIONS_KEY) !== '0';
@@ -211,17 +233,18 @@ async function boot() {
     localStorage.setItem(DECISIONS_KEY, toggle.checked ? '1' : '0');
     feed.setDecisionsVisible(toggle.checked);
   });
-  $('#load-older').addEventListener('click', async () => {
-    if (!state.currentId || feed.oldestSeq === null) return;
-    const id = state.currentId;
-    const page = await api('GET', `/api/groups/${encodeURIComponent(id)}/messages?limit=50&before=${feed.oldestSeq}`);
-    if (state.currentId !== id) return;
-    const scroller = $('#feed');
-    const before = scroller.scrollHeight;
-    feed.add(page.messages);
-    scroller.scrollTop += scroller.scrollHeight - before;
-    show($('#load-older'), page.hasMore);
-  });
+  $('#load-older').addEventListener('click', () => loadOlder());
+  // Scrolling up to the top of the feed loads the page before it, back to the first message.
+  const sentinel = $('#load-older');
+  const olderObserver = new IntersectionObserver((seen) => {
+    if (seen.some((e) => e.isIntersecting)) loadOlder();
+  }, { root: $('#feed'), rootMargin: '200px 0px 0px 0px' });
+  olderObserver.observe(sentinel);
+  olderLoaded = () => {
+    // Observe afresh: if the button is still in view after a short page, the next one loads too.
+    olderObserver.unobserve(sentinel);
+    olderObserver.observe(sentinel);
+  };
   window.addEventListener('hashchange', () => {
     const id = groupFromHash();
     if (id && id !== state.currentId) selectGroup(id);

@@ -41,7 +41,11 @@ export class Composer {
       if (!this.error.hidden) show(this.error, false);
     });
     this.input.addEventListener('click', () => this.updateAutocomplete());
-    this.input.addEventListener('blur', () => setTimeout(() => this.closeAutocomplete(), 150));
+    // Close the suggestions when focus moves elsewhere on the page (after a moment, so a click on
+    // one still lands); the window itself losing focus keeps them for when the reader comes back.
+    this.input.addEventListener('blur', () => setTimeout(() => {
+      if (document.hasFocus() && document.activeElement !== this.input) this.closeAutocomplete();
+    }, 150));
     this.pickerBtn.addEventListener('click', () => this.togglePicker());
     document.addEventListener('click', (ev) => {
       if (!this.picker.hidden && !ev.target.closest('.picker-wrap')) this.closePicker();

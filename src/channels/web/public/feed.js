@@ -51,17 +51,19 @@ export class Feed {
   }
 
   insert(el, seq) {
-    // Keep seq order; live entries almost always go last.
-    let before = null;
-    for (let node = this.list.lastElementChild; node; node = node.previousElementSibling) {
-      if (node.dataset.seq === undefined) {
-        before = node; // streaming bubbles stay at the bottom
-        continue;
-      }
-      if (Number(node.dataset.seq) < seq) break;
-      before = node;
+    // Keep seq order. Streaming bubbles (no seq) stay at the bottom; every other child has a seq
+    // and they are sorted, so a binary search finds the place: live entries land last, a page of
+    // older history lands first, and a 10,000-message scroll-back stays linear overall.
+    const children = this.list.children;
+    let hi = children.length;
+    while (hi > 0 && children[hi - 1].dataset.seq === undefined) hi--;
+    let lo = 0;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (Number(children[mid].dataset.seq) < seq) lo = mid + 1;
+      else hi = mid;
     }
-    this.list.insertBefore(el, before);
+    this.list.insertBefore(el, lo < children.length ? children[lo] : null);
   }
 
   renderEntry(e) {
