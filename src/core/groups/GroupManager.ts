@@ -25,6 +25,18 @@ export const JOIN_CONTEXT = 20;
 export const MAILBOX_MAX = 300;
 /** Records between checkpoints: bounds replay at start; its cost is spread over this many writes. */
 export const CHECKPOINT_EVERY = 256;
+/**
+ * A checkpoint carries the dedupe memory (every client id of the last 24 hours), the one part of
+ * it that grows with traffic. Spacing checkpoints at least `seen / SEEN_PER_RECORD` records apart
+ * keeps what they add per record flat (a few dozen bytes per remembered id, spread over 4 records
+ * each); replay at start grows with it, to one record per 4 ids remembered.
+ */
+const SEEN_PER_RECORD = 4;
+
+/** Records between two checkpoints of a group that remembers `seen` client ids. */
+export function checkpointInterval(seen: number, every = CHECKPOINT_EVERY): number {
+  return Math.max(every, Math.ceil(seen / SEEN_PER_RECORD));
+}
 
 /** Add one call's figures to running totals. */
 export function addUsage(totals: UsageTotals, res: { usage: Usage; costUsd?: number | null | undefined }): void {
@@ -526,7 +538,7 @@ export class GroupManager {
     const entries = p.entries;
     rt.pending = emptyPending();
     rt.headJson = headJson;
-    const checkpoint = ++rt.sinceCheckpoint >= this.checkpointEvery ? this.checkpointOf(g, rt.n) : null;
+    const checkpoint = ++rt.sinceCheckpoint >= checkpointInterval(g.seen.size, this.checkpointEvery) ? this.checkpointOf(g, rt.n) : null;
     if (checkpoint) rt.sinceCheckpoint = 0;
     const durable = this.store.append(g.id, rec).then(
       () => {
