@@ -1,12 +1,14 @@
 /**
- * Shared pieces of the benchmarks: statistics, a temporary data directory, a config with N agents,
- * an app on the real router and the real lowdb store, and a channel that timestamps the moment a
- * reply is handed over to it.
+ * Shared pieces of the benchmarks: statistics, a temporary data directory (under
+ * `BENCH_DATA_ROOT`, default the OS temp directory), a config with N agents, an app on the real
+ * router and the real file store, the process's disk-write counter, and a channel that timestamps
+ * the moment a reply is handed over to it.
  */
 import { fork } from 'node:child_process';
+import { readFileSync, realpathSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createApp, type App } from '../src/app.js';
@@ -15,6 +17,7 @@ import type { ChorusConfig } from '../src/config/schema.js';
 import type { Channel, ChannelHost, LlmProvider, PostedMessage, PostOptions } from '../src/core/ports.js';
 import type { AgentDef, ChatRef, GroupConfig, InboundMessage } from '../src/core/types.js';
 import { FileStore } from '../src/store/files/FileStore.js';
+import { FakeLlm, type FakeLlmOptions } from '../tests/helpers/fake-llm.js';
 import { silentLogger } from '../tests/helpers/logger.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -56,10 +59,58 @@ export function round(x: number, digits = 3): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Temporary directories
+// Data directories and the disk
+
+/** Where the benchmarks put their data directories: `BENCH_DATA_ROOT`, else the OS temp directory. */
+export function dataRoot(): string {
+  return process.env['BENCH_DATA_ROOT'] || tmpdir();
+}
+
+/** The file system type of the mount holding `dir` (from /proc/mounts; `unknown` elsewhere). */
+export function fsTypeOf(dir: string): string {
+  let path: string;
+  let mounts: string;
+  try {
+    path = realpathSync(dir);
+    mounts = readFileSync('/proc/mounts', 'utf8');
+  } catch {
+    return 'unknown';
+  }
+  let best = { point: '', type: 'unknown' };
+  for (const line of mounts.split('\n')) {
+    const [, rawPoint, type] = line.split(' ');
+    if (!rawPoint || !type) continue;
+    // /proc/mounts escapes spaces and the like as octal.
+    const point = rawPoint.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    const inside = point === '/' || path === point || path.startsWith(point + sep);
+    if (inside && point.length >= best.point.length) best = { point, type };
+  }
+  return best.type;
+}
+
+/** The data root and whether it is memory (tmpfs): written into the results. */
+export function describeDataRoot(): { root: string; fs_type: string; tmpfs: boolean } {
+  const root = dataRoot();
+  const type = fsTypeOf(root);
+  return { root, fs_type: type, tmpfs: type === 'tmpfs' || type === 'ramfs' };
+}
+
+/**
+ * Bytes this process caused to be written to storage (`write_bytes` of /proc/self/io: counted
+ * when a page of a file becomes dirty, so a small append costs a whole page each time the page is
+ * written back or synced). Always 0 on tmpfs. Null where /proc/self/io cannot be read.
+ */
+export function diskWriteBytes(): number | null {
+  try {
+    const m = /^write_bytes:\s*(\d+)/m.exec(readFileSync('/proc/self/io', 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
 
 export async function tempDir(tag: string): Promise<{ dir: string; remove: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), `chorus-bench-${tag}-`));
+  const dir = await mkdtemp(join(dataRoot(), `chorus-bench-${tag}-`));
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
@@ -178,11 +229,16 @@ export interface BenchApp {
   close(): Promise<void>;
 }
 
-/** createApp with the real lowdb store in a fresh temporary directory (or `dir`). */
-export async function benchApp(o: Omit<BenchConfigOptions, 'dataDir'> & { llm: LlmProvider; dir?: string; timedChannel?: boolean; fsync?: 'always' | 'never' }): Promise<BenchApp> {
+export type Fsync = 'always' | 'never';
+
+/**
+ * createApp with the real file store (`fsync` default `always`, as in the config) in a fresh
+ * temporary directory under the data root (or in `dir`).
+ */
+export async function benchApp(o: Omit<BenchConfigOptions, 'dataDir'> & { llm: LlmProvider; dir?: string; timedChannel?: boolean; fsync?: Fsync }): Promise<BenchApp> {
   const tmp = o.dir ? { dir: o.dir, remove: async () => undefined } : await tempDir('app');
   const config = benchConfig({ ...o, dataDir: tmp.dir });
-  const store = new FileStore({ dataDir: tmp.dir, fsync: o.fsync ?? 'always', logger: silentLogger });
+  const store = new FileStore({ dataDir: tmp.dir, fsync: o.fsync ?? config.storage.fsync, logger: silentLogger });
   const channel = o.timedChannel === false || o.web ? null : new TimedChannel();
   const app = await createApp({ config, llm: o.llm, logger: silentLogger, store, ...(channel ? { channels: [channel] } : {}) });
   await app.start();
@@ -197,6 +253,23 @@ export async function benchApp(o: Omit<BenchConfigOptions, 'dataDir'> & { llm: L
       await tmp.remove();
     },
   };
+}
+
+/**
+ * The test FakeLlm without its call log: for runs of thousands of messages, where the recorded
+ * requests (each with its prompt) would otherwise be the biggest thing in the heap.
+ */
+export class UnrecordedLlm extends FakeLlm {
+  constructor(opts: FakeLlmOptions = {}) {
+    super(opts);
+  }
+  override async complete(req: Parameters<FakeLlm['complete']>[0]): ReturnType<FakeLlm['complete']> {
+    try {
+      return await super.complete(req);
+    } finally {
+      this.calls.length = 0;
+    }
+  }
 }
 
 let msgCounter = 0;

@@ -6,13 +6,14 @@
  *   directory. The data is made by driving one real group through the router, then copying its
  *   files under new ids (`makeRssData`, run in the parent).
  * - throughput: `groups` groups, `messages` in total, LLM latency 0; every group is a person who
- *   sends the next message when the previous reply arrived (100 conversations at once). Also
- *   records memory after a warm-up (the first 10%) and at the end (soak).
+ *   sends the next message when the previous reply arrived (100 conversations at once), with
+ *   fsync always or never.
+ * - soak: the same load for 100,000 messages; RSS and heap after a full GC at set points.
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FakeLlm } from '../../tests/helpers/fake-llm.js';
-import { AGENT_IDS, benchApp, inbound, now, tempDir } from '../lib.js';
+import { AGENT_IDS, benchApp, inbound, now, tempDir, UnrecordedLlm, type BenchApp, type Fsync } from '../lib.js';
 
 const TEMPLATE = 'tplgroupzz';
 const FOUR = AGENT_IDS.slice(0, 4);
@@ -77,57 +78,104 @@ export async function rssMeasure(o: { dir: string }): Promise<{ emptyMb: number;
 export interface ThroughputResult {
   msgsPerS: number;
   messages: number;
-  warmRssMb: number;
-  endRssMb: number;
-  warmHeapMb: number;
-  endHeapMb: number;
+  wallMs: number;
+  /** Store flushes (one write + sync per group file written) and syncs during the run. */
+  flushes: number;
+  fsyncs: number;
 }
 
-export async function throughputRun(o: { groups: number; messages: number }): Promise<ThroughputResult> {
-  const llm = new FakeLlm({ replies: { analyst: 'Noted; the numbers add up.' } });
-  const b = await benchApp({ llm, agents: 3 });
+const GROUP3 = ['analyst', 'writer', 'critic'];
+
+/**
+ * `messages` `@analyst` messages spread over the groups, at most one per group waiting for its
+ * reply (a second message to a busy group would be answered together with the first, §4.7), so
+ * min(groups, inFlight) messages are in flight. Every message is one person's, who posts the next
+ * one once the reply is delivered.
+ */
+async function conversations(b: BenchApp, ids: string[], messages: number, inFlight: number, offset: number): Promise<number> {
+  const { router } = b.app;
+  let next = 0;
+  let sent = 0;
+  const lanes = Math.min(inFlight, ids.length);
+  await Promise.all(
+    Array.from({ length: lanes }, async (_, lane) => {
+      // Lane k serves groups k, k + lanes, …: one message per group in flight.
+      const mine = ids.filter((_, g) => g % lanes === lane);
+      for (let r = 0; ; r++) {
+        const i = next++;
+        if (i >= messages) return;
+        const id = mine[r % mine.length]!;
+        const posted = b.channel!.waitFor(id);
+        const res = await router.receive(inbound(id, `@analyst check line ${offset + i}`, `p${lane}`));
+        if (res.status !== 'recorded') throw new Error(`${id}: message ${offset + i} was ${res.status}`);
+        sent++;
+        await posted;
+      }
+    }),
+  );
+  return sent;
+}
+
+async function makeGroups(b: BenchApp, n: number, prefix: string): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+  for (let i = 0; i < ids.length; i += 100) await Promise.all(ids.slice(i, i + 100).map((id) => b.app.router.gateway.createGroup({ title: id, participants: GROUP3, id })));
+  await b.store.flush();
+  return ids;
+}
+
+/**
+ * Throughput with the model taking no time: wall time from the first post to the last reply
+ * delivered, `messages` / that time. The messages are spread over `groups` groups.
+ */
+export async function throughputRun(o: { groups: number; messages: number; inFlight: number; fsync: Fsync }): Promise<ThroughputResult> {
+  const llm = new UnrecordedLlm({ replies: { analyst: 'Noted; the numbers add up.' } });
+  const b = await benchApp({ llm, agents: 3, fsync: o.fsync });
   try {
-    const { router } = b.app;
-    const ids = Array.from({ length: o.groups }, (_, i) => `t${i}`);
-    await Promise.all(ids.map((id) => router.gateway.createGroup({ title: id, participants: ['analyst', 'writer', 'critic'], id })));
-    const perGroup = Math.ceil(o.messages / o.groups);
-    const warmAt = Math.max(1, Math.floor(perGroup / 10));
-    let warmed = 0;
-    let warm: { rss: number; heap: number } | null = null;
-    let releaseWarm: () => void = () => undefined;
-    const warmGate = new Promise<void>((r) => (releaseWarm = r));
-    let sent = 0;
+    const ids = await makeGroups(b, o.groups, 't');
+    const s0 = { ...b.store.stats };
     const t0 = now();
-    let pausedMs = 0;
-    await Promise.all(
-      ids.map(async (id) => {
-        for (let i = 0; i < perGroup; i++) {
-          if (i === warmAt) {
-            // Every conversation pauses once at the end of the warm-up so memory is read at rest.
-            if (++warmed === ids.length) {
-              const p0 = now();
-              await router.idle();
-              await b.store.flush();
-              warm = { rss: gcRss(), heap: process.memoryUsage().heapUsed / 2 ** 20 };
-              pausedMs = now() - p0;
-              releaseWarm();
-            }
-            await warmGate;
-          }
-          const posted = b.channel!.waitFor(id);
-          const res = await router.receive(inbound(id, `@analyst check line ${i}`));
-          if (res.status !== 'recorded') throw new Error(`throughput: ${res.status}`);
-          sent++;
-          await posted;
-        }
-      }),
-    );
-    await router.idle();
-    const wall = now() - t0 - pausedMs;
-    await b.store.flush();
-    const end = { rss: gcRss(), heap: process.memoryUsage().heapUsed / 2 ** 20 };
-    const w = warm ?? end;
-    return { msgsPerS: sent / (wall / 1000), messages: sent, warmRssMb: w.rss, endRssMb: end.rss, warmHeapMb: w.heap, endHeapMb: end.heap };
+    const sent = await conversations(b, ids, o.messages, o.inFlight, 0);
+    const wallMs = now() - t0;
+    await b.app.router.idle();
+    return { msgsPerS: sent / (wallMs / 1000), messages: sent, wallMs, flushes: b.store.stats.flushes - s0.flushes, fsyncs: b.store.stats.fsyncs - s0.fsyncs };
+  } finally {
+    await b.close();
+  }
+}
+
+export interface SoakPoint {
+  messages: number;
+  rssMb: number;
+  heapMb: number;
+  /** Rate of the stretch that ended at this point. */
+  msgsPerS: number;
+}
+
+/**
+ * Soak: `messages` over `groups` groups as in the throughput run (model 0 ms); at each point in
+ * `points` every conversation stops, the store is flushed and RSS and the heap are read after a
+ * full GC. Memory must level off: nothing may grow with the length of the history.
+ */
+export async function soakRun(o: { groups: number; points: number[]; fsync: Fsync }): Promise<{ points: SoakPoint[]; entriesPerGroup: number }> {
+  const llm = new UnrecordedLlm({ replies: { analyst: 'Noted; the numbers add up.' } });
+  const b = await benchApp({ llm, agents: 3, fsync: o.fsync });
+  try {
+    const ids = await makeGroups(b, o.groups, 'k');
+    const out: SoakPoint[] = [];
+    let sent = 0;
+    for (const point of o.points) {
+      const t0 = now();
+      const n = await conversations(b, ids, point - sent, o.groups, sent);
+      const ms = now() - t0;
+      sent += n;
+      await b.app.router.idle();
+      await b.app.router.groups.settle();
+      await b.store.flush();
+      const rssMb = gcRss();
+      out.push({ messages: sent, rssMb, heapMb: process.memoryUsage().heapUsed / 2 ** 20, msgsPerS: n / (ms / 1000) });
+    }
+    const entries = ids.reduce((n, id) => n + b.app.router.groups.get(id)!.nextSeq - 1, 0);
+    return { points: out, entriesPerGroup: entries / ids.length };
   } finally {
     await b.close();
   }
