@@ -1,7 +1,7 @@
 /**
  * One group's append-only log on disk: JSON Lines segments named after the first entry seq they
  * may hold (`000000000001.jsonl`), rotated by size. Each segment gets a small in-memory index (the
- * byte range of every line that carries entries, and the delivery patches) the first time it is
+ * byte range of every line that carries entries or delivery outcomes) the first time it is
  * read, and the active segment's index grows with every append, so reading a page of history is
  * one positional read, never a scan of the whole history.
  */
@@ -12,20 +12,83 @@ import type { TranscriptEntry } from '../../core/types.js';
 import { StoreFormatError } from '../../core/errors.js';
 import { RECORD_VERSION, firstIssue, recordSchema } from './schema.js';
 
-/** The byte range of one log line and the entry seqs it carries. */
-interface LineRef {
-  offset: number;
-  length: number;
-  firstSeq: number;
-  lastSeq: number;
+/**
+ * Byte ranges of log lines with the seq range each covers, in columns of typed arrays: 24 bytes a
+ * line instead of a few hundred for objects, because the active segment's table lives as long as
+ * the group does and grows with every record until the segment rotates.
+ */
+export class LineTable {
+  count = 0;
+  private offset = new Uint32Array(16);
+  private length = new Uint32Array(16);
+  private lo = new Float64Array(16);
+  private hi = new Float64Array(16);
+
+  push(offset: number, length: number, lo: number, hi: number): void {
+    if (this.count === this.offset.length) this.grow();
+    const i = this.count++;
+    this.offset[i] = offset;
+    this.length[i] = length;
+    this.lo[i] = lo;
+    this.hi[i] = hi;
+  }
+
+  offsetAt(i: number): number {
+    return this.offset[i]!;
+  }
+  endAt(i: number): number {
+    return this.offset[i]! + this.length[i]!;
+  }
+  loAt(i: number): number {
+    return this.lo[i]!;
+  }
+  hiAt(i: number): number {
+    return this.hi[i]!;
+  }
+
+  /** First line whose range ends at or after `seq` (lines of entries are in seq order). */
+  firstEndingFrom(seq: number): number {
+    let lo = 0;
+    let hi = this.count;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.hi[mid]! < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Number of lines whose range starts before `seq`. */
+  countStartingBefore(seq: number): number {
+    let lo = 0;
+    let hi = this.count;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.lo[mid]! < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private grow(): void {
+    const n = this.offset.length * 2;
+    const copy = <T extends Uint32Array | Float64Array>(a: T, b: T): T => (b.set(a), b);
+    this.offset = copy(this.offset, new Uint32Array(n));
+    this.length = copy(this.length, new Uint32Array(n));
+    this.lo = copy(this.lo, new Float64Array(n));
+    this.hi = copy(this.hi, new Float64Array(n));
+  }
 }
 
 /** What the store knows about one segment without keeping its text. */
 export interface SegmentIndex {
-  /** Lines that carry entries, in order. */
-  lines: LineRef[];
-  /** Delivery outcomes recorded in this segment, by entry seq. */
-  patches: Map<number, { delivery: 'posted' | 'failed'; postedIds?: string[] | undefined }>;
+  /** Lines that carry entries, in seq order. */
+  entries: LineTable;
+  /**
+   * Lines that carry delivery outcomes, with the range of entry seqs they touch: read back only
+   * when a page of entries overlapping them is read.
+   */
+  deliveries: LineTable;
   /** Record numbers in this segment (0 when it has none). */
   firstN: number;
   lastN: number;
@@ -86,7 +149,7 @@ export class GroupLog {
     const idx = await this.index(this.segments.at(-1)!);
     this.activeIndex = idx;
     this.size = idx.size;
-    this.maxSeq = Math.max(this.segments.at(-1)! - 1, idx.lines.at(-1)?.lastSeq ?? 0);
+    this.maxSeq = Math.max(this.segments.at(-1)! - 1, idx.entries.count ? idx.entries.hiAt(idx.entries.count - 1) : 0);
   }
 
   /**
@@ -207,7 +270,7 @@ export class GroupLog {
     }
   }
 
-  /** Entries (with delivery patches applied) of a seq range, oldest first. */
+  /** Entries (with delivery outcomes applied) of a seq range, oldest first. */
   async entries(range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
     if (this.segments.length === 0 || range.limit <= 0) return [];
     const out: TranscriptEntry[] = [];
@@ -215,25 +278,44 @@ export class GroupLog {
     if (range.afterSeq !== undefined) {
       const from = range.afterSeq + 1;
       for (let i = Math.max(0, this.segmentOf(from)); i < this.segments.length && out.length < range.limit; i++) {
-        const got = (await this.read(i, (l) => l.lastSeq >= from, 'first', range.limit - out.length)).filter((e) => e.seq >= from);
+        const idx = await this.index(this.segments[i]!);
+        const first = idx.entries.firstEndingFrom(from);
+        const lines = Math.min(idx.entries.count, first + range.limit - out.length);
+        const got = (await this.readLines(i, idx.entries, first, lines)).flatMap((r) => r.entries ?? []).filter((e) => e.seq >= from);
         out.push(...got.slice(0, range.limit - out.length));
         used.push(i);
       }
     } else {
       const before = range.beforeSeq ?? Infinity;
       for (let i = this.segmentOf(before - 1); i >= 0 && out.length < range.limit; i--) {
-        const got = (await this.read(i, (l) => l.firstSeq < before, 'last', range.limit - out.length)).filter((e) => e.seq < before);
+        const idx = await this.index(this.segments[i]!);
+        const end = idx.entries.countStartingBefore(before);
+        const got = (await this.readLines(i, idx.entries, Math.max(0, end - (range.limit - out.length)), end)).flatMap((r) => r.entries ?? []).filter((e) => e.seq < before);
         out.unshift(...got.slice(-(range.limit - out.length)));
         used.push(i);
       }
     }
+    if (out.length === 0) return out;
     // Delivery outcomes land shortly after their entry: in the same segment or the next one.
+    const lo = out[0]!.seq;
+    const hi = out.at(-1)!.seq;
+    const bySeq = new Map(out.map((e) => [e.seq, e]));
     const patchFrom = new Set(used.flatMap((i) => [i, i + 1]).filter((i) => i < this.segments.length));
     for (const i of [...patchFrom].sort((a, b) => a - b)) {
-      const idx = await this.index(this.segments[i]!);
-      for (const e of out) {
-        const p = idx.patches.get(e.seq);
-        if (p) Object.assign(e, { delivery: p.delivery }, p.postedIds ? { postedIds: p.postedIds } : {});
+      const d = (await this.index(this.segments[i]!)).deliveries;
+      let first = -1;
+      let last = -1;
+      for (let k = 0; k < d.count; k++) {
+        if (d.hiAt(k) < lo || d.loAt(k) > hi) continue;
+        if (first < 0) first = k;
+        last = k;
+      }
+      if (first < 0) continue;
+      for (const rec of await this.readLines(i, d, first, last + 1)) {
+        for (const p of rec.delivery ?? []) {
+          const e = bySeq.get(p.seq);
+          if (e) Object.assign(e, { delivery: p.delivery }, p.postedIds ? { postedIds: p.postedIds } : {});
+        }
       }
     }
     return out;
@@ -255,29 +337,26 @@ export class GroupLog {
   }
 
   /**
-   * Read the lines of segment `i` selected by `want` (a contiguous run), only the first or last
-   * `need` of them (each line carries at least one entry), and return their entries.
+   * Read lines `from` (inclusive) to `to` (exclusive) of `table` in segment `i` with one
+   * positional read of the span they cover, and parse them in order (lines in between that the
+   * table does not list are skipped).
    */
-  private async read(i: number, want: (l: LineRef) => boolean, take: 'first' | 'last', need: number): Promise<TranscriptEntry[]> {
+  private async readLines(i: number, table: LineTable, from: number, to: number): Promise<GroupRecord[]> {
+    if (to <= from) return [];
     const start = this.segments[i]!;
-    const idx = await this.index(start);
-    const all = idx.lines.filter(want);
-    const lines = take === 'first' ? all.slice(0, need) : all.slice(-need);
-    if (lines.length === 0) return [];
-    const from = lines[0]!.offset;
-    const to = lines.at(-1)!.offset + lines.at(-1)!.length;
-    const buf = Buffer.alloc(to - from);
+    const base = table.offsetAt(from);
+    const buf = Buffer.alloc(table.endAt(to - 1) - base);
     const path = this.path(start);
     const fh = await open(path, 'r');
     try {
-      await fh.read(buf, 0, buf.length, from);
+      await fh.read(buf, 0, buf.length, base);
     } finally {
       await fh.close();
     }
-    const out: TranscriptEntry[] = [];
-    for (const l of lines) {
-      const rec = this.parse(buf.subarray(l.offset - from, l.offset - from + l.length), path, 0, false);
-      if (rec?.entries) out.push(...rec.entries);
+    const out: GroupRecord[] = [];
+    for (let k = from; k < to; k++) {
+      const rec = this.parse(buf.subarray(table.offsetAt(k) - base, table.endAt(k) - base), path, 0, false);
+      if (rec) out.push(rec);
     }
     return out;
   }
@@ -303,14 +382,22 @@ export class GroupLog {
 }
 
 function emptyIndex(): SegmentIndex {
-  return { lines: [], patches: new Map(), firstN: 0, lastN: 0, size: 0 };
+  return { entries: new LineTable(), deliveries: new LineTable(), firstN: 0, lastN: 0, size: 0 };
 }
 
 function noteRecord(idx: SegmentIndex, rec: GroupRecord, offset: number, length: number): void {
   if (idx.firstN === 0) idx.firstN = rec.n;
   idx.lastN = rec.n;
-  if (rec.entries?.length) idx.lines.push({ offset, length, firstSeq: rec.entries[0]!.seq, lastSeq: rec.entries.at(-1)!.seq });
-  for (const d of rec.delivery ?? []) idx.patches.set(d.seq, { delivery: d.delivery, postedIds: d.postedIds });
+  if (rec.entries?.length) idx.entries.push(offset, length, rec.entries[0]!.seq, rec.entries.at(-1)!.seq);
+  if (rec.delivery?.length) {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const d of rec.delivery) {
+      lo = Math.min(lo, d.seq);
+      hi = Math.max(hi, d.seq);
+    }
+    idx.deliveries.push(offset, length, lo, hi);
+  }
 }
 
 function parses(line: Buffer): boolean {
