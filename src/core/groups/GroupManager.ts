@@ -15,10 +15,15 @@ import { applyRecord, applySessionDelta, emptyUsage, fromCheckpoint, pruneSeen }
 
 export { emptyUsage } from './replay.js';
 
-/** Transcript entries kept in memory per group; older ones are read from the store on demand. */
-export const TRANSCRIPT_TAIL = 200;
+/**
+ * Transcript entries kept in memory per group; older ones are read from the store on demand (a
+ * long-silent agent's mailbox, history pages, SSE resumes). Sized for what a round reads — the
+ * entries since the agents' cursors, which move every round — not for history: at ~700 bytes of
+ * heap an entry, this tail is most of what an idle group costs in memory.
+ */
+export const TRANSCRIPT_TAIL = 64;
 /** Trim the in-memory tail in batches rather than one entry at a time. */
-const TRIM_BATCH = 50;
+const TRIM_BATCH = 32;
 /** Transcript messages a newcomer is shown on `/group add` (SPEC §3). */
 export const JOIN_CONTEXT = 20;
 /** Observations put in one prompt after a long silence; older ones are counted, not shown. */
