@@ -253,7 +253,7 @@ export async function runBench(p: Profile, log: Log = () => undefined): Promise<
   }
   raw['soak_rss_growth_ratio'] = [last.rssMb / first.rssMb];
   raw['soak_heap_growth_ratio'] = [last.heapMb / first.heapMb];
-  details['soak'] = sk.points.map((x) => ({ messages: x.messages, rss_mb: round(x.rssMb, 1), heap_mb: round(x.heapMb, 1), msgs_per_s: round(x.msgsPerS, 0) }));
+  details['soak'] = sk.points.map((x) => ({ messages: x.messages, rss_mb: round(x.rssMb, 1), heap_mb: round(x.heapMb, 1), msgs_per_s: round(x.msgsPerS, 0), dedupe_ids: x.dedupeIds }));
   details['soak_setup'] = { groups: soak.groups, fsync: soak.fsync, entries_per_group: round(sk.entriesPerGroup, 0) };
 
   const figures: BenchResult['figures'] = {};

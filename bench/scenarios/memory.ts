@@ -149,6 +149,8 @@ export interface SoakPoint {
   heapMb: number;
   /** Rate of the stretch that ended at this point. */
   msgsPerS: number;
+  /** Client ids remembered for dedupe, all groups (kept 24 hours: the soak's traffic all is). */
+  dedupeIds: number;
 }
 
 /**
@@ -172,7 +174,8 @@ export async function soakRun(o: { groups: number; points: number[]; fsync: Fsyn
       await b.app.router.groups.settle();
       await b.store.flush();
       const rssMb = gcRss();
-      out.push({ messages: sent, rssMb, heapMb: process.memoryUsage().heapUsed / 2 ** 20, msgsPerS: n / (ms / 1000) });
+      const dedupeIds = ids.reduce((k, id) => k + b.app.router.groups.get(id)!.seen.size, 0);
+      out.push({ messages: sent, rssMb, heapMb: process.memoryUsage().heapUsed / 2 ** 20, msgsPerS: n / (ms / 1000), dedupeIds });
     }
     const entries = ids.reduce((n, id) => n + b.app.router.groups.get(id)!.nextSeq - 1, 0);
     return { points: out, entriesPerGroup: entries / ids.length };
