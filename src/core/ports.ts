@@ -10,6 +10,7 @@ import type {
   GroupConfig,
   InboundMessage,
   ReceiveResult,
+  ReplyCut,
   TranscriptEntry,
   Usage,
 } from './types.js';
@@ -134,10 +135,41 @@ export interface GatewayApi {
   messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]>;
   /** Listen to every group's events; returns the unsubscribe function. */
   subscribe(listener: (ev: GatewayEvent) => void): () => void;
-  /** Readiness for `/readyz`: whether the store currently takes writes. */
-  readiness(): { ready: boolean; store: { writable: boolean; error: string | null } };
+  /** Readiness for `/readyz`: the store takes writes and every channel is connected. */
+  readiness(): Readiness;
   /** True when the LLM provider is the offline scripted one (the page shows a loud note). */
   readonly scriptedProvider: boolean;
+}
+
+/** One part of a channel: a Telegram agent's bot, a Discord channel's webhook. */
+export interface ChannelPartStatus {
+  ok: boolean;
+  /** What it is doing: 'ready', 'starting', 'unauthorized', 'unreachable', ... */
+  state?: string | undefined;
+  /** Why it is not ok, in one line that names no secret. */
+  error?: string | undefined;
+  /** Platform name (a Telegram bot's @username, a Discord channel's #name). */
+  name?: string | undefined;
+  /** Something worth knowing that does not stop it working (e.g. privacy mode). */
+  note?: string | undefined;
+}
+
+/** Whether a channel is connected, and its parts (for `/readyz` and `chorus status`). */
+export interface ChannelStatus {
+  ok: boolean;
+  state?: string | undefined;
+  error?: string | undefined;
+  /** Telegram: per agent id. */
+  bots?: Record<string, ChannelPartStatus> | undefined;
+  /** Discord: per channel id. */
+  channels?: Record<string, ChannelPartStatus> | undefined;
+}
+
+/** What `/readyz` answers: ready when the store takes writes and every channel is connected. */
+export interface Readiness {
+  ready: boolean;
+  store: { ok: boolean; writable: boolean; error: string | null };
+  channels: Partial<Record<ChannelKind, ChannelStatus>>;
 }
 
 /** One platform integration (SPEC §7). `start`/`stop` are idempotent. */
@@ -156,6 +188,8 @@ export interface Channel {
   isAdmin(chat: ChatRef, userId: string): Promise<boolean>;
   /** Problems worth showing in `/group list` (e.g. a bot that cannot read the group). */
   warnings(chat: ChatRef, participants: readonly string[]): string[];
+  /** Connected or not, with per-bot / per-channel detail. A channel without it counts as connected. */
+  status?(): ChannelStatus;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -170,6 +204,11 @@ export interface LlmRequest {
   summary?: string | null | undefined;
   messages: ChatTurn[];
   maxTokens?: number | undefined;
+  /**
+   * Most bytes (UTF-8) of reply text wanted; set by the LlmGate. A streaming provider stops reading
+   * and closes the stream there and returns what it has with `cut: 'bytes'`.
+   */
+  maxReplyBytes?: number | undefined;
   signal?: AbortSignal | undefined;
   /** Streamed text as it is generated; providers that cannot stream simply never call it. */
   onDelta?: ((text: string) => void) | undefined;
@@ -187,6 +226,8 @@ export interface LlmResponse {
   usage: Usage;
   /** Estimated cost from the configured price table, if the provider knows prices. */
   costUsd?: number | null | undefined;
+  /** Set when the reply was cut short: at the byte limit, or by the model reaching `max_tokens`. */
+  cut?: ReplyCut | undefined;
 }
 
 /** A model backend (SPEC §8). Throws `LlmError` on failure. */
@@ -371,7 +412,10 @@ export interface Store {
   append(groupId: string, record: GroupRecord): Promise<void>;
   /** Clear a group's failed state after the core reloaded it; resolves with its records again. */
   reopen(groupId: string): Promise<StoredGroup>;
-  /** Save a checkpoint; written only once every record up to `cp.n` is durable. May be skipped. */
+  /**
+   * Save a checkpoint; written only once every record up to `cp.n` is durable (never when one of
+   * them failed). May be skipped. Like `append`, serialises `cp` before returning.
+   */
   checkpoint(groupId: string, cp: GroupCheckpoint): Promise<void>;
   /**
    * Transcript entries, oldest first, with their latest known delivery state: the newest `limit`

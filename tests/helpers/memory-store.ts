@@ -56,8 +56,13 @@ export class MemoryStore implements Store {
   }
 
   async checkpoint(groupId: string, cp: GroupCheckpoint): Promise<void> {
+    // Serialised at once, as the port says: the core hands over live objects.
+    const text = JSON.stringify(cp);
     await Promise.resolve();
-    if (!this.failed.has(groupId)) this.checkpoints.set(groupId, JSON.stringify(cp));
+    // Like the file store: only once every record it covers is in the log, never after a failure.
+    const last = this.logs.get(groupId)?.at(-1);
+    const durableN = last ? (JSON.parse(last) as GroupRecord).n : 0;
+    if (!this.failed.has(groupId) && durableN >= cp.n) this.checkpoints.set(groupId, text);
   }
 
   async readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {

@@ -543,12 +543,8 @@ export class GroupManager {
     const entries = p.entries;
     rt.pending = emptyPending();
     rt.headJson = headJson;
-    const checkpoint = ++rt.sinceCheckpoint >= checkpointInterval(g.seen.size, this.checkpointEvery) ? this.checkpointOf(g, rt.n) : null;
-    if (checkpoint) rt.sinceCheckpoint = 0;
     const durable = this.store.append(g.id, rec).then(
-      () => {
-        if (checkpoint) void this.store.checkpoint(g.id, checkpoint);
-      },
+      () => undefined,
       (err: unknown) => {
         if (!rt.broken && !rt.stale) {
           rt.broken = true;
@@ -560,6 +556,12 @@ export class GroupManager {
     );
     rt.lastWrite = durable;
     durable.catch(() => undefined); // callers see the error; this copy only orders later waits
+    if (++rt.sinceCheckpoint >= checkpointInterval(g.seen.size, this.checkpointEvery)) {
+      rt.sinceCheckpoint = 0;
+      // Taken now, as of this record; the store serialises it at once and writes it only once
+      // every record up to it is durable (never, if one of them fails).
+      void this.store.checkpoint(g.id, this.checkpointOf(g, rt.n)).catch(() => undefined);
+    }
     return { entries, durable };
   }
 
@@ -611,8 +613,9 @@ export class GroupManager {
     );
   }
 
+  /** The group as of record `n`. Not a copy: the store serialises it before `checkpoint` returns. */
   private checkpointOf(g: GroupDoc, n: number): GroupCheckpoint {
-    return structuredClone({
+    return {
       version: 2 as const,
       n,
       head: headOf(g),
@@ -621,7 +624,7 @@ export class GroupManager {
       sessions: [...this.sessions.values()].filter((s) => s.groupId === g.id),
       seen: [...g.seen],
       undelivered: g.undelivered,
-    });
+    };
   }
 
   // -------------------------------------------------------------------------------------------

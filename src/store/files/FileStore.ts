@@ -7,8 +7,7 @@
  */
 import { mkdir, open, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Low } from 'lowdb';
-import { DataFile } from 'lowdb/node';
+import { TextFile } from 'lowdb/node';
 import type { GroupCheckpoint, GroupRecord, Logger, Store, StoredGroup } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { StoreFormatError, StoreUnavailableError, describeError } from '../../core/errors.js';
@@ -60,7 +59,7 @@ export class FileStore implements Store {
   private readonly logs = new Map<string, GroupLog>();
   private readonly queued = new Map<string, PendingAppend[]>();
   private readonly durableN = new Map<string, number>();
-  private readonly waitingCheckpoints = new Map<string, { cp: GroupCheckpoint; resolve: () => void }>();
+  private readonly waitingCheckpoints = new Map<string, { n: number; text: string; resolve: () => void }>();
   private readonly checkpointWrites = new Map<string, Promise<void>>();
   private flushing: Promise<void> | null = null;
   private scheduled = false;
@@ -281,49 +280,39 @@ export class FileStore implements Store {
 
   checkpoint(groupId: string, cp: GroupCheckpoint): Promise<void> {
     if (this.closed || !SAFE_ID.test(groupId)) return Promise.resolve();
-    // Serialised now, written once every record it covers is durable (only the newest waits).
+    // Serialised now (the core hands over live objects), written once every record it covers is
+    // durable; only the newest waiting one is kept.
     const prev = this.waitingCheckpoints.get(groupId);
     prev?.resolve();
     return new Promise<void>((resolve) => {
-      this.waitingCheckpoints.set(groupId, { cp: JSON.parse(JSON.stringify(cp)) as GroupCheckpoint, resolve });
+      this.waitingCheckpoints.set(groupId, { n: cp.n, text: JSON.stringify(cp), resolve });
       this.releaseCheckpoint(groupId);
     });
   }
 
   private releaseCheckpoint(groupId: string): void {
     const w = this.waitingCheckpoints.get(groupId);
-    if (!w || (this.durableN.get(groupId) ?? 0) < w.cp.n) return;
+    if (!w || (this.durableN.get(groupId) ?? 0) < w.n) return;
     if (this.logs.get(groupId)?.failed) return;
     this.waitingCheckpoints.delete(groupId);
     const prev = this.checkpointWrites.get(groupId) ?? Promise.resolve();
-    const next = prev.then(() => this.writeCheckpoint(groupId, w.cp)).finally(w.resolve);
+    const next = prev.then(() => this.writeCheckpoint(groupId, w.text)).finally(w.resolve);
     this.checkpointWrites.set(groupId, next);
   }
 
-  private async writeCheckpoint(groupId: string, cp: GroupCheckpoint): Promise<void> {
+  private async writeCheckpoint(groupId: string, text: string): Promise<void> {
     const path = join(this.groupsDir, groupId, 'state.json');
     try {
-      let bytes = 0;
-      const db = new Low<GroupCheckpoint | null>(
-        new DataFile<GroupCheckpoint | null>(path, {
-          parse: JSON.parse,
-          stringify: (d) => {
-            const text = JSON.stringify(d);
-            bytes = Buffer.byteLength(text);
-            return text;
-          },
-        }),
-        null,
-      );
-      db.data = cp;
-      await db.write();
+      // lowdb's TextFile writes a temporary file and renames it over the old one.
+      await new TextFile(path).write(text);
       this.stats.checkpoints++;
-      this.stats.checkpointBytes += bytes;
+      this.stats.checkpointBytes += Buffer.byteLength(text);
     } catch (err) {
       // Only a shortcut for the next start: the log still has everything.
       this.o.logger.warn({ group: groupId, err: describeError(err) }, 'could not write a checkpoint; the next start replays more of the log');
     }
   }
+
 
   async readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
     const log = this.logs.get(groupId);
