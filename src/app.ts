@@ -9,11 +9,14 @@ import { systemClock } from './core/clock.js';
 import type { Channel, Clock, GatewayApi, LlmProvider, Logger, Store } from './core/ports.js';
 import type { AgentDef } from './core/types.js';
 import { GroupRouter } from './core/router/GroupRouter.js';
+import { defaultShares } from './core/router/FairSlots.js';
 import { describeError } from './core/errors.js';
 import { FileStore } from './store/files/FileStore.js';
 import { ScriptedProvider } from './llm/ScriptedProvider.js';
 import { createProvider } from './llm/createProvider.js';
-import { createLogger } from './logger.js';
+import { addLogSecrets, createLogger } from './logger.js';
+import { configSecrets } from './redact.js';
+import { PromMetrics } from './ops/metrics.js';
 
 export interface CreateAppOptions {
   config: ChorusConfig;
@@ -36,6 +39,10 @@ export interface App {
   readonly webUrl: string | undefined;
   /** Why the scripted provider is used, when it is. */
   scriptedReason: string | null;
+  /** Apply a reloaded config's agents, aliases and group defaults (see src/config/reload.ts). */
+  reconfigure(next: ChorusConfig): void;
+  /** The `/metrics` series. */
+  metrics: PromMetrics;
 }
 
 /** Agents as the core sees them. */
@@ -67,9 +74,18 @@ export function chooseProvider(config: ChorusConfig, logger: Logger): { provider
 export async function createApp(opts: CreateAppOptions): Promise<App> {
   const { config } = opts;
   const logger = opts.logger ?? createLogger(config.log_level);
+  // No key, token or fragment of one (8+ characters) reaches the log, whatever line quotes it.
+  addLogSecrets(logger, configSecrets(config));
   const clock = opts.clock ?? systemClock;
   const agents = agentsFromConfig(config);
   const chosen = opts.llm ? { provider: opts.llm, scriptedReason: null } : chooseProvider(config, logger);
+  const metrics = new PromMetrics({
+    agents: agents.map((a) => a.id),
+    channels: (['web', 'telegram', 'discord'] as const).filter((c) => config.channels[c].enabled),
+    models: [...new Set([config.llm.model, config.llm.summary_model, ...agents.map((a) => a.model).filter((m): m is string => !!m)])],
+  });
+  // Fair shares of the model-call slots, so one hung model or busy group cannot take them all.
+  const shares = defaultShares(config.llm.max_concurrency, agents.length);
   const store = opts.store ?? new FileStore({ dataDir: resolve(config.data_dir), fsync: config.storage.fsync, logger: logger.child({ part: 'store' }) });
   const router = new GroupRouter({
     agents,
@@ -77,15 +93,25 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     groupDefaults: config.group_defaults,
     limits: config.limits,
     llm: chosen.provider,
-    llmSettings: { model: config.llm.model, summaryModel: config.llm.summary_model, maxTokens: config.llm.max_tokens, maxConcurrency: config.llm.max_concurrency },
+    llmSettings: {
+      model: config.llm.model,
+      summaryModel: config.llm.summary_model,
+      maxTokens: config.llm.max_tokens,
+      maxConcurrency: config.llm.max_concurrency,
+      maxConcurrencyPerGroup: config.llm.max_concurrency_per_group ?? shares.perGroup,
+      maxConcurrencyPerAgent: config.llm.max_concurrency_per_agent ?? shares.perAgent,
+      maxReplyBytes: config.llm.max_reply_bytes,
+    },
     validateConfig: validateGroupConfig,
     store,
     clock,
+    metrics,
     logger: logger.child({ part: 'router' }),
     declaredGroups: config.groups.map((g) => ({ channel: g.channel, chatId: g.chat_id, title: g.title, participants: g.participants, config: g.config })),
     scripted: chosen.provider.name === 'scripted',
   });
-  const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => router.metrics.render()));
+  metrics.watch({ load: () => router.load(), readiness: () => router.gateway.readiness() });
+  const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => metrics.text()));
   for (const c of channels) router.addChannel(c);
   let started = false;
 
@@ -94,6 +120,10 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     gateway: router.gateway,
     channels,
     scriptedReason: chosen.scriptedReason,
+    reconfigure(next) {
+      router.reconfigure({ agents: agentsFromConfig(next), aliases: next.aliases, groupDefaults: next.group_defaults });
+    },
+    metrics,
     get webUrl() {
       const web = channels.find((c) => c.kind === 'web') as (Channel & { url?: string }) | undefined;
       return web?.url;
@@ -128,7 +158,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
 }
 
 /** Channel modules are loaded only when enabled: discord.js alone costs a second at start-up. */
-async function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: Logger, metrics: () => string): Promise<Channel[]> {
+async function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: Logger, metrics: () => Promise<string>): Promise<Channel[]> {
   const out: Channel[] = [];
   const ch = config.channels;
   if (ch.web.enabled) {

@@ -3,7 +3,9 @@
  * start. Config mistakes print one line per problem and exit 2, never a stack trace.
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig, resolveConfigPath, type LoadedConfig } from './config/load.js';
+import { readFileSync } from 'node:fs';
+import { ConfigError, loadRunConfig, type LoadedConfig } from './config/load.js';
+import { ConfigReloader } from './config/reload.js';
 import { agentsFromConfig, chooseProvider, createApp } from './app.js';
 import { createLogger } from './logger.js';
 import { describeError } from './core/errors.js';
@@ -14,15 +16,29 @@ const USAGE = `Usage: chorus <command> [--config PATH]
 Commands:
   start    run the gateway (default)
   check    validate the config and print what would start
+  doctor   try what check cannot: data_dir, port, model, Telegram bots, Discord login and
+           permissions; one line per finding with its fix, exit 1 on a problem
+  status   ask the running daemon's /readyz and print it per channel and bot; exit 1 if not ready
 
 Options:
   -c, --config PATH   config file (default: $CHORUS_CONFIG, else ./config.yaml, else built-in demo)
-  -h, --help          show this help`;
+  -h, --help          show this help
+  -v, --version       print the version
+      --url URL       status: the daemon's address (default: the config's web host and port)
+      --json          status: print the /readyz answer as it came
+
+Signals: SIGTERM or SIGINT stop cleanly; SIGHUP reloads agents, aliases and group defaults.`;
+
+/** The package's version, read next to src/ or dist/ (both sit one level below package.json). */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? 'unknown';
+}
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' }, url: { type: 'string' }, json: { type: 'boolean' } } });
   } catch (err) {
     process.stderr.write(`${describeError(err)}\n\n${USAGE}\n`);
     return 2;
@@ -31,14 +47,20 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
+  if (parsed.values.version) {
+    process.stdout.write(`chorus ${version()}\n`);
+    return 0;
+  }
   const command = parsed.positionals[0] ?? 'start';
-  if (command !== 'start' && command !== 'check') {
+  if (command !== 'start' && command !== 'check' && command !== 'doctor' && command !== 'status') {
     process.stderr.write(`unknown command "${command}"\n\n${USAGE}\n`);
     return 2;
   }
   let loaded: LoadedConfig;
+  // The same path, `.env` files and overrides at start and on every reload.
+  const load = () => loadRunConfig({ cliPath: parsed.values.config, env: process.env, cwd: process.cwd() });
   try {
-    loaded = loadConfig(resolveConfigPath(parsed.values.config, process.env, process.cwd()));
+    loaded = load();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`Config error in ${err.source}:\n${err.problems.map((p) => `  ${p.path}: ${p.message}`).join('\n')}\n`);
@@ -46,7 +68,10 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  return command === 'check' ? check(loaded) : start(loaded);
+  const print = (line: string) => void process.stdout.write(line + '\n');
+  if (command === 'doctor') return (await (await import('./ops/doctor.js')).runDoctor(loaded, print)).code;
+  if (command === 'status') return (await import('./ops/status.js')).runStatus(loaded.config, print, { url: parsed.values.url, json: parsed.values.json });
+  return command === 'check' ? check(loaded) : start(loaded, load);
 }
 
 function check(loaded: LoadedConfig): number {
@@ -69,49 +94,80 @@ function check(loaded: LoadedConfig): number {
   if (!ch.web.enabled && !ch.telegram.enabled && !ch.discord.enabled) out.push('    none enabled — nothing would reach the agents');
   out.push(`  Groups declared: ${config.groups.length ? config.groups.map((g) => `${g.title ?? g.chat_id} (${g.channel}: ${g.participants.join(', ')})`).join('; ') : 'none'}`);
   out.push(`  Data directory: ${config.data_dir}`);
+  if (loaded.envFiles.length) out.push(`  Variables also read from: ${loaded.envFiles.join(', ')}`);
+  if (loaded.overrides.length) out.push(`  Overridden by the environment: ${loaded.overrides.join(', ')}`);
   if (loaded.missingEnv.length) out.push('', `Note: environment variables not set: ${[...new Set(loaded.missingEnv)].join(', ')}`);
   process.stdout.write(out.join('\n') + '\n');
   return 0;
 }
 
-async function start(loaded: LoadedConfig): Promise<number> {
+/** A second SIGINT/SIGTERM this soon after the first is the same request delivered twice: Ctrl-C in a
+ * terminal reaches both npm and node, and npm forwards its copy. Later ones force the exit. */
+const DUPLICATE_SIGNAL_MS = 1000;
+/** A stop that takes longer than this (a hung socket, a stuck disk) gives up and exits non-zero. */
+const STOP_DEADLINE_MS = 10_000;
+
+async function start(loaded: LoadedConfig, load: () => LoadedConfig): Promise<number> {
   const logger = createLogger(loaded.config.log_level);
   const app = await createApp({ config: loaded.config, logger });
   if (app.scriptedReason) {
     logger.warn({ reason: app.scriptedReason }, 'using the scripted provider: replies are canned');
     process.stderr.write(`\n  ⚠  DEMO MODE: agents give canned replies — ${app.scriptedReason}.\n\n`);
   }
-  try {
-    await app.start();
-  } catch (err) {
-    process.stderr.write(`Chorus could not start: ${describeError(err)}\n`);
-    await app.stop().catch(() => undefined);
-    return 1;
-  }
-  logger.info({ config: loaded.source, web: app.webUrl ?? null }, 'chorus started');
-  if (app.webUrl) process.stdout.write(`\n  Chorus is running. Open ${app.webUrl}/ in your browser.\n\n`);
+  const reloader = new ConfigReloader({ load, apply: (next) => app.reconfigure(next), logger, initial: loaded.config });
   return new Promise<number>((resolveExit) => {
-    let stopping = false;
-    const onSignal = (sig: string) => {
-      if (stopping) {
-        process.stderr.write('forced exit\n');
+    let stopRequestedAt = 0;
+    // Handlers go in before start-up, so a stop requested while channels connect is still clean.
+    const starting = app.start().then(
+      () => {
+        logger.info({ config: loaded.source, web: app.webUrl ?? null, pid: process.pid }, 'chorus started');
+        if (app.webUrl && !stopRequestedAt) process.stdout.write(`\n  Chorus is running. Open ${app.webUrl}/ in your browser.\n\n`);
+        return true;
+      },
+      async (err: unknown) => {
+        process.stderr.write(`Chorus could not start: ${describeError(err)}\n`);
+        await app.stop().catch(() => undefined);
+        resolveExit(1);
+        return false;
+      },
+    );
+    const onStop = (sig: NodeJS.Signals) => {
+      if (stopRequestedAt) {
+        if (Date.now() - stopRequestedAt < DUPLICATE_SIGNAL_MS) return;
+        logger.warn({ signal: sig }, 'second stop signal: exiting without finishing writes');
         process.exit(130);
       }
-      stopping = true;
+      stopRequestedAt = Date.now();
       logger.info({ signal: sig }, 'stopping: finishing writes');
-      app.stop().then(
-        () => {
+      const deadline = setTimeout(() => {
+        logger.error({ afterMs: STOP_DEADLINE_MS }, 'stop did not finish in time; exiting');
+        resolveExit(1);
+      }, STOP_DEADLINE_MS);
+      deadline.unref();
+      void starting.then(async (ok) => {
+        if (!ok) return;
+        try {
+          await app.stop();
           logger.info({}, 'stopped');
           resolveExit(0);
-        },
-        (err: unknown) => {
+        } catch (err) {
           logger.error({ err: describeError(err) }, 'stop failed');
           resolveExit(1);
-        },
-      );
+        } finally {
+          clearTimeout(deadline);
+        }
+      });
     };
-    process.on('SIGINT', () => onSignal('SIGINT'));
-    process.on('SIGTERM', () => onSignal('SIGTERM'));
+    process.on('SIGINT', onStop);
+    process.on('SIGTERM', onStop);
+    process.on('SIGHUP', () => {
+      if (stopRequestedAt) return;
+      try {
+        reloader.reload();
+      } catch (err) {
+        logger.error({ err: describeError(err) }, 'config reload failed; the running config is kept');
+      }
+    });
   });
 }
 

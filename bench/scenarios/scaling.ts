@@ -3,7 +3,9 @@
  * takes `latencyMs` per call and `llm.max_concurrency` calls may be in flight. Ideal wall time is
  * ceil(groups / concurrency) rounds of `latencyMs`; the ratio says how much the router, the queues
  * and the store add on top. Wall time runs from handing over the first message to the last reply
- * reaching the channel.
+ * reaching the channel. The messages address the three agents in turn: one agent may hold only
+ * its share of the slots (`llm.max_concurrency_per_agent`, issue 13), and this figure is about
+ * the router's overhead, not about that cap.
  */
 import { FakeLlm } from '../../tests/helpers/fake-llm.js';
 import { benchApp, inbound, now } from '../lib.js';
@@ -15,7 +17,7 @@ export interface ScalingResult {
 }
 
 export async function scalingRun(o: { groups: number; latencyMs: number; concurrency: number }): Promise<ScalingResult> {
-  const llm = new FakeLlm({ latencyMs: o.latencyMs, replies: { analyst: 'Done.' } });
+  const llm = new FakeLlm({ latencyMs: o.latencyMs, replies: { analyst: 'Done.', writer: 'Done.', critic: 'Done.' } });
   const b = await benchApp({ llm, agents: 3, maxConcurrency: o.concurrency });
   try {
     const { router } = b.app;
@@ -26,7 +28,8 @@ export async function scalingRun(o: { groups: number; latencyMs: number; concurr
     await b.store.flush();
     const replies = ids.map((id) => b.channel!.waitFor(id));
     const t0 = now();
-    const recorded = await Promise.all(ids.map((id) => router.receive(inbound(id, '@analyst please confirm'))));
+    const who = ['analyst', 'writer', 'critic'];
+    const recorded = await Promise.all(ids.map((id, i) => router.receive(inbound(id, `@${who[i % who.length]} please confirm`))));
     if (recorded.some((r) => r.status !== 'recorded')) throw new Error('scaling: a message was not recorded');
     const last = Math.max(...(await Promise.all(replies)));
     const wallMs = last - t0;

@@ -1,9 +1,16 @@
 /**
  * Finding, reading and validating the config file. Every problem becomes one readable line that
  * names its key path; callers print them and exit 2 (never a stack trace).
+ *
+ * `${VAR}` references are replaced after the YAML is parsed and only inside string values, so a
+ * value from the environment is never read as YAML: `#`, quotes, numbers and newlines in it stay
+ * as they are and cannot add keys. Where the schema wants a number or true/false and the value
+ * came from a reference, the text is converted (`port: ${PORT}`).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { parseEnv } from 'node:util';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { configSchema, refineConfig, type ChorusConfig, type ConfigProblem } from './schema.js';
@@ -28,7 +35,24 @@ export interface LoadedConfig {
   usedDefaults: boolean;
   /** Environment variables referenced without a default and not set. */
   missingEnv: string[];
+  /** `CHORUS_*` variables that replaced a value of the file (names only: one may be a token). */
+  overrides: string[];
+  /** `.env` files that were read, in order of precedence (the real environment wins over all). */
+  envFiles: string[];
 }
+
+/**
+ * Environment variables that win over the file's value, so one config works on a laptop, in a
+ * container and under systemd. Applied after `${VAR}` replacement; `CHORUS_DATA_DIR` is relative
+ * to the working directory, like any path typed in a shell.
+ */
+export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[] }> = [
+  { env: 'CHORUS_DATA_DIR', path: ['data_dir'] },
+  { env: 'CHORUS_LOG_LEVEL', path: ['log_level'] },
+  { env: 'CHORUS_HOST', path: ['channels', 'web', 'host'] },
+  { env: 'CHORUS_PORT', path: ['channels', 'web', 'port'] },
+  { env: 'CHORUS_WEB_TOKEN', path: ['channels', 'web', 'auth_token'] },
+];
 
 /** `--config PATH`, else `$CHORUS_CONFIG`, else `./config.yaml`, else built-in defaults (SPEC §2). */
 export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string | null {
@@ -38,47 +62,136 @@ export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.Proce
   return existsSync(local) ? local : null;
 }
 
-/** Replace `${VAR}` and `${VAR:-default}` from the environment. `$${` escapes a literal `${`. */
+/**
+ * What the daemon and `chorus check` load: the config file found as `resolveConfigPath` says, with
+ * variables from `.env` files — the config file's folder first, then the working directory — under
+ * the real environment, which always wins. A `.env` is optional; one that cannot be read is an error.
+ */
+export function loadRunConfig(opts: { cliPath?: string | undefined; env?: NodeJS.ProcessEnv; cwd?: string } = {}): LoadedConfig {
+  const env = opts.env ?? process.env;
+  const cwd = opts.cwd ?? process.cwd();
+  const files: string[] = [];
+  const cwdFile = join(cwd, '.env');
+  const cwdVars = readDotEnv(cwdFile);
+  // CHORUS_CONFIG may itself come from the working directory's .env.
+  const path = resolveConfigPath(opts.cliPath, { ...cwdVars, ...env }, cwd);
+  let dirVars: Record<string, string> = {};
+  if (path !== null && resolve(dirname(path)) !== resolve(cwd)) {
+    const dirFile = join(dirname(path), '.env');
+    dirVars = readDotEnv(dirFile);
+    if (existsSync(dirFile)) files.push(dirFile);
+  }
+  if (existsSync(cwdFile)) files.push(cwdFile);
+  const loaded = loadConfig(path, { ...cwdVars, ...dirVars, ...env }, { cwd });
+  return { ...loaded, envFiles: files };
+}
+
+/** Variables of a `.env` file (`KEY=value`, quotes and `export` allowed); none when it is absent. */
+export function readDotEnv(file: string): Record<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return {};
+    throw new ConfigError(file, [{ path: '(file)', message: `cannot read file (${code ?? 'error'})` }]);
+  }
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(parseEnv(text))) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+const REFERENCE = /(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}\n]*))?\}/g;
+
+/**
+ * Replace `${VAR}` and `${VAR:-default}` in one string value. An unset or empty variable takes
+ * the default, else becomes "" and is reported in `missing`. `$${` escapes a literal `${`.
+ */
 export function substituteEnv(text: string, env: NodeJS.ProcessEnv): { text: string; missing: string[] } {
   const missing: string[] = [];
-  const replace = (part: string) =>
-    part.replace(/\$?\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (whole, name: string, fallback: string | undefined) => {
-      if (whole.startsWith('$$')) return whole.slice(1);
-      const value = env[name];
-      if (value !== undefined && value !== '') return value;
-      if (fallback !== undefined) return fallback;
-      missing.push(name);
-      return '';
-    });
-  // Comments are left alone: documentation like "${VAR}" must not count as a missing variable.
-  const out = text
-    .split('\n')
-    .map((line) => {
-      const at = commentStart(line);
-      return at < 0 ? replace(line) : replace(line.slice(0, at)) + line.slice(at);
-    })
-    .join('\n');
+  const out = text.replace(REFERENCE, (whole, escape: string, name: string, fallback: string | undefined) => {
+    if (escape) return whole.slice(1);
+    const value = env[name];
+    if (value !== undefined && value !== '') return value;
+    if (fallback !== undefined) return fallback;
+    missing.push(name);
+    return '';
+  });
   return { text: out, missing };
 }
 
-/** Index of a YAML comment's `#` (at line start or after whitespace, outside quotes), or -1. */
-function commentStart(line: string): number {
-  let quote: string | null = null;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (quote) {
-      if (c === quote) quote = null;
-    } else if (c === '"' || c === "'") quote = c;
-    else if (c === '#' && (i === 0 || /\s/.test(line[i - 1]!))) return i;
+/**
+ * The file's text with every reference swapped for a placeholder that is a plain word in any YAML
+ * context (flow mappings, quotes, block scalars), so references never change how the YAML parses
+ * and their values can be put back into the parsed strings. Columns are mapped back for errors.
+ */
+class MaskedReferences {
+  readonly text: string;
+  private readonly refs: string[] = [];
+  private readonly tag = `CHORUSREF${randomBytes(6).toString('hex')}N`;
+  private readonly pattern = new RegExp(`${this.tag}(\\d+)X`, 'g');
+  /** Per line: where a placeholder ends in the masked line and how much longer it is than the reference. */
+  private readonly shifts = new Map<number, Array<{ end: number; delta: number }>>();
+
+  constructor(raw: string) {
+    this.text = raw
+      .split('\n')
+      .map((line, i) => {
+        const shifts: Array<{ end: number; delta: number }> = [];
+        let grow = 0;
+        const masked = line.replace(REFERENCE, (whole: string, _e: string, _n: string, _f: string, offset: number) => {
+          const placeholder = `${this.tag}${this.refs.length}X`;
+          this.refs.push(whole);
+          grow += placeholder.length - whole.length;
+          shifts.push({ end: offset + grow + whole.length, delta: grow });
+          return placeholder;
+        });
+        if (shifts.length) this.shifts.set(i + 1, shifts);
+        return masked;
+      })
+      .join('\n');
   }
-  return -1;
+
+  /** Does this parsed string hold a reference? */
+  has(value: string): boolean {
+    this.pattern.lastIndex = 0;
+    return this.pattern.test(value);
+  }
+
+  /** The parsed string with its references as written (for keys and error messages). */
+  original(value: string): string {
+    return value.replace(this.pattern, (_m, i: string) => this.refs[Number(i)]!);
+  }
+
+  /** The parsed string with its references replaced from `env`. */
+  substitute(value: string, env: NodeJS.ProcessEnv, missing: string[]): string {
+    return value.replace(this.pattern, (_m, i: string) => {
+      const r = substituteEnv(this.refs[Number(i)]!, env);
+      missing.push(...r.missing);
+      return r.text;
+    });
+  }
+
+  /** A 1-based column of the masked text as a column of the file. */
+  column(line: number, col: number): number {
+    let delta = 0;
+    for (const s of this.shifts.get(line) ?? []) if (s.end <= col - 1) delta = s.delta;
+    return col - delta;
+  }
+}
+
+/** Options for loading: where relative paths in the file start from. */
+export interface LoadOptions {
+  /** The working directory: base of the built-in defaults' paths and of `CHORUS_DATA_DIR`. */
+  cwd?: string;
 }
 
 /** Load from a path (or the built-in defaults when `path` is null). Throws ConfigError. */
-export function loadConfig(path: string | null, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+export function loadConfig(path: string | null, env: NodeJS.ProcessEnv = process.env, opts: LoadOptions = {}): LoadedConfig {
+  const cwd = opts.cwd ?? process.cwd();
   if (path === null) {
-    const { config, missing } = parseConfigText(DEFAULT_CONFIG_YAML, 'built-in defaults', env);
-    return { config, source: 'built-in defaults', usedDefaults: true, missingEnv: missing };
+    const r = parseConfigText(DEFAULT_CONFIG_YAML, 'built-in defaults', env, { baseDir: cwd, cwd });
+    return { config: r.config, source: 'built-in defaults', usedDefaults: true, missingEnv: r.missing, overrides: r.overrides, envFiles: [] };
   }
   let raw: string;
   try {
@@ -87,20 +200,27 @@ export function loadConfig(path: string | null, env: NodeJS.ProcessEnv = process
     const code = (err as NodeJS.ErrnoException).code;
     throw new ConfigError(path, [{ path: '(file)', message: code === 'ENOENT' ? 'file not found' : `cannot read file (${code ?? 'error'})` }]);
   }
-  const { config, missing } = parseConfigText(raw, path, env);
-  return { config, source: path, usedDefaults: false, missingEnv: missing };
+  // Paths in a file mean what they say next to that file, wherever the daemon is started from.
+  const r = parseConfigText(raw, path, env, { baseDir: dirname(resolve(cwd, path)), cwd });
+  return { config: r.config, source: path, usedDefaults: false, missingEnv: r.missing, overrides: r.overrides, envFiles: [] };
 }
 
 /** Parse and validate config text. Throws ConfigError with every problem found. */
-export function parseConfigText(raw: string, source: string, env: NodeJS.ProcessEnv = process.env): { config: ChorusConfig; missing: string[] } {
-  const { text, missing } = substituteEnv(raw, env);
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+export function parseConfigText(
+  raw: string,
+  source: string,
+  env: NodeJS.ProcessEnv = process.env,
+  opts: { baseDir?: string; cwd?: string } = {},
+): { config: ChorusConfig; missing: string[]; overrides: string[] } {
+  const masked = new MaskedReferences(raw);
+  const doc = parseDocument(masked.text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,
       doc.errors.map((e) => {
         const pos = e.linePos?.[0];
-        return { path: pos ? `line ${pos.line}, column ${pos.col}` : '(yaml)', message: firstLine(e.message).replace(/ at line \d+, column \d+:?$/, '') };
+        const where = pos ? `line ${pos.line}, column ${masked.column(pos.line, pos.col)}` : '(yaml)';
+        return { path: where, message: masked.original(firstLine(e.message)).replace(/ at line \d+, column \d+:?$/, '') };
       }),
     );
   }
@@ -108,13 +228,125 @@ export function parseConfigText(raw: string, source: string, env: NodeJS.Process
   if (typeof data !== 'object' || data === null || Array.isArray(data)) {
     throw new ConfigError(source, [{ path: '(root)', message: 'expected a mapping of keys (data_dir, llm, agents, ...)' }]);
   }
-  const parsed = configSchema.safeParse(normalizeEmpty(data), { reportInput: true });
+  const missing: string[] = [];
+  const filled = fillReferences(data, configSchema as unknown as SchemaNode, masked, env, missing) as Record<string, unknown>;
+  const overrides = applyOverrides(filled, env);
+  const parsed = configSchema.safeParse(normalizeEmpty(filled), { reportInput: true });
   if (!parsed.success) {
-    throw new ConfigError(source, withEnvHint(formatIssues(parsed.error.issues), missing));
+    throw new ConfigError(source, withOverrideHint(withEnvHint(formatIssues(parsed.error.issues), missing), overrides));
   }
   const problems = refineConfig(parsed.data);
-  if (problems.length > 0) throw new ConfigError(source, withEnvHint(problems, missing));
-  return { config: parsed.data, missing };
+  if (problems.length > 0) throw new ConfigError(source, withOverrideHint(withEnvHint(problems, missing), overrides));
+  const config = parsed.data;
+  if (opts.baseDir !== undefined && !isAbsolute(config.data_dir)) {
+    const base = overrides.includes('CHORUS_DATA_DIR') ? (opts.cwd ?? process.cwd()) : opts.baseDir;
+    config.data_dir = resolve(base, config.data_dir);
+  }
+  return { config, missing, overrides };
+}
+
+/** A zod schema as far as this file looks into it. */
+interface SchemaNode {
+  def: { type: string; innerType?: SchemaNode; in?: SchemaNode; options?: readonly SchemaNode[]; shape?: Record<string, SchemaNode>; element?: SchemaNode; valueType?: SchemaNode };
+}
+
+/** The schema below wrappers (default, optional, nullable, a transform's input). */
+function unwrap(node: SchemaNode | undefined): SchemaNode | undefined {
+  let n = node;
+  for (let i = 0; n && i < 10; i++) {
+    const d = n.def;
+    if (d.type === 'default' || d.type === 'prefault' || d.type === 'optional' || d.type === 'nullable' || d.type === 'readonly') n = d.innerType;
+    else if (d.type === 'pipe') n = d.in;
+    else return n;
+  }
+  return n;
+}
+
+/** Which scalar kinds a schema takes. An unknown kind counts as text, so nothing is converted. */
+function scalarKinds(node: SchemaNode | undefined, out = { text: false, number: false, boolean: false, null: false }, depth = 0) {
+  if (!node || depth > 10) {
+    out.text = true;
+    return out;
+  }
+  const t = node.def.type;
+  if (t === 'nullable') out.null = true;
+  if (t === 'default' || t === 'prefault' || t === 'optional' || t === 'nullable' || t === 'readonly') return scalarKinds(node.def.innerType, out, depth + 1);
+  if (t === 'pipe') return scalarKinds(node.def.in, out, depth + 1);
+  if (t === 'union') {
+    for (const o of node.def.options ?? []) scalarKinds(o, out, depth + 1);
+    return out;
+  }
+  if (t === 'number' || t === 'int') out.number = true;
+  else if (t === 'boolean') out.boolean = true;
+  else if (t === 'null') out.null = true;
+  else out.text = true;
+  return out;
+}
+
+function childSchema(node: SchemaNode | undefined, key: string | number): SchemaNode | undefined {
+  const n = unwrap(node);
+  if (!n) return undefined;
+  if (n.def.type === 'object') return n.def.shape?.[String(key)];
+  if (n.def.type === 'array') return n.def.element;
+  if (n.def.type === 'record') return n.def.valueType;
+  return undefined;
+}
+
+const NUMBER = /^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/;
+
+/** Put the environment's values into the parsed strings; convert them where the schema wants a number or true/false. */
+function fillReferences(value: unknown, schema: SchemaNode | undefined, masked: MaskedReferences, env: NodeJS.ProcessEnv, missing: string[]): unknown {
+  if (Array.isArray(value)) return value.map((v, i) => fillReferences(v, childSchema(schema, i), masked, env, missing));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [masked.original(k), fillReferences(v, childSchema(schema, k), masked, env, missing)]),
+    );
+  }
+  if (typeof value !== 'string' || !masked.has(value)) return value;
+  return coerce(masked.substitute(value, env, missing), schema);
+}
+
+/** Text from the environment, as the schema wants it; left as text when it does not read as one. */
+function coerce(text: string, schema: SchemaNode | undefined): unknown {
+  const kinds = scalarKinds(schema);
+  if (kinds.text) return text;
+  const t = text.trim();
+  if (kinds.number && NUMBER.test(t)) return Number(t);
+  if (kinds.boolean && /^(true|false)$/i.test(t)) return t.toLowerCase() === 'true';
+  if (kinds.null && t === '') return null;
+  return text;
+}
+
+/** Apply `CHORUS_*` overrides to the parsed file; returns the names used. */
+function applyOverrides(data: Record<string, unknown>, env: NodeJS.ProcessEnv): string[] {
+  const used: string[] = [];
+  for (const o of ENV_OVERRIDES) {
+    const value = env[o.env];
+    if (value === undefined || value === '') continue;
+    let node: Record<string, unknown> = data;
+    let schema: SchemaNode | undefined = configSchema as unknown as SchemaNode;
+    for (const key of o.path.slice(0, -1)) {
+      const next = node[key];
+      if (!next || typeof next !== 'object' || Array.isArray(next)) node[key] = {};
+      node = node[key] as Record<string, unknown>;
+      schema = childSchema(schema, key);
+    }
+    const last = o.path[o.path.length - 1]!;
+    node[last] = coerce(value, childSchema(schema, last));
+    used.push(o.env);
+  }
+  return used;
+}
+
+/** A problem in a value that came from a `CHORUS_*` variable says so: the file is not where to look. */
+function withOverrideHint(problems: ConfigProblem[], overrides: string[]): ConfigProblem[] {
+  if (overrides.length === 0) return problems;
+  return problems.map((p) => {
+    const o = ENV_OVERRIDES.find((x) => overrides.includes(x.env) && p.path === x.path.join('.'));
+    if (!o) return p;
+    const extra = o.env === 'CHORUS_HOST' ? '; set CHORUS_WEB_TOKEN to a long random token' : '';
+    return { ...p, message: `${p.message} (value from ${o.env}${extra})` };
+  });
 }
 
 /** An empty `${VAR}` leaves `key: ""` or `key:`; treat both as "not set" for optional secrets. */
@@ -183,10 +415,12 @@ export function formatIssues(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: Re
 const KNOWN_KEYS = [
   'data_dir', 'log_level', 'llm', 'agents', 'aliases', 'group_defaults', 'limits', 'channels', 'groups',
   'provider', 'api_key', 'base_url', 'model', 'summary_model', 'max_concurrency', 'timeout_seconds', 'max_retries', 'max_tokens', 'prices',
+  'max_concurrency_per_group', 'max_concurrency_per_agent', 'max_reply_bytes',
   'id', 'name', 'persona', 'avatar', 'color', 'talkativeness', 'telegram', 'discord', 'token', 'avatar_url',
   'reply_strategy', 'max_agent_turns_per_message', 'max_depth', 'cooldown_seconds', 'agent_reply_timeout_seconds',
   'voluntary_timeout_seconds', 'max_voluntary_responders', 'sticky', 'last_speaker', 'execution', 'history_turns',
   'user_messages_per_minute', 'max_message_chars', 'web', 'enabled', 'host', 'port', 'auth_token', 'api_root',
+  'headers_timeout_seconds', 'request_timeout_seconds', 'idle_timeout_seconds', 'max_connections_per_address', 'sse_heartbeat_seconds',
   'auto_create_groups', 'admins', 'api_base', 'channels', 'allow_bots', 'webhook_name', 'emoji_avatar_base',
   'channel', 'chat_id', 'title', 'participants', 'config', 'input', 'output', 'cache_write', 'cache_read',
 ];

@@ -11,6 +11,15 @@ const slug = z
 const nonNegInt = z.number().int().min(0);
 const posNum = z.number().positive();
 
+/** Connection limits of the web channel; also the defaults when a test builds the channel by hand. */
+export const WEB_CONNECTION_DEFAULTS = {
+  headers_timeout_seconds: 20,
+  request_timeout_seconds: 60,
+  idle_timeout_seconds: 10,
+  max_connections_per_address: 64,
+  sse_heartbeat_seconds: 15,
+} as const;
+
 /** Per-group tunables and their defaults; also what `/group config` validates against. */
 export const groupConfigSchema = z
   .object({
@@ -95,9 +104,25 @@ export const configSchema = z
         model: z.string().min(1).default('claude-sonnet-4-5'),
         summary_model: z.string().min(1).default('claude-haiku-4-5'),
         max_concurrency: z.number().int().min(1).max(4096).default(16),
+        /**
+         * Share of `max_concurrency` one group / one agent may hold. Absent or null: the defaults of
+         * `defaultShares` (a quarter per group; half per agent when there are several),
+         * filled in by the composition root. Optional rather than defaulted so configs built in code
+         * stay valid without them.
+         */
+        max_concurrency_per_group: z.number().int().min(1).max(4096).nullish(),
+        max_concurrency_per_agent: z.number().int().min(1).max(4096).nullish(),
         timeout_seconds: posNum.max(3600).default(60),
         max_retries: nonNegInt.max(10).default(2),
         max_tokens: z.number().int().min(16).max(64000).default(1024),
+        /**
+         * Longest reply kept, in UTF-8 bytes; longer ones are cut while streaming and marked. 32 KiB
+         * is eight times a typical 1,024-token reply (so a normal answer is never cut, even with a
+         * larger max_tokens) while a runaway model's reply stays small in the log, in every
+         * session and in later prompts (history_turns × 32 KiB at worst). Absent: 32 KiB
+         * (`DEFAULT_MAX_REPLY_BYTES`).
+         */
+        max_reply_bytes: z.number().int().min(1024).max(1024 * 1024).optional(),
         prices: z.record(z.string(), priceSchema).default({}),
       })
       .strict()
@@ -120,6 +145,16 @@ export const configSchema = z
             host: z.string().min(1).default('127.0.0.1'),
             port: z.number().int().min(0).max(65535).default(8787),
             auth_token: z.string().nullable().default(null),
+            // Slow clients are cut (issue 13): time to send the headers, to send the whole
+            // request, and with nothing moving either way (a silent new or kept-alive connection,
+            // a client that stops reading).
+            headers_timeout_seconds: posNum.max(3600).default(WEB_CONNECTION_DEFAULTS.headers_timeout_seconds),
+            request_timeout_seconds: posNum.max(3600).default(WEB_CONNECTION_DEFAULTS.request_timeout_seconds),
+            idle_timeout_seconds: posNum.max(3600).default(WEB_CONNECTION_DEFAULTS.idle_timeout_seconds),
+            // Open connections one address may hold; 0 = no cap (e.g. behind a reverse proxy).
+            max_connections_per_address: nonNegInt.max(1_000_000).default(WEB_CONNECTION_DEFAULTS.max_connections_per_address),
+            // SSE comment lines; a stream that cannot take them for two intervals is closed.
+            sse_heartbeat_seconds: posNum.max(3600).default(WEB_CONNECTION_DEFAULTS.sse_heartbeat_seconds),
           })
           .strict()
           .prefault({}),
@@ -195,6 +230,12 @@ export function refineConfig(cfg: ChorusConfig): ConfigProblem[] {
       if (!ids.has(m)) problems.push({ path: `aliases.${alias}[${j}]`, message: unknown(m) });
     });
   }
+  for (const key of ['max_concurrency_per_group', 'max_concurrency_per_agent'] as const) {
+    const v = cfg.llm[key];
+    if (v != null && v > cfg.llm.max_concurrency) {
+      problems.push({ path: `llm.${key}`, message: `must be at most llm.max_concurrency (${cfg.llm.max_concurrency}); it is a share of it` });
+    }
+  }
   if (cfg.group_defaults.last_speaker && !ids.has(cfg.group_defaults.last_speaker)) {
     problems.push({ path: 'group_defaults.last_speaker', message: unknown(cfg.group_defaults.last_speaker) });
   }
@@ -229,6 +270,9 @@ export function refineConfig(cfg: ChorusConfig): ConfigProblem[] {
     if (withToken === 0 && !problems.some((p) => p.path.endsWith('.telegram.token'))) {
       problems.push({ path: 'channels.telegram.enabled', message: 'no agent has a telegram.token; give each agent its own bot token' });
     }
+  }
+  if (cfg.channels.web.headers_timeout_seconds > cfg.channels.web.request_timeout_seconds) {
+    problems.push({ path: 'channels.web.headers_timeout_seconds', message: `must be at most channels.web.request_timeout_seconds (${cfg.channels.web.request_timeout_seconds}); the headers are part of the request` });
   }
   if (cfg.channels.discord.enabled && !cfg.channels.discord.token?.trim()) {
     problems.push({ path: 'channels.discord.token', message: 'required when channels.discord.enabled' });

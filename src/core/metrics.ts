@@ -1,61 +1,53 @@
 /**
- * Counters and gauges in Prometheus text format (SPEC §9). Small on purpose: a handful of series,
- * labelled by what an operator filters on.
+ * What the core reports for `/metrics` (SPEC §9): events, not series. The core says what happened
+ * (a message recorded, a model call finished, an agent passed); the composition root decides how
+ * that becomes Prometheus series (`src/ops/metrics.ts`, on prom-client). Keeping names, types
+ * and buckets out of the core keeps it free of the exposition format and of any SDK.
  */
-type Labels = Record<string, string>;
+import type { ChannelKind, Usage } from './types.js';
 
-export class Metrics {
-  private readonly counters = new Map<string, Map<string, number>>();
-  private readonly gauges = new Map<string, () => number>();
-  private readonly help = new Map<string, string>();
-
-  constructor() {
-    this.describe('chorus_messages_total', 'Inbound human messages recorded');
-    this.describe('chorus_rounds_total', 'Rounds completed');
-    this.describe('chorus_llm_calls_total', 'LLM calls by outcome');
-    this.describe('chorus_llm_latency_ms_sum', 'Sum of LLM call latency in milliseconds');
-    this.describe('chorus_passes_total', 'Agent passes');
-    this.describe('chorus_errors_total', 'Agent turn failures');
-    this.describe('chorus_replies_total', 'Agent replies delivered');
-    this.describe('chorus_tokens_total', 'Tokens by kind');
-  }
-
-  describe(name: string, help: string): void {
-    this.help.set(name, help);
-  }
-
-  inc(name: string, labels: Labels = {}, by = 1): void {
-    let series = this.counters.get(name);
-    if (!series) this.counters.set(name, (series = new Map()));
-    const key = labelText(labels);
-    series.set(key, (series.get(key) ?? 0) + by);
-  }
-
-  /** Read a counter (tests, benchmarks). */
-  get(name: string, labels: Labels = {}): number {
-    return this.counters.get(name)?.get(labelText(labels)) ?? 0;
-  }
-
-  gauge(name: string, help: string, read: () => number): void {
-    this.help.set(name, help);
-    this.gauges.set(name, read);
-  }
-
-  render(): string {
-    const out: string[] = [];
-    for (const [name, series] of this.counters) {
-      out.push(`# HELP ${name} ${this.help.get(name) ?? name}`, `# TYPE ${name} counter`);
-      for (const [labels, v] of series) out.push(`${name}${labels} ${v}`);
-    }
-    for (const [name, read] of this.gauges) {
-      out.push(`# HELP ${name} ${this.help.get(name) ?? name}`, `# TYPE ${name} gauge`, `${name} ${read()}`);
-    }
-    return out.join('\n') + '\n';
-  }
+/** One model call as the gate saw it, whatever its outcome. */
+export interface LlmCallReport {
+  purpose: 'turn' | 'summary' | 'selector';
+  /** The model asked for (the configured name, so the label values stay few and known). */
+  model: string;
+  /** 'ok', or the `LlmError` code of the failure. */
+  outcome: string;
+  /** From the moment the call got its slot to its end. */
+  seconds: number;
+  /** Streamed calls: seconds until the first text arrived. */
+  firstTokenSeconds?: number | undefined;
+  /** Successful calls only. */
+  usage?: Usage | undefined;
+  /** Estimated cost; null when the model has no known price. */
+  costUsd?: number | null | undefined;
 }
 
-function labelText(labels: Labels): string {
-  const keys = Object.keys(labels).sort();
-  if (keys.length === 0) return '';
-  return '{' + keys.map((k) => `${k}="${String(labels[k]).replace(/["\\\n]/g, '_')}"`).join(',') + '}';
+export interface Metrics {
+  /** A human message was recorded and will be answered. */
+  messageRecorded(channel: ChannelKind): void;
+  /** A round ran to its end (all its turns taken or skipped). */
+  roundFinished(seconds: number): void;
+  llmCall(report: LlmCallReport): void;
+  /** An agent's reply was recorded for delivery. */
+  replied(agentId: string): void;
+  passed(agentId: string): void;
+  /** An agent's turn failed; `reason` is the `LlmError` code. */
+  turnFailed(agentId: string, reason: string): void;
 }
+
+/**
+ * Why a turn can fail (the `LlmError` codes), listed so their counters exist from the start: a
+ * rate over a series that appears only with its first failure reads as "no data", not as zero.
+ */
+export const TURN_FAILURE_REASONS = ['timeout', 'rate_limited', 'overloaded', 'auth', 'bad_request', 'network', 'server', 'empty', 'aborted', 'unknown'] as const;
+
+/** Reports nothing: tests and tools that build a router without metrics. */
+export const noMetrics: Metrics = {
+  messageRecorded() {},
+  roundFinished() {},
+  llmCall() {},
+  replied() {},
+  passed() {},
+  turnFailed() {},
+};

@@ -81,6 +81,11 @@ export interface InboundMessage {
   mentionedAgentIds?: string[] | undefined;
   /** Display name of the chat, used as the title of groups created from it. */
   chatTitle?: string | undefined;
+  /**
+   * Who the per-person rate limit counts this against, when the author id is self-declared
+   * (web: the client's address, never the typed name). Defaults to the author id.
+   */
+  rateKey?: string | undefined;
 }
 
 /** What the router answers when a channel hands it a message. */
@@ -112,7 +117,12 @@ export interface ReplyMeta {
   depth: number;
   /** Why the agent spoke: addressed by a human, voluntary, reaction to another agent, sticky, ... */
   reason: TurnReason;
+  /** The reply was cut short (its text ends with a marker saying so). */
+  cut?: ReplyCut | undefined;
 }
+
+/** Why a reply was cut: over `llm.max_reply_bytes` (or its share of `max_tokens`), or the model hit `max_tokens`. */
+export type ReplyCut = 'bytes' | 'max_tokens';
 
 export type TurnReason = 'addressed' | 'voluntary' | 'reaction' | 'sticky' | 'rotation' | 'selected' | 'direct';
 

@@ -19,20 +19,33 @@
  * Retries (429, 529, 5xx, connection errors) are the SDK's (`llm.max_retries`, honouring
  * `retry-after`); the timeout is `llm.timeout_seconds` per attempt, and for streams also the
  * longest silence between two events.
+ *
+ * Replies are bounded (issue 13): a stream is aborted at `req.maxReplyBytes` — the SDK closes the
+ * connection, so neither it nor we hold more than the budget — and the text so far comes back with
+ * `cut: 'bytes'`; a reply the API stopped at `max_tokens` comes back with `cut: 'max_tokens'`.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import type { ChorusConfig } from '../config/schema.js';
 import type { LlmError } from '../core/errors.js';
 import { LlmError as LlmErrorClass } from '../core/errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
-import type { Usage } from '../core/types.js';
-import { CallController, FailureReporter, displayUrl, sdkClientOptions, nonEmpty, providerFailure } from './common.js';
+import type { ReplyCut, Usage } from '../core/types.js';
+import { CallController, FailureReporter, ReplyBudget, displayUrl, sdkClientOptions, nonEmpty, providerFailure } from './common.js';
 import { estimateCost } from './pricing.js';
 
 type LlmConfig = ChorusConfig['llm'];
 type CreateParams = Anthropic.MessageCreateParamsNonStreaming;
 type TextBlockParam = Anthropic.TextBlockParam;
 type MessageParam = Anthropic.MessageParam;
+
+/** What a call produced, streamed or not, before usage and cost are worked out. */
+interface Reply {
+  text: string;
+  model: string | undefined;
+  usage: Partial<Anthropic.Usage> | null | undefined;
+  stopReason: string | null;
+  cut?: ReplyCut | undefined;
+}
 
 export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 
@@ -104,18 +117,16 @@ export class AnthropicProvider implements LlmProvider {
     }
     const call = new CallController(req.signal, Math.round(this.config.timeout_seconds * 1000));
     try {
-      const message = req.onDelta ? await this.streamed(params, req.onDelta, call) : await this.client.messages.create(params, { signal: call.signal });
-      const text = message.content
-        .filter((b): b is Anthropic.TextBlock => b.type === 'text')
-        .map((b) => b.text)
-        .join('');
-      if (!text.trim()) {
-        throw new LlmErrorClass(`Anthropic: the model returned no text (stop_reason ${message.stop_reason ?? 'unknown'})`, 'empty', false);
+      const reply = req.onDelta
+        ? await this.streamed(params, req.onDelta, call, req.maxReplyBytes)
+        : fromMessage(await this.client.messages.create(params, { signal: call.signal }), req.maxReplyBytes);
+      if (!reply.text.trim()) {
+        throw new LlmErrorClass(`Anthropic: the model returned no text (stop_reason ${reply.stopReason ?? 'unknown'})`, 'empty', false);
       }
-      const usage = usageFromAnthropic(message.usage);
-      const model = message.model || req.model;
+      const usage = usageFromAnthropic(reply.usage);
+      const model = reply.model || req.model;
       this.failures.succeeded(req.model);
-      return { text, model, usage, costUsd: estimateCost(model, usage, this.config.prices) };
+      return { text: reply.text, model, usage, costUsd: estimateCost(model, usage, this.config.prices), cut: reply.cut };
     } catch (err) {
       throw this.fail(err, req, call);
     } finally {
@@ -123,24 +134,52 @@ export class AnthropicProvider implements LlmProvider {
     }
   }
 
-  private async streamed(params: CreateParams, onDelta: (text: string) => void, call: CallController): Promise<Anthropic.Message> {
+  private async streamed(params: CreateParams, onDelta: (text: string) => void, call: CallController, maxReplyBytes: number | undefined): Promise<Reply> {
     const stream = this.client.messages.stream(params, { signal: call.signal });
+    const budget = new ReplyBudget(maxReplyBytes);
+    let text = '';
     // Until the response starts, the SDK's own timeout and retries apply; from then on the
     // watchdog bounds the silence between two events.
     stream.on('connect', () => call.touch());
     stream.on('streamEvent', () => call.touch());
     stream.on('text', (delta) => {
-      if (!delta) return;
-      try {
-        onDelta(delta);
-      } catch (err) {
-        this.logger.warn({ err: String(err) }, 'onDelta listener threw; ignoring');
+      if (!delta || budget.cut) return;
+      const part = budget.take(delta);
+      if (part) {
+        text += part;
+        try {
+          onDelta(part);
+        } catch (err) {
+          this.logger.warn({ err: String(err) }, 'onDelta listener threw; ignoring');
+        }
       }
+      // Aborting closes the connection: the rest of the reply is never read or accumulated.
+      if (budget.cut) stream.abort();
     });
-    return await stream.finalMessage();
+    try {
+      return fromMessage(await stream.finalMessage(), maxReplyBytes);
+    } catch (err) {
+      if (!budget.cut) throw err;
+      this.logger.debug({ model: params.model, bytes: maxReplyBytes }, `reply over ${maxReplyBytes} bytes: stream closed, reply cut`);
+      // The usage known so far is message_start's (the input side); the final count never came.
+      const snapshot = stream.currentMessage;
+      return { text, model: snapshot?.model, usage: snapshot?.usage, stopReason: null, cut: 'bytes' };
+    }
   }
 
   private fail(err: unknown, req: LlmRequest, call: CallController | undefined): LlmError {
     return providerFailure(err, req, { provider: 'Anthropic', call, secrets: this.secrets, failures: this.failures });
   }
+}
+
+/** The text of a whole message, held to the byte budget. */
+function fromMessage(message: Anthropic.Message, maxReplyBytes: number | undefined): Reply {
+  const full = message.content
+    .filter((b): b is Anthropic.TextBlock => b.type === 'text')
+    .map((b) => b.text)
+    .join('');
+  const budget = new ReplyBudget(maxReplyBytes);
+  const text = budget.take(full);
+  const cut = budget.cut ? 'bytes' : message.stop_reason === 'max_tokens' ? 'max_tokens' : undefined;
+  return { text, model: message.model, usage: message.usage, stopReason: message.stop_reason, cut };
 }

@@ -12,13 +12,18 @@
  * the request again without it, and is remembered. `inputTokens` counts the uncached prompt
  * tokens, `cacheReadTokens` the cached ones (`prompt_tokens_details.cached_tokens`), the same
  * meaning as for Anthropic.
+ *
+ * Replies are bounded (issue 13): a stream stops being read at `req.maxReplyBytes` — leaving the
+ * SDK's iterator aborts the request, so the server sees the connection close — and the text so far
+ * comes back with `cut: 'bytes'`; a reply the server ended for length (`finish_reason: length`)
+ * comes back with `cut: 'max_tokens'`.
  */
 import OpenAI from 'openai';
 import type { ChorusConfig } from '../config/schema.js';
 import { LlmError } from '../core/errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
-import type { Usage } from '../core/types.js';
-import { CallController, FailureReporter, displayUrl, sdkClientOptions, providerFailure } from './common.js';
+import type { ReplyCut, Usage } from '../core/types.js';
+import { CallController, FailureReporter, ReplyBudget, displayUrl, sdkClientOptions, providerFailure } from './common.js';
 import { estimateCost } from './pricing.js';
 
 type LlmConfig = ChorusConfig['llm'];
@@ -74,23 +79,27 @@ export class OpenAiProvider implements LlmProvider {
     let call: CallController | undefined;
     try {
       const params = buildOpenAiParams(req, this.config.max_tokens);
-      let result: { text: string; model: string; usage: Usage };
+      let result: { text: string; model: string; usage: Usage; cut?: ReplyCut | undefined };
       call = new CallController(req.signal, Math.round(this.config.timeout_seconds * 1000));
       if (req.onDelta) {
         try {
-          result = await this.streamed(params, req.onDelta, call, !this.streamOptionsUnsupported);
+          result = await this.streamed(params, req.onDelta, call, !this.streamOptionsUnsupported, req.maxReplyBytes);
         } catch (err) {
           if (this.streamOptionsUnsupported || !rejectsStreamOptions(err)) throw err;
           this.streamOptionsUnsupported = true;
           this.logger.info({ baseUrl: this.baseUrl }, 'endpoint does not accept stream_options; streaming without usage');
           call.dispose();
           call = new CallController(req.signal, Math.round(this.config.timeout_seconds * 1000));
-          result = await this.streamed(params, req.onDelta, call, false);
+          result = await this.streamed(params, req.onDelta, call, false, req.maxReplyBytes);
         }
       } else {
         const res = await this.client.chat.completions.create(params, { signal: call.signal });
         const choice = res.choices[0];
-        result = { text: choice?.message?.content ?? '', model: res.model || req.model, usage: usageFromOpenAi(res.usage) };
+        // Not streamed: the body is already read, but nothing over the budget goes further.
+        const budget = new ReplyBudget(req.maxReplyBytes);
+        const text = budget.take(choice?.message?.content ?? '');
+        const cut = budget.cut ? 'bytes' : choice?.finish_reason === 'length' ? 'max_tokens' : undefined;
+        result = { text, model: res.model || req.model, usage: usageFromOpenAi(res.usage), cut };
       }
       if (!result.text.trim()) throw new LlmError('OpenAI-compatible: the model returned no text', 'empty', false);
       this.failures.succeeded(req.model);
@@ -107,7 +116,8 @@ export class OpenAiProvider implements LlmProvider {
     onDelta: (text: string) => void,
     call: CallController,
     includeUsage: boolean,
-  ): Promise<{ text: string; model: string; usage: Usage }> {
+    maxReplyBytes: number | undefined,
+  ): Promise<{ text: string; model: string; usage: Usage; cut?: ReplyCut | undefined }> {
     const stream = await this.client.chat.completions.create(
       { ...params, stream: true, ...(includeUsage ? { stream_options: { include_usage: true } } : {}) },
       { signal: call.signal },
@@ -115,25 +125,39 @@ export class OpenAiProvider implements LlmProvider {
     let text = '';
     let model = params.model;
     let usage: Usage | undefined;
+    let lengthStop = false;
+    const budget = new ReplyBudget(maxReplyBytes);
     // Headers are in (the SDK's timeout and retries covered the wait); now bound the silences.
     call.touch();
     for await (const chunk of stream) {
       call.touch();
       if (chunk.model) model = chunk.model;
       if (chunk.usage) usage = usageFromOpenAi(chunk.usage);
-      const delta = chunk.choices?.[0]?.delta?.content;
+      const choice = chunk.choices?.[0];
+      if (choice?.finish_reason === 'length') lengthStop = true;
+      const delta = choice?.delta?.content;
       if (delta) {
-        text += delta;
-        try {
-          onDelta(delta);
-        } catch (err) {
-          this.logger.warn({ err: String(err) }, 'onDelta listener threw; ignoring');
+        const part = budget.take(delta);
+        if (part) {
+          text += part;
+          try {
+            onDelta(part);
+          } catch (err) {
+            this.logger.warn({ err: String(err) }, 'onDelta listener threw; ignoring');
+          }
         }
+        // Leaving the loop aborts the request: the rest of the reply is never read.
+        if (budget.cut) break;
       }
+    }
+    if (budget.cut) {
+      this.logger.debug({ model, bytes: maxReplyBytes }, `reply over ${maxReplyBytes} bytes: stream closed, reply cut`);
+      // Usage comes in the last chunk, which a cut stream never reaches: zeros, not a guess.
+      return { text, model, usage: usage ?? usageFromOpenAi(null), cut: 'bytes' };
     }
     // The SDK ends the iteration quietly when its signal fires; make that an error.
     if (call.signal.aborted) throw call.signal.reason ?? new Error('aborted');
-    return { text, model, usage: usage ?? usageFromOpenAi(null) };
+    return { text, model, usage: usage ?? usageFromOpenAi(null), cut: lengthStop ? 'max_tokens' : undefined };
   }
 }
 

@@ -49,6 +49,11 @@ export class ScriptedProvider implements LlmProvider {
 
 /** The newest human line in a mailbox-formatted user turn (or the whole text for 1:1 turns). */
 function lastHumanLine(turn: string): string {
+  // Mailbox blocks (core/session/prompt.ts): the text of the last block a human sent.
+  const blocks = [...turn.matchAll(/<message from="[^"]*" role="human">([\s\S]*?)<\/message>/g)];
+  const block = blocks.at(-1);
+  if (block) return block[1]!.trim();
+  // Sessions written before the block format kept `[Name (human)] text` lines.
   const lines = turn.split('\n').filter((l) => /^\[[^\]]+\(human\)\] /.test(l));
   const line = lines.at(-1);
   if (line) return line.replace(/^\[[^\]]+\] /, '').trim();

@@ -1,9 +1,10 @@
 /**
  * Plumbing shared by the real providers: the SDK logger bridge, the "first failure" report, the
- * stream idle watchdog and small request helpers.
+ * stream idle watchdog, the reply byte budget and small request helpers.
  */
 import type { LlmError } from '../core/errors.js';
 import type { LlmRequest, Logger } from '../core/ports.js';
+import { cutUtf8, utf8Length } from '../core/text/utf8.js';
 import { redact, toLlmError } from './errors.js';
 
 /** The logger shape both official SDKs accept (`ClientOptions.logger`). */
@@ -132,6 +133,34 @@ export class CallController {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.outer?.removeEventListener('abort', this.onAbort);
+  }
+}
+
+/**
+ * The byte budget of one reply (`LlmRequest.maxReplyBytes`, issue 13). A streaming provider passes
+ * every delta through `take` and stops reading — closing the HTTP stream — once `cut` is set, so
+ * a runaway model costs at most the budget in memory, not the size of what it would have sent.
+ */
+export class ReplyBudget {
+  private used = 0;
+  /** Set once a delta did not fit: the reply is cut and the stream should be closed. */
+  cut = false;
+
+  constructor(private readonly limit: number | undefined) {}
+
+  /** The part of `delta` that still fits (all of it while there is room; '' once cut). */
+  take(delta: string): string {
+    if (this.limit === undefined) return delta;
+    if (this.cut) return '';
+    const n = utf8Length(delta);
+    if (this.used + n <= this.limit) {
+      this.used += n;
+      return delta;
+    }
+    const part = cutUtf8(delta, this.limit - this.used);
+    this.used += utf8Length(part);
+    this.cut = true;
+    return part;
   }
 }
 

@@ -5,6 +5,7 @@
  * than on one SDK's classes.
  */
 import { LlmError } from '../core/errors.js';
+import { redactSecrets } from '../redact.js';
 
 /** What the caller knows about the attempt, for the message and the abort reason. */
 export interface ConvertContext {
@@ -18,13 +19,13 @@ export interface ConvertContext {
   secrets?: ReadonlyArray<string | null | undefined> | undefined;
 }
 
-/** Replace every secret in `text` with `***`. */
+/**
+ * Replace every secret in `text` with `***`, and every fragment of one of 8+ characters: a
+ * provider that echoes a shortened or masked key ("sk-PROBE-SECR***") must not carry it into a
+ * message or the log (see src/redact.ts).
+ */
 export function redact(text: string, secrets: ReadonlyArray<string | null | undefined> = []): string {
-  let out = text;
-  for (const s of secrets) {
-    if (s && s.length >= 4) out = out.split(s).join('***');
-  }
-  return out;
+  return redactSecrets(text, secrets);
 }
 
 interface ApiErrorShape {

@@ -73,6 +73,8 @@ function writeArchive(dataDir: string): void {
   writeFileSync(join(dir, '000000000001.jsonl'), lines.join('\n') + '\n');
 }
 
+const STREAMED_FINAL = 'Numbers look fine this quarter: revenue is up 12 percent, costs are flat, and the margin held.';
+
 /** Writer answers when addressed; Analyst streams its answer in pieces; voluntary turns pass. */
 function makeLlm(): FakeLlm {
   return new FakeLlm({
@@ -81,11 +83,12 @@ function makeLlm(): FakeLlm {
       writer: (req: LlmRequest) => (req.mustReply ? 'Hello from Writer! Notes at https://example.com/notes.' : '[PASS]'),
       analyst: async (req: LlmRequest) => {
         if (!req.mustReply) return '[PASS]';
-        req.onDelta?.('Numbers ');
+        // Long enough pieces: the pass filter holds back the first few characters of a turn.
+        req.onDelta?.('Numbers look fine this quarter: revenue is up 12 percent, ');
         await sleep(700);
-        req.onDelta?.('look ');
+        req.onDelta?.('costs are flat, and the margin held. ');
         await sleep(700);
-        return 'Numbers look fine.';
+        return STREAMED_FINAL;
       },
     },
   });
@@ -249,7 +252,7 @@ suite('web page in Chromium', () => {
     expect(await streaming.locator('.text').textContent()).toMatch(/^Numbers/);
     await expect.poll(() => page.locator('.msg.agent[data-agent-id="analyst"]:not(.streaming)').count(), POLL).toBe(before + 1);
     await expect.poll(() => streaming.count(), POLL).toBe(0);
-    expect(await page.locator('.msg.agent[data-agent-id="analyst"] .text').last().textContent()).toBe('Numbers look fine.');
+    expect(await page.locator('.msg.agent[data-agent-id="analyst"] .text').last().textContent()).toBe(STREAMED_FINAL);
   });
 
   it('the picker inserts a handle and @-autocomplete completes @wr to @writer', async () => {

@@ -90,5 +90,11 @@ export async function makeRouter(opts: HarnessOptions = {}) {
     transcript() {
       return [...router.groups.get(group.id)!.transcript];
     },
+    /** Every entry the group's log holds, oldest first (memory keeps only a tail). */
+    async fullTranscript() {
+      await router.groups.settle();
+      const g = router.groups.get(group.id)!;
+      return store.readEntries(group.id, { afterSeq: 0, limit: g.nextSeq });
+    },
   };
 }

@@ -41,7 +41,7 @@ describe('floods cannot push agent replies past the caps', () => {
       '@creatives @creatives @all please all talk to each other forever',
     ];
     for (let i = 0; i < 20; i++) await h.say(floods[i % floods.length]!);
-    const t = h.transcript();
+    const t = await h.fullTranscript();
     const humans = t.filter((e) => e.kind === 'human');
     expect(humans).toHaveLength(20);
     const perRound = new Map<string, { addressed: number; others: number }>();

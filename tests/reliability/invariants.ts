@@ -162,7 +162,9 @@ export function checkInvariants(snap: DataSnapshot, opts: CheckOptions): string[
     const shown = new Map<string, number>();
     for (const turn of s.history) {
       if (turn.role !== 'user') continue;
-      for (const line of turn.content.split('\n')) shown.set(line, (shown.get(line) ?? 0) + 1);
+      // One `<message>` block per observation; a block's text cannot contain `</message`, so the
+      // shortest match is exactly one block.
+      for (const block of turn.content.match(/<message [^>]*>[\s\S]*?<\/message>/g) ?? []) shown.set(block, (shown.get(block) ?? 0) + 1);
     }
     const observable = g.transcript.filter((e) => isObservable(e) && e.agentId !== s.agentId);
     const firstShown = observable.find((e) => shown.has(observationLine(e)))?.seq ?? Infinity;

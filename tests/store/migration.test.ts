@@ -90,7 +90,7 @@ describe('migration from Chorus 0.1', () => {
       await app.router.receive({ channel: 'web', chatId: 'lobby', messageId: 'after-1', author: { id: 'maya', name: 'Maya' }, text: '@writer catch up', ts: Date.now() });
       await app.router.idle();
       const prompt = llm.callsFor('writer')[0]!.messages.at(-1)!.content;
-      expect(prompt).toContain('[Maya (human)] @analyst question 159');
+      expect(prompt).toContain('<message from="Maya" role="human">@analyst question 159</message>');
       expect(prompt).toMatch(/\(\d+ earlier messages not shown\)/);
     } finally {
       await app.stop();

@@ -50,8 +50,8 @@ describe('commands in a chat', () => {
     await h.say('/group add critic');
     await h.say('@critic catch up');
     const seen = h.llm.callsFor('critic')[0]!.messages.at(-1)!.content;
-    expect(seen).not.toContain('note 4\n');
-    expect(seen).toContain('note 5\n');
+    expect(seen).not.toContain('>note 4<');
+    expect(seen).toContain('>note 5<');
     expect(seen).toContain('note 24');
     expect(seen).toContain('@critic catch up');
   });
@@ -104,7 +104,7 @@ describe('commands in a chat', () => {
     expect(h.llm.callsFor('writer')[0]!.messages.at(-1)!.content).toContain('You were asked to answer the last message from Maya');
     await h.say('/ask analyst how much?');
     expect(h.speakers().at(-1)).toBe('analyst');
-    expect(h.llm.callsFor('analyst')[0]!.messages.at(-1)!.content).toContain('[Maya (human)] how much?');
+    expect(h.llm.callsFor('analyst')[0]!.messages.at(-1)!.content).toContain('<message from="Maya" role="human">how much?</message>');
     await h.say('/ask');
     expect(last(h)).toContain('name who should answer');
   });

@@ -31,9 +31,9 @@ describe('config', () => {
     expect(loaded.config.llm.api_key).toBeNull();
   });
 
-  it('substitutes ${VAR} and ${VAR:-default}, but not in comments', () => {
-    const r = substituteEnv('a: ${A}\nb: ${B:-two}\nc: ${C} # see ${DOC}\n# ${ALSO_DOC}', { A: 'one' });
-    expect(r.text).toBe('a: one\nb: two\nc:  # see ${DOC}\n# ${ALSO_DOC}');
+  it('substitutes ${VAR} and ${VAR:-default} in a value; $${ is a literal ${', () => {
+    const r = substituteEnv('${A}/${B:-two}/${C}/$${D}', { A: 'one' });
+    expect(r.text).toBe('one/two//${D}');
     expect(r.missing).toEqual(['C']);
   });
 

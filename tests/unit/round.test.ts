@@ -107,7 +107,7 @@ describe('addressed turns (§4 step 5)', () => {
     const h = await makeRouter({ llm: { replies: { analyst: 'revenue up 8%', writer: 'nice headline' } } });
     await h.say('@analyst @writer go');
     const writerPrompt = h.llm.callsFor('writer')[0]!.messages.at(-1)!.content;
-    expect(writerPrompt).toContain('[Analyst] revenue up 8%');
+    expect(writerPrompt).toContain('<message from="Analyst" role="agent">revenue up 8%</message>');
   });
 
   it('parallel: addressed agents at once, last_speaker after, seeing all replies', async () => {
@@ -128,8 +128,8 @@ describe('addressed turns (§4 step 5)', () => {
     expect(maxInFlight).toBe(2);
     expect(h.speakers().at(-1)).toBe('critic');
     const criticPrompt = h.llm.callsFor('critic')[0]!.messages.at(-1)!.content;
-    expect(criticPrompt).toContain('[Analyst] A says');
-    expect(criticPrompt).toContain('[Writer] W says');
+    expect(criticPrompt).toContain('<message from="Analyst" role="agent">A says</message>');
+    expect(criticPrompt).toContain('<message from="Writer" role="agent">W says</message>');
   });
 
   it('an addressed agent in cooldown answers after it instead of being skipped', async () => {
@@ -170,7 +170,7 @@ describe('voluntary round (§4 step 6)', () => {
     const h2 = await makeRouter({ group: { max_voluntary_responders: 2 }, llm: { fallback: (q) => `from ${q.agent?.id}` } });
     await h2.say('anyone?');
     expect(h2.speakers()).toEqual(['analyst', 'writer']);
-    expect(h2.llm.callsFor('writer')[0]!.messages.at(-1)!.content).toContain('[Analyst] from analyst');
+    expect(h2.llm.callsFor('writer')[0]!.messages.at(-1)!.content).toContain('<message from="Analyst" role="agent">from analyst</message>');
   });
 
   it('muted agents take no voluntary turns but answer when mentioned', async () => {

@@ -4,7 +4,7 @@ import { ScriptedProvider } from '../../src/llm/ScriptedProvider.js';
 import type { AgentDef } from '../../src/core/types.js';
 
 const analyst: AgentDef = { id: 'analyst', name: 'Analyst', persona: 'You are Analyst, a sharp, numbers-first analyst. You answer with figures.', model: null, avatar: null, color: null, aliases: ['numbers'], talkativeness: 0.5 };
-const turn = (text: string) => `## Group conversation since your last turn\n[Maya (human)] ${text}\n\n## Your turn\n...`;
+const turn = (text: string) => `## Group conversation since your last turn\n<message from="Maya" role="human">${text}</message>\n\n## Your turn\n...`;
 
 describe('ScriptedProvider', () => {
   const p = new ScriptedProvider();

@@ -64,7 +64,7 @@ describe('prompts', () => {
     expect(a.system).toContain('[PASS]');
     expect(a.system).not.toContain('first');
     expect(b.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
-    expect(b.messages[2]!.content).toMatch(/^## Group conversation since your last turn\n\[Maya \(human\)\] @analyst second\n\n## Your turn\nYou were addressed directly: reply\.$/);
+    expect(b.messages[2]!.content).toMatch(/^## Group conversation since your last turn\n<message from="Maya" role="human">@analyst second<\/message>\n\n## Your turn\nYou were addressed directly: reply\.$/);
   });
 
   it('voluntary turns are told they may pass', async () => {
@@ -88,8 +88,7 @@ describe('mailbox exactly once', () => {
   function shown(llm: FakeLlm, agentId: string): string[] {
     return llm
       .callsFor(agentId)
-      .flatMap((c) => c.messages.at(-1)!.content.split('\n'))
-      .filter((l) => /^\[.+\] /.test(l));
+      .flatMap((c) => c.messages.at(-1)!.content.match(/<message from="[^"]*" role="[^"]*">[\s\S]*?<\/message>/g) ?? []);
   }
 
   it('across passes, batching and a restart, every observation reaches every agent once', async () => {
@@ -126,7 +125,7 @@ describe('mailbox exactly once', () => {
       const cursor = store.session('room', agent).cursor;
       const expected = transcript
         .filter((e) => e.seq <= cursor && (e.kind === 'human' || e.kind === 'agent') && !e.hiddenFromAgents && e.agentId !== agent)
-        .map((e) => `[${e.kind === 'human' ? `${e.authorName} (human)` : e.authorName}] ${e.text}`);
+        .map((e) => `<message from="${e.authorName}" role="${e.kind}">${e.text}</message>`);
       expect(cursor).toBeGreaterThanOrEqual(transcript.find((e) => e.text === 'after restart @all')!.seq);
       expect([...lines].sort()).toEqual(expected.sort());
     }
@@ -144,12 +143,12 @@ describe('long silences', () => {
     const unseen = stored.filter((e) => e.kind === 'human' || e.kind === 'agent').length + 1;
     await h.say('@critic catch up');
     const turn = h.llm.callsFor('critic')[0]!.messages.at(-1)!.content;
-    const seen = turn.split('\n').filter((l) => l.startsWith('['));
+    const seen = turn.match(/<message from="[^"]*" role="[^"]*">[\s\S]*?<\/message>/g) ?? [];
     expect(new Set(seen).size).toBe(seen.length);
     expect(seen).toHaveLength(MAILBOX_MAX);
-    expect(seen.at(-1)).toBe('[Maya (human)] @critic catch up');
-    expect(seen).toContain('[Maya (human)] @analyst note 259');
-    expect(seen).toContain('[Analyst] ok 259');
+    expect(seen.at(-1)).toBe('<message from="Maya" role="human">@critic catch up</message>');
+    expect(seen).toContain('<message from="Maya" role="human">@analyst note 259</message>');
+    expect(seen).toContain('<message from="Analyst" role="agent">ok 259</message>');
     // What did not fit is said, not silently dropped.
     expect(turn).toContain(`(${unseen - MAILBOX_MAX} earlier messages not shown)`);
     await h.say('@critic again');

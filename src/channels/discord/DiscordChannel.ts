@@ -11,7 +11,7 @@
  * router's addressing does not depend on it.
  */
 import { Client, GatewayIntentBits, Routes, type Message } from 'discord.js';
-import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
+import type { Channel, ChannelCapabilities, ChannelHost, ChannelPartStatus, ChannelStatus, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { splitMessage } from '../../core/text/split.js';
 import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, TYPING_REFRESH_MS, type DiscordConfig } from './config.js';
@@ -56,6 +56,12 @@ export class DiscordChannel implements Channel {
   private readonly typingTimers = new Set<NodeJS.Timeout>();
   private running: Running | null = null;
   private starting: Promise<void> | null = null;
+  /** Why the last start failed (bad token, disallowed intents, ...), for `/readyz`. */
+  private failure: string | null = null;
+  /** The gateway session is up (false while discord.js reconnects after a drop). */
+  private gatewayUp = false;
+  /** Channel id → name, learnt while checking the channels at start. */
+  private readonly channelNames = new Map<string, string>();
 
   constructor(opts: DiscordChannelOptions) {
     this.cfg = opts.config;
@@ -105,7 +111,11 @@ export class DiscordChannel implements Channel {
     let lastCloseCode: number | undefined;
     client.on('shardDisconnect', (ev) => {
       lastCloseCode = ev.code;
+      this.gatewayUp = false;
     });
+    client.on('shardReconnecting', () => (this.gatewayUp = false));
+    client.on('shardReady', () => (this.gatewayUp = true));
+    client.on('shardResume', () => (this.gatewayUp = true));
     client.on('error', (err) => this.log.error({ err: sanitizeError(err, 'discord client') }, 'discord: client error'));
     client.on('shardError', (err) => this.log.warn({ reason: sanitizeError(err, 'gateway').message }, 'discord: gateway error'));
     client.on('warn', (text) => this.log.warn({ detail: text }, 'discord: client warning'));
@@ -133,6 +143,7 @@ export class DiscordChannel implements Channel {
       this.running = null;
       await client.destroy().catch(() => {});
       const failure = err instanceof DiscordStartupError ? err : loginFailure(err, lastCloseCode);
+      this.failure = failure.message;
       this.log.error(failure.message);
       throw failure;
     } finally {
@@ -141,6 +152,8 @@ export class DiscordChannel implements Channel {
 
     const run = this.running as Running | null;
     if (!run) throw new DiscordStartupError('Discord: the gateway became ready but the adapter did not start', 'connect_failed');
+    this.failure = null;
+    this.gatewayUp = true;
     this.log.info({ bot: client.user?.tag, guilds: client.guilds.cache.size }, 'discord: connected');
     await this.checkChannels(run);
   }
@@ -157,6 +170,7 @@ export class DiscordChannel implements Channel {
     }
     for (const id of ids) {
       const channel = await guildChannel(run.client, id);
+      if (channel) this.channelNames.set(id, `#${channel.name}`);
       if (!channel) {
         const msg = `Discord: channel ${id} from channels.discord.channels is not visible to the bot (wrong id, or the bot lacks View Channel there).`;
         this.channelProblems.set(id, msg);
@@ -175,6 +189,24 @@ export class DiscordChannel implements Channel {
         this.log.error(msg);
       }
     }
+  }
+
+  /**
+   * Connected when the gateway session is up and every channel Chorus serves can take posts; a
+   * channel where the webhook cannot be made (no Manage Webhooks) makes it not ready, naming it.
+   */
+  status(): ChannelStatus {
+    if (this.starting) return { ok: false, state: 'connecting' };
+    const run = this.running;
+    if (!run) return this.failure ? { ok: false, state: 'failed', error: this.failure } : { ok: false, state: 'stopped' };
+    const channels: Record<string, ChannelPartStatus> = {};
+    for (const id of new Set([...this.allowList, ...this.channelProblems.keys()])) {
+      const problem = this.channelProblems.get(id);
+      channels[id] = { ok: !problem, name: this.channelNames.get(id), ...(problem ? { error: problem } : {}) };
+    }
+    if (!this.gatewayUp) return { ok: false, state: 'reconnecting', error: 'the gateway connection dropped; reconnecting', channels };
+    const failing = Object.values(channels).filter((c) => !c.ok).length;
+    return failing === 0 ? { ok: true, state: 'ready', channels } : { ok: false, state: 'degraded', error: `${failing} channel(s) cannot take posts`, channels };
   }
 
   private onMessage(m: Message): void {

@@ -6,6 +6,7 @@
  * channels outside the allow-list, and messages with nothing to read.
  */
 import { MessageType, type Message } from 'discord.js';
+import { cleanDisplayName } from '../../core/text/displayName.js';
 import type { AgentDef, InboundMessage } from '../../core/types.js';
 
 export interface NormaliseContext {
@@ -43,7 +44,8 @@ export function normalise(m: Message, ctx: NormaliseContext): Normalised {
     channel: 'discord',
     chatId,
     messageId: m.id,
-    author: { id: m.author.id, name: m.member?.displayName ?? m.author.globalName ?? m.author.username },
+    // Cleaned like every display name (core/text/displayName.ts): no bidi or invisible tricks.
+    author: { id: m.author.id, name: cleanDisplayName(m.member?.displayName ?? m.author.globalName ?? m.author.username) || cleanDisplayName(m.author.username) || `user ${m.author.id}` },
     text,
     ts: m.createdTimestamp,
     threadId: thread?.id,

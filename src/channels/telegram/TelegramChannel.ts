@@ -7,7 +7,7 @@
  */
 import type { Message, ChatMemberUpdated } from 'grammy/types';
 import type { ChorusConfig } from '../../config/schema.js';
-import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
+import type { Channel, ChannelCapabilities, ChannelHost, ChannelPartStatus, ChannelStatus, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { AdminCache } from './admins.js';
 import { AgentBot, botWarning } from './bots.js';
@@ -37,6 +37,8 @@ export class TelegramChannel implements Channel {
 
   private readonly log: Logger;
   private readonly bots: AgentBot[] = [];
+  /** Agents left out at construction (a token shared with another agent), with the reason. */
+  private readonly skipped = new Map<string, string>();
   private readonly admins: AdminCache;
   private readonly queues = new ChatQueues();
   /** Membership changes of one chat run one at a time, so three bots added at once form one group. */
@@ -65,6 +67,7 @@ export class TelegramChannel implements Channel {
       const other = seen.get(token);
       if (other) {
         this.log.error({ agent: agent.id, sharesWith: other }, `telegram: agent "${agent.id}" uses the same bot token as "${other}"; every agent needs its own bot — "${agent.id}" is skipped`);
+        this.skipped.set(agent.id, `uses the same bot token as "${other}"; give every agent its own bot from @BotFather`);
         continue;
       }
       seen.set(token, agent.id);
@@ -113,6 +116,21 @@ export class TelegramChannel implements Channel {
         if (signal.aborted || (await b.bringUp()) !== 'retry') return;
       }
     })();
+  }
+
+  /**
+   * Connected when every agent's bot works: a rejected token, a Bot API that cannot be reached or
+   * polling that keeps failing (another instance polling the same token: 409) makes it not ready.
+   */
+  status(): ChannelStatus {
+    const bots: Record<string, ChannelPartStatus> = {};
+    for (const b of this.bots) bots[b.agent.id] = b.health();
+    for (const [agentId, why] of this.skipped) bots[agentId] = { ok: false, state: 'skipped', error: why };
+    const parts = Object.values(bots);
+    if (parts.length === 0) return { ok: false, state: 'no_bots', error: 'no agent has a telegram.token', bots };
+    const failing = parts.filter((p) => !p.ok).length;
+    if (!this.running && !this.starting) return { ok: false, state: 'stopped', bots };
+    return failing === 0 ? { ok: true, state: 'ready', bots } : { ok: false, state: 'degraded', error: `${failing} of ${parts.length} bots not working`, bots };
   }
 
   async stop(): Promise<void> {

@@ -5,7 +5,7 @@
 import { autoRetry } from '@grammyjs/auto-retry';
 import { Bot } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
-import type { Logger } from '../../core/ports.js';
+import type { ChannelPartStatus, Logger } from '../../core/ports.js';
 import type { AgentDef } from '../../core/types.js';
 import { apiErrorCode, describeError } from './errors.js';
 import { UpdatePoller } from './poller.js';
@@ -23,6 +23,8 @@ export class AgentBot {
   readonly bot: Bot;
   status: BotStatus = 'idle';
   me: UserFromGetMe | undefined;
+  /** Why the bot is not working, as Telegram or the network said it (no token in it). */
+  problem: string | null = null;
   readonly poller: UpdatePoller;
   private commandsSet = false;
 
@@ -42,6 +44,10 @@ export class AgentBot {
       allowedUpdates: ['message', 'my_chat_member'],
       onUnauthorized: () => {
         this.status = 'unauthorized';
+        this.problem = '401: Unauthorized (the token was revoked while polling)';
+      },
+      onHealth: (problem) => {
+        this.problem = problem;
       },
     });
   }
@@ -61,6 +67,7 @@ export class AgentBot {
       this.bot.botInfo = this.me;
     } catch (err) {
       const code = apiErrorCode(err);
+      this.problem = describeError(err, [this.token]);
       if (code === 401 || code === 404) {
         this.status = 'unauthorized';
         this.log.error(
@@ -95,6 +102,7 @@ export class AgentBot {
       }
     }
     this.status = 'ready';
+    this.problem = null;
     this.poller.start();
     this.log.info({ agent, bot: this.me.username, privacy: !this.me.can_read_all_group_messages }, 'telegram: bot is polling');
     return 'ok';
@@ -103,6 +111,24 @@ export class AgentBot {
   async stop(): Promise<void> {
     await this.poller.stop();
     if (this.status === 'ready' || this.status === 'unreachable') this.status = 'idle';
+  }
+
+  /** For `/readyz`: working means getMe succeeded and polling is not failing. */
+  health(): ChannelPartStatus {
+    const name = this.me ? `@${this.me.username}` : undefined;
+    const note = this.me && !this.me.can_read_all_group_messages ? 'privacy mode is on: in groups the bot sees only commands, replies and @mentions' : undefined;
+    switch (this.status) {
+      case 'ready':
+        return this.problem
+          ? { ok: false, state: 'failing', name, error: `polling fails: ${this.problem}`, note }
+          : { ok: true, state: 'ready', name, note };
+      case 'unauthorized':
+        return { ok: false, state: 'unauthorized', name, error: `${this.problem ?? 'token rejected'} — check agents[].telegram.token of "${this.agent.id}"` };
+      case 'unreachable':
+        return { ok: false, state: 'unreachable', name, error: `cannot reach the Bot API: ${this.problem ?? 'no answer'}; retrying` };
+      default:
+        return { ok: false, state: 'starting', name };
+    }
   }
 }
 

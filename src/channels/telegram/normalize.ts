@@ -4,6 +4,7 @@
  * router's (channel, chatId, messageId) dedupe sees one message however many bots delivered it.
  */
 import type { ChatMemberUpdated, Message, MessageEntity } from 'grammy/types';
+import { cleanDisplayName } from '../../core/text/displayName.js';
 import type { InboundMessage } from '../../core/types.js';
 
 /** What the adapter knows about the agents' bots (filled from getMe). */
@@ -62,10 +63,12 @@ function fnv1a(s: string): string {
 
 function authorOf(msg: Message): { id: string; name: string } | undefined {
   // Anonymous admins post "as the group": from is a helper bot, sender_chat the group.
-  if (msg.sender_chat) return { id: String(msg.sender_chat.id), name: msg.sender_chat.title ?? 'Anonymous' };
+  // Names are cleaned (no bidi overrides, invisible or control characters, at most 64
+  // characters): a first name of "\u202Etsylan\u202CA" must not render as "Analyst".
+  if (msg.sender_chat) return { id: String(msg.sender_chat.id), name: cleanDisplayName(msg.sender_chat.title ?? '') || 'Anonymous' };
   const u = msg.from;
   if (!u || u.is_bot) return undefined;
-  const name = [u.first_name, u.last_name].filter(Boolean).join(' ') || u.username || `user ${u.id}`;
+  const name = cleanDisplayName([u.first_name, u.last_name].filter(Boolean).join(' ')) || cleanDisplayName(u.username ?? '') || `user ${u.id}`;
   return { id: String(u.id), name };
 }
 

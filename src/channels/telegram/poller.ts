@@ -16,6 +16,11 @@ export interface PollerOptions {
   allowedUpdates: ReadonlyArray<'message' | 'my_chat_member'>;
   /** The token stopped working (401): the bot is out until the next start. */
   onUnauthorized: () => void;
+  /**
+   * Polling keeps failing (the problem, after two failures in a row) or works again (null). One
+   * failure is not reported: a single dropped long poll is routine and retried at once.
+   */
+  onHealth?: ((problem: string | null) => void) | undefined;
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -91,6 +96,7 @@ export class UpdatePoller {
           signal as Parameters<Bot['api']['getUpdates']>[1],
         );
         first = false;
+        if (failures > 0) this.opts.onHealth?.(null);
         failures = 0;
       } catch (err) {
         if (signal.aborted) break;
@@ -100,6 +106,7 @@ export class UpdatePoller {
           break;
         }
         failures++;
+        if (failures >= 2) this.opts.onHealth?.(describeError(err, [this.bot.token]));
         const wait = Math.min(30_000, 500 * 2 ** Math.min(failures, 6));
         this.log.warn({ err: describeError(err, [this.bot.token]), retryInMs: wait }, 'telegram: getUpdates failed');
         await sleep(wait, signal);

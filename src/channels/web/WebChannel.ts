@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { ChorusConfig } from '../../config/schema.js';
-import { isLoopback } from '../../config/schema.js';
+import { WEB_CONNECTION_DEFAULTS, isLoopback } from '../../config/schema.js';
 import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostedMessage } from '../../core/ports.js';
 import { splitMessage } from '../../core/text/split.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
@@ -19,18 +19,24 @@ import { createWebServer, serverUrl } from './server.js';
 import { SseHub } from './sse.js';
 import { StaticFiles, findPublicDir } from './static.js';
 
+type WebConfig = ChorusConfig['channels']['web'];
+/** The connection limits may be left out when the channel is built by hand (tests): defaults apply. */
+type WebConfigInput = Omit<WebConfig, keyof typeof WEB_CONNECTION_DEFAULTS> & Partial<Pick<WebConfig, keyof typeof WEB_CONNECTION_DEFAULTS>>;
+
 export interface WebChannelOptions {
-  config: ChorusConfig['channels']['web'];
+  config: WebConfigInput;
   logger: Logger;
   agents: AgentDef[];
   /** Group handles from the config, offered by `@`-autocomplete. */
   aliases?: Record<string, string[]> | undefined;
   /** Prometheus text of the whole app; the channel appends its own HTTP/SSE figures. */
-  metrics?: (() => string) | undefined;
+  metrics?: (() => string | Promise<string>) | undefined;
   /** SSE heartbeat interval (tests shorten it). */
   heartbeatMs?: number | undefined;
   /** Reconnect delay suggested to browsers, in ms. */
   sseRetryMs?: number | undefined;
+  /** Unsent SSE output at which a client is cut at once (tests raise it to watch the heartbeat cut). */
+  sseMaxBufferedBytes?: number | undefined;
 }
 
 export class WebChannel implements Channel {
@@ -57,6 +63,13 @@ export class WebChannel implements Channel {
     return this.listeningUrl ?? undefined;
   }
 
+  /** Open TCP connections to the server, every kind (for tests: slow clients must be gone). */
+  async openConnections(): Promise<number> {
+    const server = this.server;
+    if (!server) return 0;
+    return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+  }
+
   /** Connected SSE clients (for tests and metrics). */
   get sseClientCount(): number {
     return this.hub?.clientCount ?? 0;
@@ -71,11 +84,14 @@ export class WebChannel implements Channel {
       );
     }
     this.host = host;
+    const cfg = { ...WEB_CONNECTION_DEFAULTS, ...this.opts.config };
     const hub = new SseHub({
       gateway: host.gateway,
       logger: this.log,
-      heartbeatMs: this.opts.heartbeatMs,
+      heartbeatMs: this.opts.heartbeatMs ?? cfg.sse_heartbeat_seconds * 1000,
       retryMs: this.opts.sseRetryMs,
+      metrics: this.webMetrics,
+      maxBufferedBytes: this.opts.sseMaxBufferedBytes,
     });
     const router = new Router();
     registerApiRoutes(router, {
@@ -91,12 +107,18 @@ export class WebChannel implements Channel {
       files: this.files,
       logger: this.log,
       webMetrics: this.webMetrics,
-      metricsText: () => {
+      metricsText: async () => {
         this.webMetrics.sseClients = hub.clientCount;
-        const app = this.opts.metrics ? this.opts.metrics() : gatewayMetrics(this.requireHost().gateway);
+        const app = this.opts.metrics ? await this.opts.metrics() : gatewayMetrics(this.requireHost().gateway);
         return app + (app.endsWith('\n') || app === '' ? '' : '\n') + this.webMetrics.text();
       },
       readiness: () => this.requireHost().gateway.readiness(),
+      limits: {
+        headersTimeoutMs: cfg.headers_timeout_seconds * 1000,
+        requestTimeoutMs: cfg.request_timeout_seconds * 1000,
+        idleTimeoutMs: cfg.idle_timeout_seconds * 1000,
+        maxConnectionsPerAddress: cfg.max_connections_per_address,
+      },
     });
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {

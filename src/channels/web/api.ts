@@ -4,7 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ChannelHost, GatewayApi, GroupDetail } from '../../core/ports.js';
+import { MAX_DISPLAY_NAME, cleanDisplayName, impersonates } from '../../core/text/displayName.js';
 import type { AgentDef, TranscriptEntry } from '../../core/types.js';
+import { clientAddressKey } from './client.js';
 import { HttpError, field, intParam, readJsonObject, sendJson } from './http.js';
 import type { RequestContext, Router } from './router.js';
 import type { SseHub } from './sse.js';
@@ -148,6 +150,32 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
   });
 }
 
+/**
+ * The name a web message is posted under: cleaned (no bidi or invisible characters, one line) and
+ * at most 64 characters. A name that reads as an agent's (same name, id or alias up to case,
+ * compatibility forms, look-alike letters and decorations such as "(bot)") is refused with a
+ * 400 that says why, and the message is not recorded; the page keeps the text for another try.
+ */
+function authorName(body: Record<string, unknown>, agents: readonly AgentDef[]): string {
+  // The raw field may carry invisible padding; the limit that matters is on what is shown.
+  const raw = field.string(body, 'author_name', { max: 256, optional: true });
+  if (raw === undefined) return 'You';
+  const cleaned = cleanDisplayName(raw, Number.MAX_SAFE_INTEGER);
+  if (Array.from(cleaned).length > MAX_DISPLAY_NAME) {
+    throw new HttpError(400, 'invalid_field', `"author_name" may have at most ${MAX_DISPLAY_NAME} characters`);
+  }
+  const name = cleaned || 'You';
+  const agent = impersonates(name, agents);
+  if (agent) {
+    throw new HttpError(
+      400,
+      'reserved_name',
+      `"${name}" reads as the agent ${agent.name} (@${agent.id}); people cannot post under an agent's name, choose another name`,
+    );
+  }
+  return name;
+}
+
 async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: GroupDetail): Promise<void> {
   const host = deps.host();
   if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
@@ -159,8 +187,7 @@ async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: Group
   if (text.length > deps.maxMessageLength) {
     throw new HttpError(400, 'invalid_field', `"text" may have at most ${deps.maxMessageLength} characters`);
   }
-  const rawName = field.string(body, 'author_name', { min: 1, max: 64, optional: true });
-  const name = rawName?.replace(/[\u0000-\u001f\u007f]/g, '').trim() || 'You';
+  const name = authorName(body, host.gateway.listAgents());
   const clientId = field.string(body, 'client_id', { min: 1, max: 100, optional: true });
   if (clientId !== undefined && !CLIENT_ID.test(clientId)) {
     throw new HttpError(400, 'invalid_field', '"client_id" may only use letters, digits and _ . : -');
@@ -177,6 +204,8 @@ async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: Group
     chatId: g.chatId,
     messageId: clientId ?? randomUUID(),
     author: { id: name, name }, // the router prefixes the channel: "web:Maya"
+    // The rate limit counts per client, never per typed name (see client.ts).
+    rateKey: `addr:${clientAddressKey(req.socket.remoteAddress)}`,
     text,
     ts: Date.now(),
     replyToAgentId,

@@ -9,6 +9,10 @@ import type { GatewayApi } from '../../core/ports.js';
 export class WebMetrics {
   private readonly byStatus = new Map<string, number>();
   sseClients = 0;
+  /** Connections turned away by `max_connections_per_address`. */
+  connectionsRefused = 0;
+  /** SSE streams closed because they could not take their heartbeat (a peer that stopped reading). */
+  sseStalled = 0;
 
   countResponse(status: number): void {
     const cls = `${Math.floor(status / 100)}xx`;
@@ -25,6 +29,10 @@ export class WebMetrics {
     }
     lines.push('# HELP chorus_web_sse_clients Connected Server-Sent Events clients.', '# TYPE chorus_web_sse_clients gauge');
     lines.push(`chorus_web_sse_clients ${this.sseClients}`);
+    lines.push('# HELP chorus_web_connections_refused_total Connections refused by the per-address cap.', '# TYPE chorus_web_connections_refused_total counter');
+    lines.push(`chorus_web_connections_refused_total ${this.connectionsRefused}`);
+    lines.push('# HELP chorus_web_sse_stalled_total SSE streams closed because the client stopped reading.', '# TYPE chorus_web_sse_stalled_total counter');
+    lines.push(`chorus_web_sse_stalled_total ${this.sseStalled}`);
     return lines.join('\n') + '\n';
   }
 }

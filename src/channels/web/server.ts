@@ -6,9 +6,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isLoopback } from '../../config/schema.js';
-import type { Logger } from '../../core/ports.js';
+import type { Logger, Readiness } from '../../core/ports.js';
 import { StoreUnavailableError, UserError, describeError } from '../../core/errors.js';
 import type { TokenAuth } from './auth.js';
+import { guardConnections, serverOptions, type ConnectionLimits } from './connections.js';
 import { HttpError, sendError, sendText, setSecurityHeaders } from './http.js';
 import type { WebMetrics } from './metrics.js';
 import type { Router } from './router.js';
@@ -26,9 +27,11 @@ export interface ServerDeps {
   logger: Logger;
   webMetrics: WebMetrics;
   /** Prometheus text for `/metrics`. */
-  metricsText(): string;
-  /** What `/readyz` reports: can the store take writes? */
-  readiness(): { ready: boolean; store: { writable: boolean; error: string | null } };
+  metricsText(): string | Promise<string>;
+  /** What `/readyz` reports: can the store take writes, is every channel connected? */
+  readiness(): Readiness;
+  /** Timeouts and the per-address connection cap (connections.ts). */
+  limits: ConnectionLimits;
 }
 
 /** Paths whose GET streams SSE; only these accept `?token=`. */
@@ -37,18 +40,18 @@ function isSsePath(pathname: string): boolean {
 }
 
 export function createWebServer(deps: ServerDeps): Server {
-  const server = createServer((req, res) => {
+  const server = createServer(serverOptions(deps.limits), (req, res) => {
+    // Over the per-address cap: already answered 429 and closing.
+    if (guard.refused(req.socket)) {
+      req.resume();
+      return;
+    }
     res.on('finish', () => deps.webMetrics.countResponse(res.statusCode));
+    accessLog(req, res, deps.logger);
     handle(req, res, deps).catch((err: unknown) => fail(res, err, deps.logger));
   });
-  // SSE streams live long; keep idle keep-alive sockets short so stop() is quick.
-  server.keepAliveTimeout = 5_000;
-  server.headersTimeout = 20_000;
-  server.requestTimeout = 60_000;
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-    else socket.destroy();
-  });
+  // Timeouts that hold, the per-address cap, and error answers that really close.
+  const guard = guardConnections(server, deps.limits, deps.webMetrics);
   return server;
 }
 
@@ -74,13 +77,19 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: ServerDep
   if (path === '/readyz') {
     if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'method_not_allowed', `${method} is not allowed here`, { allow: 'GET, HEAD' });
     const r = deps.readiness();
-    sendText(res, r.ready ? 200 : 503, JSON.stringify({ status: r.ready ? 'ready' : 'not_ready', store: r.store }), 'application/json; charset=utf-8');
+    // The status code is for probes, which carry no token. The detail (bot names, error texts)
+    // is for operators: with a token configured it is shown only to requests that carry it.
+    const detailed = !deps.auth.enabled || authorised(req, url, deps.auth);
+    const body = detailed
+      ? { status: r.ready ? 'ready' : 'not_ready', ready: r.ready, store: r.store, channels: r.channels }
+      : { status: r.ready ? 'ready' : 'not_ready', ready: r.ready };
+    sendText(res, r.ready ? 200 : 503, JSON.stringify(body), 'application/json; charset=utf-8');
     return;
   }
   if (path === '/metrics') {
     deps.auth.check(req, url, false);
     if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'method_not_allowed', `${method} is not allowed here`, { allow: 'GET, HEAD' });
-    sendText(res, 200, deps.metricsText(), 'text/plain; version=0.0.4; charset=utf-8');
+    sendText(res, 200, await deps.metricsText(), 'text/plain; version=0.0.4; charset=utf-8');
     return;
   }
   if (path === '/api' || path.startsWith('/api/')) {
@@ -102,6 +111,31 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: ServerDep
     throw new HttpError(404, 'not_found', `nothing at ${path}`);
   }
   throw new HttpError(404, 'not_found', `nothing at ${path}`);
+}
+
+function authorised(req: IncomingMessage, url: URL, auth: TokenAuth): boolean {
+  try {
+    auth.check(req, url, false);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One debug line per request once it is answered (or the client went away): method, path,
+ * status, time. The query string is left out on purpose — SSE requests carry `?token=` there.
+ */
+function accessLog(req: IncomingMessage, res: ServerResponse, logger: Logger): void {
+  const started = process.hrtime.bigint();
+  res.once('close', () => {
+    const path = (req.url ?? '/').split('?')[0]!.slice(0, 200);
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    logger.debug(
+      { method: req.method, path, status: res.statusCode, ms: Math.round(ms * 10) / 10, completed: res.writableFinished, remote: req.socket.remoteAddress },
+      `${req.method} ${path} ${res.statusCode}`,
+    );
+  });
 }
 
 function hostAllowed(header: string | undefined, bindHost: string): boolean {

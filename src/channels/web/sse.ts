@@ -11,11 +11,14 @@
 import type { ServerResponse } from 'node:http';
 import type { GatewayApi, GatewayEvent, Logger } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
+import type { WebMetrics } from './metrics.js';
 
 /** How many missed entries a reconnecting client may be sent before it is told to reload. */
 const MAX_REPLAY = 2000;
 /** A client whose unsent output grows past this is too slow and is disconnected. */
 const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
+/** Heartbeats in a row that a client could not take before it is taken for dead. */
+const STALLED_BEATS = 2;
 
 interface SseClient {
   res: ServerResponse;
@@ -25,6 +28,14 @@ interface SseClient {
   pending: GatewayEvent[] | null;
   /** Entries up to this seq were covered by the replay. */
   replayedUpTo: number;
+  /** The last heartbeat has not left the process yet (its write callback has not run). */
+  beatPending: boolean;
+  /** Writes handed to the kernel so far (their callbacks ran): the measure of progress. */
+  flushed: number;
+  /** `flushed` at the previous heartbeat. */
+  flushedAtBeat: number;
+  /** Heartbeat intervals in a row with output waiting and nothing flushed. */
+  missedBeats: number;
 }
 
 export interface SseHubOptions {
@@ -32,7 +43,11 @@ export interface SseHubOptions {
   logger: Logger;
   heartbeatMs?: number;
   /** Reconnect delay suggested to browsers. */
-  retryMs?: number;
+  retryMs?: number | undefined;
+  /** Counts streams cut for not reading (optional). */
+  metrics?: WebMetrics | undefined;
+  /** Unsent output at which a client is cut at once (default 2 MiB; tests raise it to watch the heartbeat). */
+  maxBufferedBytes?: number | undefined;
 }
 
 export class SseHub {
@@ -63,9 +78,12 @@ export class SseHub {
       'x-accel-buffering': 'no',
     });
     res.socket?.setNoDelay(true);
+    // A stream is quiet between events by design: the server's inactivity timeout does not
+    // apply to it; the heartbeat below decides whether the peer is still there.
+    res.socket?.setTimeout(0);
     res.write(`retry: ${this.retryMs}\n: connected\n\n`);
 
-    const client: SseClient = { res, groupId, pending: [], replayedUpTo: -1 };
+    const client: SseClient = { res, groupId, pending: [], replayedUpTo: -1, beatPending: false, flushed: 0, flushedAtBeat: 0, missedBeats: 0 };
     this.clients.add(client);
     this.ensureSubscribed();
     res.on('close', () => this.remove(client));
@@ -152,17 +170,49 @@ export class SseHub {
     let frame = `event: ${event}\n`;
     if (id !== undefined) frame += `id: ${id}\n`;
     frame += `data: ${JSON.stringify(data)}\n\n`;
-    res.write(frame);
-    if (res.writableLength > MAX_BUFFERED_BYTES) {
+    res.write(frame, () => {
+      client.flushed++;
+    });
+    if (res.writableLength > (this.opts.maxBufferedBytes ?? MAX_BUFFERED_BYTES)) {
       this.opts.logger.warn({ groupId: client.groupId }, 'web: SSE client too slow, disconnecting');
       res.destroy();
       this.remove(client);
     }
   }
 
+  /**
+   * Heartbeat: a comment line to every stream. A peer that went away is found when the write
+   * fails (the stream closes and is removed). A peer that is connected but no longer reads (a
+   * frozen tab, a peer gone silent with a full window) is found by its output not moving: a
+   * write's callback runs once Node has handed its bytes to the kernel, so output waiting while
+   * no callback ran for a whole interval means the peer took nothing. After `STALLED_BEATS` such
+   * intervals in a row the stream is destroyed and its buffered output freed. A client that
+   * reads slowly but reads is kept. No heartbeat is queued behind a pending one, so a stalled
+   * client does not grow by a line per interval.
+   */
   private ping(): void {
-    for (const client of this.clients) {
-      if (!client.res.writableEnded && !client.res.destroyed) client.res.write(': ping\n\n');
+    for (const client of [...this.clients]) {
+      const res = client.res;
+      if (res.writableEnded || res.destroyed) {
+        this.remove(client);
+        continue;
+      }
+      const stuck = res.writableLength > 0 && client.flushed === client.flushedAtBeat;
+      client.flushedAtBeat = client.flushed;
+      client.missedBeats = stuck ? client.missedBeats + 1 : 0;
+      if (client.missedBeats >= STALLED_BEATS) {
+        this.opts.logger.warn({ groupId: client.groupId, unsentBytes: res.writableLength }, 'web: SSE client stopped reading, disconnecting');
+        if (this.opts.metrics) this.opts.metrics.sseStalled++;
+        res.destroy();
+        this.remove(client);
+        continue;
+      }
+      if (client.beatPending) continue;
+      client.beatPending = true;
+      res.write(': ping\n\n', () => {
+        client.beatPending = false;
+        client.flushed++;
+      });
     }
   }
 

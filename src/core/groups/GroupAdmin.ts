@@ -3,9 +3,9 @@
  * added), membership, muting, memory resets, config changes, dissolving, and the read models the
  * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
-import type { Channel, Clock, GatewayApi, Store, GatewayEvent, GroupDetail, GroupDoc, GroupSummary, GroupView, Logger } from '../ports.js';
+import type { Channel, ChannelStatus, Clock, GatewayApi, Store, GatewayEvent, GroupDetail, GroupDoc, GroupSummary, GroupView, Logger, Readiness } from '../ports.js';
 import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
-import { UserError } from '../errors.js';
+import { UserError, describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { Outbox } from '../router/Outbox.js';
 import type { Recorder } from '../router/Recorder.js';
@@ -34,9 +34,18 @@ export class GroupAdmin implements GatewayApi {
     return this.d.scriptedProvider;
   }
 
-  readiness(): { ready: boolean; store: { writable: boolean; error: string | null } } {
+  readiness(): Readiness {
     const store = this.d.store.health();
-    return { ready: store.writable, store };
+    const channels: Partial<Record<ChannelKind, ChannelStatus>> = {};
+    for (const [kind, channel] of this.d.channels) {
+      try {
+        channels[kind] = channel.status?.() ?? { ok: true };
+      } catch (err) {
+        channels[kind] = { ok: false, error: `status unavailable: ${describeError(err)}` };
+      }
+    }
+    const ready = store.writable && Object.values(channels).every((c) => c.ok);
+    return { ready, store: { ok: store.writable, ...store }, channels };
   }
 
   listAgents(): readonly AgentDef[] {

@@ -9,10 +9,10 @@ import type { Channel, ChannelHost, Clock, GatewayApi, GroupDoc, GroupView, LlmP
 import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, ReceiveResult } from '../types.js';
 import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
-import { Metrics } from '../metrics.js';
+import { noMetrics, type Metrics } from '../metrics.js';
 import { GroupManager } from '../groups/GroupManager.js';
 import { HandleIndex, findMentions } from './mentions.js';
-import { LlmGate } from './LlmGate.js';
+import { LlmGate, type GateSettings } from './LlmGate.js';
 import { RoundRunner } from './RoundRunner.js';
 import { handleCommand, parseCommand, type CommandContext } from '../commands/commands.js';
 import { RateLimiter } from './RateLimiter.js';
@@ -30,7 +30,8 @@ export interface RouterOptions {
   groupDefaults: GroupConfig;
   limits: { user_messages_per_minute: number; max_message_chars: number };
   llm: LlmProvider;
-  llmSettings: { model: string; summaryModel: string; maxTokens: number; maxConcurrency: number };
+  /** Model settings; the per-group/per-agent shares and the reply limit default to none / 32 KiB (see LlmGate). */
+  llmSettings: { model: string; summaryModel: string; maxTokens: number } & GateSettings;
   validateConfig: ConfigValidator;
   store: Store;
   clock: Clock;
@@ -40,6 +41,8 @@ export interface RouterOptions {
   scripted?: boolean;
   /** Records between checkpoints of a group (tests make it small to crash around checkpoints). */
   checkpointEvery?: number | undefined;
+  /** Where counts and timings go (`/metrics`); nothing is reported without it. */
+  metrics?: Metrics | undefined;
 }
 
 /** Dedupe memory for chats that have no group yet (commands sent to several bots). */
@@ -52,7 +55,7 @@ const UNAVAILABLE: ReceiveResult = { status: 'rejected', code: 'unavailable', re
 
 export class GroupRouter implements ChannelHost {
   readonly events: EventHub;
-  readonly metrics = new Metrics();
+  readonly metrics: Metrics;
   readonly groups: GroupManager;
   readonly handles: HandleIndex;
   readonly agentMap: ReadonlyMap<string, AgentDef>;
@@ -75,6 +78,7 @@ export class GroupRouter implements ChannelHost {
 
   constructor(readonly opts: RouterOptions) {
     this.logger = opts.logger;
+    this.metrics = opts.metrics ?? noMetrics;
     this.events = new EventHub(opts.logger);
     this.agentMap = new Map(opts.agents.map((a) => [a.id, a]));
     this.handles = new HandleIndex(opts.agents, opts.aliases);
@@ -96,7 +100,7 @@ export class GroupRouter implements ChannelHost {
       scriptedProvider: opts.scripted ?? false,
       store: opts.store,
     });
-    this.gate = new LlmGate(opts.llm, opts.llmSettings.maxConcurrency, opts.clock, this.metrics, this.shutdownController.signal);
+    this.gate = new LlmGate(opts.llm, opts.llmSettings, opts.clock, this.metrics, this.shutdownController.signal, opts.logger);
     this.rate = new RateLimiter(opts.limits.user_messages_per_minute, 60_000);
     this.runner = new RoundRunner({
       groups: this.groups,
@@ -123,9 +127,16 @@ export class GroupRouter implements ChannelHost {
       ask: (g, msg, ids, text) => this.ask(g, msg, ids, text),
       reply: (msg, g, text) => (g ? this.recorder.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId }).then(() => undefined) : this.outbox.replyInChat(msg, text)),
     };
-    this.metrics.gauge('chorus_queue_depth', 'Rounds waiting or running across groups', () => this.groups.all().reduce((n, g) => n + g.rounds.length, 0));
-    this.metrics.gauge('chorus_llm_in_flight', 'LLM calls waiting or in flight', () => this.gate.depth);
-    this.metrics.gauge('chorus_groups', 'Live groups', () => this.groups.all().filter((g) => !g.state.archived).length);
+  }
+
+  /** How busy the router is right now (gauges on `/metrics`, and tests waiting for quiet). */
+  load(): { queuedRounds: number; llmCalls: number; groups: number } {
+    const all = this.groups.all();
+    return {
+      queuedRounds: all.reduce((n, g) => n + g.rounds.length, 0),
+      llmCalls: this.gate.depth,
+      groups: all.filter((g) => !g.state.archived).length,
+    };
   }
 
   /** Register a channel before `start`. */
@@ -135,6 +146,22 @@ export class GroupRouter implements ChannelHost {
 
   channel(kind: ChannelKind): Channel | undefined {
     return this.channels.get(kind);
+  }
+
+  /**
+   * Config reload: agents, aliases and group defaults are replaced in place, because the rounds,
+   * commands, outbox and channels all hold these same objects; the next round sees the new ones.
+   * The caller refuses a reload that removes an agent (groups may still hold it).
+   */
+  reconfigure(next: { agents: AgentDef[]; aliases: Record<string, string[]>; groupDefaults: GroupConfig }): void {
+    this.opts.agents.splice(0, this.opts.agents.length, ...next.agents);
+    const map = this.agentMap as Map<string, AgentDef>;
+    map.clear();
+    for (const a of next.agents) map.set(a.id, a);
+    for (const k of Object.keys(this.opts.aliases)) delete this.opts.aliases[k];
+    Object.assign(this.opts.aliases, next.aliases);
+    Object.assign(this.opts.groupDefaults, next.groupDefaults);
+    this.handles.reset(next.agents, next.aliases);
   }
 
   /**
@@ -246,7 +273,7 @@ export class GroupRouter implements ChannelHost {
     // The message and its round are one record: durable before the channel acknowledges (§4.2).
     const round = this.newRound(g, [`${g.id}.${g.nextSeq}`], addressed, false);
     const [entry] = await this.recorder.record(g, { entries: [this.humanEntry(msg, false)], round: { record: round, add: true } });
-    this.metrics.inc('chorus_messages_total', { channel: msg.channel });
+    this.metrics.messageRecorded(msg.channel);
     this.schedule(g);
     return { status: 'recorded', groupId: g.id, entryId: entry!.id };
   }
@@ -290,7 +317,7 @@ export class GroupRouter implements ChannelHost {
       return { code: 'too_long', text: `⚠ ${msg.author.name}, that message is too long (${msg.text.length} characters; the limit is ${max}). Nothing was sent to the agents.` };
     }
     if (!msg.text.trim()) return { code: 'empty', text: '⚠ Empty messages are ignored.' };
-    if (!this.rate.allow(`${g.id}:${msg.channel}:${msg.author.id}`, this.opts.clock.now())) {
+    if (!this.rate.allow(`${g.id}:${msg.channel}:${msg.rateKey ?? msg.author.id}`, this.opts.clock.now())) {
       return { code: 'rate_limited', text: `⚠ ${msg.author.name}, you are sending messages faster than ${this.opts.limits.user_messages_per_minute} a minute; please wait a moment.` };
     }
     return null;

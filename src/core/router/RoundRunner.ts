@@ -12,7 +12,7 @@ import type { Metrics } from '../metrics.js';
 import { seqOfId, type GroupManager } from '../groups/GroupManager.js';
 import type { NewEntry, Recorder } from './Recorder.js';
 import { buildSystemPrompt, buildUserTurn, PASS_TOKEN, type Ask } from '../session/prompt.js';
-import { cleanReply, isPass } from './pass.js';
+import { judgeReply, passRules } from './pass.js';
 import { passStreamFilter } from '../text/passStream.js';
 import { findMentions, type HandleIndex } from './mentions.js';
 import type { LlmGate } from './LlmGate.js';
@@ -22,6 +22,17 @@ import type { Clock } from '../ports.js';
 
 /** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */
 const HUMAN_CAUSED = new Set<PlannedTurn['reason']>(['addressed', 'sticky', 'rotation', 'direct']);
+
+/** What one round did, for its log line. */
+interface RoundTally {
+  answered: string[];
+  passed: string[];
+  failed: Array<{ agent: string; reason: string }>;
+  tokens: { input: number; output: number; cacheRead: number; cacheWrite: number };
+  costUsd: number;
+  /** Some turn's model had no known price: the cost is a lower bound. */
+  costUnknown: boolean;
+}
 
 /** What a round needs from the router. */
 export interface RoundDeps {
@@ -47,6 +58,8 @@ export class RoundRunner {
   /** Run `round` to the end (or until shutdown). Removes it from the group when done. */
   async run(g: GroupDoc, round: RoundRecord): Promise<void> {
     const notes = new Set<string>();
+    const startedAt = this.d.clock.now();
+    const tally: RoundTally = { answered: [], passed: [], failed: [], tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, costUsd: 0, costUnknown: false };
     if (!round.planned) {
       // A deterministic plan is not written on its own: the first turn's write carries it, and a
       // restart before that re-derives the same plan. A selector's choice is written at once.
@@ -54,12 +67,43 @@ export class RoundRunner {
     }
     while (round.queue.length > 0 && !this.d.shutdown.aborted && !g.state.archived && this.d.groups.usable(g)) {
       const batch = this.parallelBatch(g, round);
-      if (batch.length > 1) await Promise.all(batch.map((t) => this.turn(g, round, t, notes)));
-      else await this.turn(g, round, round.queue[0]!, notes);
+      if (batch.length > 1) await Promise.all(batch.map((t) => this.turn(g, round, t, notes, tally)));
+      else await this.turn(g, round, round.queue[0]!, notes, tally);
     }
     if (this.d.shutdown.aborted || !this.d.groups.usable(g)) return;
     await this.d.recorder.record(g, { round: { record: round, done: true } });
-    this.d.metrics.inc('chorus_rounds_total');
+    const ms = this.d.clock.now() - startedAt;
+    this.d.metrics.roundFinished(ms / 1000);
+    this.logRound(g, round, tally, ms);
+  }
+
+  /**
+   * One info line per round: what started it and what came of it. Ids and counts only — never
+   * message text or anything secret — so it is safe to ship to any log collector.
+   */
+  private logRound(g: GroupDoc, round: RoundRecord, t: RoundTally, ms: number): void {
+    const trigger = round.forced ? 'ask' : round.addressed.length > 0 ? 'mention' : 'open';
+    const parts = [t.answered.length ? `${t.answered.join(', ')} answered` : 'nobody answered'];
+    if (t.passed.length) parts.push(`${t.passed.join(', ')} passed`);
+    if (t.failed.length) parts.push(`${t.failed.map((f) => f.agent).join(', ')} failed`);
+    this.d.logger.info(
+      {
+        group: g.id,
+        channel: g.channel,
+        round: round.id,
+        trigger,
+        messages: round.triggerIds,
+        addressed: round.addressed,
+        answered: t.answered,
+        passed: t.passed,
+        failed: t.failed,
+        latencyMs: Math.round(ms),
+        tokens: t.tokens,
+        costUsd: t.costUnknown && t.costUsd === 0 ? null : Math.round(t.costUsd * 1e6) / 1e6,
+        ...(t.costUnknown ? { costIncomplete: true } : {}),
+      },
+      `round ${round.id} in ${g.id} (${trigger}): ${parts.join('; ')} in ${(ms / 1000).toFixed(1)} s`,
+    );
   }
 
   /** With `execution: parallel`, the leading human-addressed turns run at once, last_speaker after. */
@@ -89,7 +133,7 @@ export class RoundRunner {
   }
 
   /** One agent's turn: checks, prompt, model call, pass or delivery, reactions. */
-  private async turn(g: GroupDoc, round: RoundRecord, t: PlannedTurn, notes: Set<string>): Promise<void> {
+  private async turn(g: GroupDoc, round: RoundRecord, t: PlannedTurn, notes: Set<string>, tally: RoundTally): Promise<void> {
     const { groups, clock } = this.d;
     const agent = this.d.agents.get(t.agentId);
     const cfg = g.config;
@@ -143,7 +187,9 @@ export class RoundRunner {
     const timeout = (t.reason === 'voluntary' ? cfg.voluntary_timeout_seconds : cfg.agent_reply_timeout_seconds) * 1000;
 
     this.d.typing(g, agent, true);
-    const streamFilter = passStreamFilter();
+    // Pass rules (core/text/passScrubber): the stream shows only text that will be posted.
+    const others = participants.filter((p) => p.id !== agent.id);
+    const streamFilter = passStreamFilter(passRules({ agent, others, mayPass: !mustReply }));
     let res;
     try {
       res = await this.d.gate.call(
@@ -168,7 +214,8 @@ export class RoundRunner {
       this.d.typing(g, agent, false);
       if (this.d.shutdown.aborted) return; // the turn stays queued and runs after restart
       const code = err instanceof LlmError ? err.code : 'error';
-      this.d.metrics.inc('chorus_errors_total', { agent: agent.id, code });
+      this.d.metrics.turnFailed(agent.id, code);
+      tally.failed.push({ agent: agent.id, reason: code });
       this.d.logger.warn({ group: g.id, agent: agent.id, code, err: describeError(err) }, 'agent could not reply');
       this.drop(round, t);
       // The mailbox is not drained: the agent sees these observations next time.
@@ -177,15 +224,30 @@ export class RoundRunner {
     }
     this.d.typing(g, agent, false);
 
-    const pass = isPass(res.text);
-    const text = pass ? '' : cleanReply(res.text, agent);
+    const verdict = judgeReply(res.text, { agent, others, mayPass: !mustReply, streamed: streamFilter.streamed });
+    const pass = verdict.pass;
+    const text = verdict.text;
+    if (verdict.foreignLabels.length > 0) {
+      this.d.logger.warn({ group: g.id, agent: agent.id, labels: verdict.foreignLabels }, `${agent.name} began its reply with another participant's name label; stripped`);
+    }
+    if (!pass && text) {
+      const rest = streamFilter.end().rest;
+      if (rest !== null) this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text: rest });
+    }
     if (!groups.usable(g)) return; // reloaded after a failed write while the model was answering
     groups.recordTurn(g, session, [{ role: 'user', content: userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text }], seenUpTo, res);
     groups.addGroupUsage(g, agent.id, res);
     this.drop(round, t);
+    tally.tokens.input += res.usage.inputTokens;
+    tally.tokens.output += res.usage.outputTokens;
+    tally.tokens.cacheRead += res.usage.cacheReadTokens;
+    tally.tokens.cacheWrite += res.usage.cacheWriteTokens;
+    if (typeof res.costUsd === 'number') tally.costUsd += res.costUsd;
+    else tally.costUnknown = true;
 
     if (pass || !text) {
-      this.d.metrics.inc('chorus_passes_total', { agent: agent.id });
+      this.d.metrics.passed(agent.id);
+      tally.passed.push(agent.id);
       return this.decide(g, round, 'pass', agent.id, `${agent.name} passed`);
     }
 
@@ -198,7 +260,7 @@ export class RoundRunner {
       delivery: 'pending',
       roundId: round.id,
       threadId: this.trigger(g, round)?.threadId,
-      meta: { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, depth: t.depth, reason: t.reason },
+      meta: { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, depth: t.depth, reason: t.reason, ...(res.cut ? { cut: res.cut } : {}) },
     };
     groups.noteSpoke(g, agent.id);
     if (t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected') round.capped++;
@@ -207,7 +269,8 @@ export class RoundRunner {
     const replyTo = HUMAN_CAUSED.has(t.reason) ? this.trigger(g, round)?.platformMessageId : undefined;
     // One record: the reply, the agent's turn and cursor, its cooldown and the round's progress.
     await this.d.recorder.record(g, { entries: depthNote ? [reply, depthNote] : [reply], round: { record: round }, replyTo });
-    this.d.metrics.inc('chorus_replies_total', { agent: agent.id, reason: t.reason });
+    this.d.metrics.replied(agent.id);
+    tally.answered.push(agent.id);
     await maybeSummarize(this.d, g, agent, session);
   }
 

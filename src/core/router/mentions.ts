@@ -1,30 +1,48 @@
 /**
  * Who a text addresses (SPEC §4 step 3): `@handles` in order of first appearance, alias handles
  * expanded in participant order, never inside code spans, code blocks or e-mail addresses.
+ * Text and handles are folded the same way before matching (core/text/normalize: NFKC, invisible
+ * characters dropped, `＠` → `@`), so `@ana\u200blyst` and `＠analyst` address Analyst while a
+ * Cyrillic look-alike does not. Every step is linear in the text (issue 13).
  */
 import type { AgentDef } from '../types.js';
+import { blankCode } from '../text/markdownScan.js';
+import { foldForMatching, handleKey } from '../text/normalize.js';
 
 /** Resolves handles (lower-case, no `@`) to agent ids. */
 export class HandleIndex {
   private readonly agentHandles = new Map<string, string>();
   private readonly groupHandles = new Map<string, string[]>();
+  /** Handles learned at run time, kept across a config reload. */
+  private readonly learned = new Map<string, string>();
 
   constructor(agents: readonly AgentDef[], aliases: Record<string, string[]>) {
+    this.reset(agents, aliases);
+  }
+
+  /** Rebuild from (reloaded) agents and aliases; learned handles of agents still present stay. */
+  reset(agents: readonly AgentDef[], aliases: Record<string, string[]>): void {
+    this.agentHandles.clear();
+    this.groupHandles.clear();
     for (const a of agents) {
-      for (const h of [a.id, a.name.replace(/\s+/g, ''), ...a.aliases]) this.agentHandles.set(normalize(h), a.id);
+      for (const h of [a.id, a.name.replace(/\s+/g, ''), ...a.aliases]) this.agentHandles.set(handleKey(h), a.id);
     }
-    for (const [alias, members] of Object.entries(aliases)) this.groupHandles.set(normalize(alias), members);
+    for (const [alias, members] of Object.entries(aliases)) this.groupHandles.set(handleKey(alias), members);
+    for (const [h, id] of this.learned) {
+      if (agents.some((a) => a.id === id) && !this.groupHandles.has(h)) this.agentHandles.set(h, id);
+    }
   }
 
   /** Extra handles learned at run time (e.g. a Telegram bot's username). */
   addHandle(handle: string, agentId: string): void {
-    const h = normalize(handle);
+    const h = handleKey(handle);
+    this.learned.set(h, agentId);
     if (!this.groupHandles.has(h)) this.agentHandles.set(h, agentId);
   }
 
   /** Agent ids a handle stands for within `participants` (alias handles in participant order). */
   resolve(handle: string, participants: readonly string[]): string[] {
-    const h = normalize(handle);
+    const h = handleKey(handle);
     if (h === 'all' || h === 'everyone') return [...participants];
     const members = this.groupHandles.get(h);
     if (members) return participants.filter((p) => members.includes(p));
@@ -43,24 +61,20 @@ export class HandleIndex {
   }
 }
 
-function normalize(handle: string): string {
-  return handle.replace(/^@/, '').toLowerCase();
-}
-
 /** Blank out fenced blocks and inline code spans so `@x` inside them is not a mention. */
 export function stripCode(text: string): string {
-  const blank = (m: string) => m.replace(/[^\n]/g, ' ');
-  return text.replace(/(^|\n)(`{3,}|~{3,})[^\n]*\n[\s\S]*?(\n\2[^\n]*(?=\n|$)|$)/g, blank).replace(/(`+)[^`\n]+?\1/g, blank);
+  return blankCode(text);
 }
 
 // `@` must not follow a character that would make it part of a word, e-mail or URL; the handle
-// must not continue into a domain (`@analyst.com`).
+// must not continue into a domain (`@analyst.com`). Linear: the lookarounds look at one
+// character, and the bounded handle only backtracks at an `@`.
 const MENTION = /(?<![\p{L}\p{N}_.+\-/@])@([\p{L}\p{N}_-]{1,64})(?![\p{L}\p{N}_-]|\.[\p{L}\p{N}])/gu;
 
-/** Raw handles mentioned in `text`, in order, code and e-mail excluded. */
+/** Handles mentioned in `text` (folded, as typed otherwise), in order, code and e-mail excluded. */
 export function findHandles(text: string): string[] {
   const out: string[] = [];
-  for (const m of stripCode(text).matchAll(MENTION)) out.push(m[1]!);
+  for (const m of stripCode(foldForMatching(text)).matchAll(MENTION)) out.push(m[1]!);
   return out;
 }
 

@@ -1,40 +1,63 @@
 /**
- * Pass detection and reply clean-up (SPEC §5). Fail-closed: anything that looks like the pass
- * token at either end makes the reply a pass, and the literal token never reaches a channel.
+ * Pass detection and reply clean-up (SPEC §5). The rules live in core/text/passScrubber (one
+ * engine for the stream and the posted reply); this module is the router's view of them.
+ * Fail-closed: the token is recognised after folding (full-width, zero-width, spaced out), every
+ * occurrence is removed, and a reply that is only decoration around it is a pass.
  */
+import { scrubReply, type ScrubOptions, type ScrubVerdict, type Speaker } from '../text/passScrubber.js';
 
-const EDGE = String.raw`[\s*_~\x60"'“”‘’.,:;!?()\[\]<>{}|-]*`;
-const TOKEN = String.raw`\[\s*pass\s*\]`;
-const AT_START = new RegExp('^' + EDGE + TOKEN, 'i');
-const AT_END = new RegExp(TOKEN + EDGE + '$', 'i');
-const ANYWHERE = new RegExp(TOKEN, 'gi');
-const BARE = new RegExp('^' + EDGE + 'pass' + EDGE + '$', 'i');
+/**
+ * How much real text (letters, digits, symbols; not decoration) may come before a trailing token
+ * for the reply to still count as a pass. Where passing is offered, a sentence or two of filler
+ * ("I agree with the analyst, nothing to add. [PASS]") is a pass. On an addressed turn only a
+ * word or two ("Fine. [PASS]"): anything longer is an answer, and the token is stripped from it.
+ * The stream holds back the same amount, so the turn is never shown and then passed.
+ */
+export const PASS_FILLER_MAX = { offered: 120, addressed: 16 } as const;
 
-/** True when the reply means "I stay silent". Empty replies count as passes. */
+export interface JudgeOptions {
+  /** The replying agent (its own name label is stripped). */
+  agent: Speaker;
+  /** The other participants (their name labels are stripped too, and reported). */
+  others?: readonly Speaker[] | undefined;
+  /**
+   * Whether passing was offered (voluntary turns): then a token before the text is a pass too.
+   * On addressed turns a token next to real text is stripped and the text kept.
+   */
+  mayPass: boolean;
+  /**
+   * Text was already streamed for this turn: the reply is then not turned into a pass by a
+   * trailing token, so nothing shown live is taken back (the stream holds text back until that
+   * can no longer happen, so this only settles rounding differences).
+   */
+  streamed?: boolean | undefined;
+}
+
+/** The scrubber settings for one turn: shared by its stream filter and its verdict. */
+export function passRules(o: JudgeOptions): ScrubOptions {
+  return {
+    self: o.agent,
+    others: o.others,
+    leadingTokenPasses: o.mayPass && !o.streamed,
+    fillerMax: o.streamed ? 0 : o.mayPass ? PASS_FILLER_MAX.offered : PASS_FILLER_MAX.addressed,
+  };
+}
+
+/** The router's decision on one reply: pass or the text to post. */
+export function judgeReply(text: string, o: JudgeOptions): ScrubVerdict {
+  return scrubReply(text, passRules(o));
+}
+
+/** True when the reply means "I stay silent" where passing is offered. Empty replies count. */
 export function isPass(text: string): boolean {
-  const t = text.trim();
-  if (t === '') return true;
-  return AT_START.test(t) || AT_END.test(t) || BARE.test(t);
+  return scrubReply(text, { leadingTokenPasses: true, fillerMax: PASS_FILLER_MAX.offered }).pass;
 }
 
 /**
  * Make a model reply fit to post: strip a leading name label (`Analyst:`, `**Analyst**:`,
- * `[Analyst]`) and any pass token left in the middle. Returns '' when nothing is left.
+ * `[Analyst]`; other participants' labels too when `others` is given) and every pass token.
+ * Returns '' when nothing is left.
  */
-export function cleanReply(text: string, agent: { id: string; name: string }): string {
-  let t = text.trim();
-  const names = [agent.name, agent.id, '@' + agent.id].map(escapeRe).join('|');
-  const label = new RegExp(String.raw`^(?:\[(?:${names})\]|(?:\*\*|__)?(?:${names})(?:\*\*|__)?\s*:)\s*`, 'i');
-  for (let i = 0; i < 2 && label.test(t); i++) t = t.replace(label, '').trim();
-  // Repeat until stable: removing one token can join its neighbours into another ("[PA[PASS]SS]").
-  for (let prev = ''; prev !== t; ) {
-    prev = t;
-    t = t.replace(ANYWHERE, '');
-  }
-  t = t.replace(/[ \t]{2,}/g, ' ').trim();
-  return t;
-}
-
-function escapeRe(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+export function cleanReply(text: string, agent: Speaker, others?: readonly Speaker[]): string {
+  return scrubReply(text, { self: agent, others, leadingTokenPasses: false, fillerMax: 0 }).text;
 }

@@ -1,46 +1,33 @@
 /**
  * Streamed text (delta events) arrives before the router knows whether a reply is a pass. The
- * literal `[PASS]` token must never reach a channel (SPEC §5), so the router holds streamed
- * text back while it could still turn into the token: a turn whose text starts with `[PASS]` is
- * never streamed, the token is cut out anywhere else, and a chunk ending in what may be the
- * start of the token waits for the next chunk.
+ * literal `[PASS]` token must never reach a channel (SPEC §5), and nothing streamed may turn out
+ * to be a pass. The filter runs the same scrubber as the posted reply (passScrubber.ts): tokens
+ * are removed wherever they are (also split across chunks, nested, full-width or zero-width),
+ * the lead-in is held until it is known to be text, and, where a trailing token could still make
+ * the turn a pass, text is held until that can no longer happen.
  */
-const TOKEN = '[PASS]';
-/** Decoration allowed around a leading token (`**[PASS]**`, `` `[PASS]` ``, ...). */
-const LEADING_NOISE = /^[\s*_`"'.,:;!-]+/;
+import { PassScrubber, type ScrubOptions, type ScrubVerdict } from './passScrubber.js';
+
+export interface PassStreamFilter {
+  /** Feed a chunk; the text to stream now, or null. */
+  (chunk: string): string | null;
+  /** End of the model's stream: the verdict and the text still to stream (null for none). */
+  end(): { verdict: ScrubVerdict; rest: string | null };
+  /** Whether any text was released. */
+  readonly streamed: boolean;
+}
 
 /**
- * A filter for one turn's stream: feed it each chunk, send what it returns (null = nothing yet).
- * Created per turn by the router, so every consumer of delta events gets clean text.
+ * A filter for one turn's stream. Options as for the scrubber; by default no text is held for the
+ * trailing-token rule (`fillerMax: 0`): the router passes the real setting.
  */
-export function passStreamFilter(): (chunk: string) => string | null {
-  let state: 'undecided' | 'open' | 'pass' = 'undecided';
-  let pending = '';
-  return (chunk) => {
-    if (state === 'pass') return null;
-    pending += chunk;
-    if (state === 'undecided') {
-      const lead = pending.replace(LEADING_NOISE, '');
-      if (lead === '') return null;
-      const head = lead.slice(0, TOKEN.length).toUpperCase();
-      if (head === TOKEN) {
-        state = 'pass';
-        pending = '';
-        return null;
-      }
-      if (TOKEN.startsWith(head)) return null;
-      state = 'open';
-    }
-    const text = pending.replace(/\[PASS\]/gi, '');
-    let hold = 0;
-    for (let k = Math.min(TOKEN.length - 1, text.length); k > 0; k--) {
-      if (TOKEN.startsWith(text.slice(-k).toUpperCase())) {
-        hold = k;
-        break;
-      }
-    }
-    pending = text.slice(text.length - hold);
-    const out = text.slice(0, text.length - hold);
-    return out === '' ? null : out;
+export function passStreamFilter(opts: ScrubOptions = {}): PassStreamFilter {
+  const scrubber = new PassScrubber({ fillerMax: 0, ...opts });
+  const filter = ((chunk: string) => scrubber.push(chunk) || null) as PassStreamFilter;
+  filter.end = () => {
+    const verdict = scrubber.finish();
+    return { verdict, rest: scrubber.rest() || null };
   };
+  Object.defineProperty(filter, 'streamed', { get: () => scrubber.streamed });
+  return filter;
 }

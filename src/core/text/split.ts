@@ -4,13 +4,27 @@
  * re-opened (with its language tag) at the start of the next, so every chunk renders on its own.
  */
 
-const FENCE = /^\s{0,3}(`{3,}|~{3,})(.*)$/;
+import { parseFenceLine } from './markdownScan.js';
+
+// Linear throughout (issue 13): fence lines are parsed by hand, and each chunk looks only at its
+// own window of the text, so a reply of any size costs time in proportion to its length.
+
+/**
+ * The longest run of backticks or tildes that opens a fence here. Longer runs are text: a reply
+ * of a megabyte of backticks would otherwise be one "fence" whose closing marker needs almost a
+ * whole chunk, and it came out as 65,000 messages of 16 backticks each.
+ */
+function maxFenceMarker(limit: number): number {
+  return Math.max(16, Math.floor(limit / 4));
+}
 
 /** Split `text` into chunks of at most `limit` characters. Short text comes back as one chunk. */
 export function splitMessage(text: string, limit: number): string[] {
   if (limit < 32) throw new RangeError('splitMessage: limit must be at least 32');
   if (text.length <= limit) return [text];
   const chunks: string[] = [];
+  const runs = new FenceRuns(text);
+  const maxMarker = maxFenceMarker(limit);
   let pos = 0;
   let open: { opener: string; marker: string } | null = null;
   while (pos < text.length) {
@@ -21,11 +35,11 @@ export function splitMessage(text: string, limit: number): string[] {
       break;
     }
     // Reserve room for a closing fence in case the chunk ends inside a code block.
-    const reserve = Math.max(open?.marker.length ?? 3, longestFenceAhead(text, pos, limit)) + 1;
+    const reserve = Math.max(open?.marker.length ?? 3, runs.longestIn(pos, pos + limit, maxMarker)) + 1;
     const budget = Math.max(16, limit - prefix.length - reserve);
     const cut = findCut(text, pos, budget);
     const body = text.slice(pos, cut);
-    const state = fenceStateAfter(body, open);
+    const state = fenceStateAfter(body, open, maxMarker);
     let chunk = prefix + body;
     if (state) chunk += (body.endsWith('\n') ? '' : '\n') + state.marker;
     chunks.push(chunk);
@@ -51,24 +65,53 @@ function findCut(text: string, pos: number, budget: number): number {
 }
 
 /** The fence still open after `body`, given the one open before it. */
-function fenceStateAfter(body: string, open: { opener: string; marker: string } | null): { opener: string; marker: string } | null {
+function fenceStateAfter(body: string, open: { opener: string; marker: string } | null, maxMarker: number): { opener: string; marker: string } | null {
   let state = open;
   for (const line of body.split('\n')) {
-    const m = FENCE.exec(line);
+    const m = parseFenceLine(line);
     if (!m) continue;
-    const marker = m[1]!;
-    if (!state) state = { opener: line.trim(), marker };
-    else if (marker[0] === state.marker[0] && marker.length >= state.marker.length && m[2]!.trim() === '') state = null;
+    const marker = m.marker;
+    if (!state) {
+      if (marker.length <= maxMarker) state = { opener: line.trim(), marker };
+    } else if (marker[0] === state.marker[0] && marker.length >= state.marker.length && m.info.trim() === '') state = null;
   }
   return state;
 }
 
-function longestFenceAhead(text: string, pos: number, limit: number): number {
-  let longest = 3;
-  const re = /(`{3,}|~{3,})/g;
-  re.lastIndex = pos;
-  for (let m = re.exec(text); m && m.index < pos + limit; m = re.exec(text)) longest = Math.max(longest, m[1]!.length);
-  return longest;
+/**
+ * Runs of 3+ backticks or tildes, found once; a chunk asks for the longest one within its window
+ * (cut at the window's edges: only what can land in this chunk needs a closing marker here).
+ * Windows only move forward, so a cursor skips the runs left behind and each question costs only
+ * the runs inside the window, never a rescan of a long run.
+ */
+class FenceRuns {
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  private first = 0;
+
+  constructor(text: string) {
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c !== 96 && c !== 126) continue;
+      let j = i + 1;
+      while (j < text.length && text.charCodeAt(j) === c) j++;
+      if (j - i >= 3) {
+        this.starts.push(i);
+        this.ends.push(j);
+      }
+      i = j - 1;
+    }
+  }
+
+  /** Each run counts with the part inside [from, to), at most `cap` (a longer run opens no fence). */
+  longestIn(from: number, to: number, cap: number): number {
+    while (this.first < this.starts.length && this.ends[this.first]! <= from) this.first++;
+    let longest = 3;
+    for (let k = this.first; k < this.starts.length && this.starts[k]! < to; k++) {
+      longest = Math.max(longest, Math.min(cap, Math.min(this.ends[k]!, to) - Math.max(this.starts[k]!, from)));
+    }
+    return longest;
+  }
 }
 
 /**

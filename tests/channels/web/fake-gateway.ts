@@ -139,7 +139,7 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   }
 
   readiness() {
-    return { ready: true, store: { writable: true, error: null } };
+    return { ready: true, store: { ok: true, writable: true, error: null }, channels: { web: { ok: true } } };
   }
 
   async messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {

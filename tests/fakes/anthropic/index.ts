@@ -50,6 +50,12 @@
  * reply text), a {@link FakeReply} (text, chunking, delays, a mid-stream error), or a
  * {@link FakeFailure} (HTTP error with status, type, message and headers). Every request is kept
  * in `requests` with its headers, body and the cache outcome, for assertions.
+ *
+ * Runaway models (issue 13): `hang: 'headers'` never answers, `hang: 'body'` starts the stream
+ * and falls silent — both until the client goes away; `repeat` streams one piece many times (a
+ * 10 MB reply without holding 10 MB), honouring socket back-pressure. Each logged request says
+ * how many body bytes were written (`bytesSent`) and whether the client closed the connection
+ * before the fake had finished (`closedEarly`); `open` counts responses still in progress.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -75,6 +81,10 @@ export interface FakeReply {
   streamErrorAfter?: number;
   /** Type of that error event (default overloaded_error). */
   streamErrorType?: string;
+  /** Never finish: before the headers, or (streams) after `message_start`. Ends when the client leaves. */
+  hang?: 'headers' | 'body';
+  /** Stream `piece` this many times instead of `text` (generated lazily). */
+  repeat?: { piece: string; times: number };
 }
 
 /** An HTTP error answer. */
@@ -98,6 +108,10 @@ export interface LoggedRequest {
   stream: boolean;
   /** HTTP status sent. */
   status: number;
+  /** Response body bytes written so far. */
+  bytesSent: number;
+  /** The client closed the connection before the fake finished its answer. */
+  closedEarly: boolean;
   /** Cache accounting, for answered (non-error) requests. */
   cache?: CacheOutcome;
 }
@@ -111,6 +125,8 @@ export interface FakeAnthropicOptions {
   echoKeyInErrors?: boolean;
   /** Minimum cacheable prefix per model. */
   minCacheTokens?: (model: string) => number;
+  /** Models this server serves; any other answers 404 `not_found_error`, as the real API does. Default: all. */
+  models?: string[];
   /** Default answer when the queue is empty. */
   reply?: (req: LoggedRequest, index: number) => FakeAnswer | Promise<FakeAnswer>;
 }
@@ -140,6 +156,7 @@ export class FakeAnthropicServer {
   private readonly queued: FakeAnswer[] = [];
   private server: http.Server | undefined;
   private port = 0;
+  private inProgress = 0;
   reply: (req: LoggedRequest, index: number) => FakeAnswer | Promise<FakeAnswer>;
 
   constructor(private readonly opts: FakeAnthropicOptions = {}) {
@@ -150,6 +167,11 @@ export class FakeAnthropicServer {
   /** Base URL to give the SDK (`baseURL`), e.g. `http://127.0.0.1:12345`. */
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Responses still in progress (a hanging one counts until its client goes away). */
+  get open(): number {
+    return this.inProgress;
   }
 
   /** Answer the next requests with these, in order. */
@@ -165,6 +187,8 @@ export class FakeAnthropicServer {
 
   async start(): Promise<this> {
     this.server = http.createServer((req, res) => {
+      this.inProgress++;
+      res.once('close', () => this.inProgress--);
       this.handle(req, res).catch((err) => {
         if (!res.headersSent) this.sendError(res, { status: 500, type: 'api_error', message: `fake crashed: ${String(err)}` });
         else res.destroy();
@@ -191,8 +215,11 @@ export class FakeAnthropicServer {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(', ') : (v ?? '');
     let body: Record<string, unknown> = {};
-    const entry: LoggedRequest = { index: this.requests.length, method: req.method ?? 'GET', path, headers, body, stream: false, status: 0 };
+    const entry: LoggedRequest = { index: this.requests.length, method: req.method ?? 'GET', path, headers, body, stream: false, status: 0, bytesSent: 0, closedEarly: false };
     this.requests.push(entry);
+    res.once('close', () => {
+      if (!res.writableFinished) entry.closedEarly = true;
+    });
     const fail = (f: FakeFailure) => {
       entry.status = f.status;
       this.sendError(res, f);
@@ -215,6 +242,7 @@ export class FakeAnthropicServer {
       return fail({ status: 401, type: 'authentication_error', message: `invalid x-api-key${shown}` });
     }
     if (!headers['anthropic-version']) return fail({ status: 400, type: 'invalid_request_error', message: 'anthropic-version header is required' });
+    if (this.opts.models && !this.opts.models.includes(String(body['model']))) return fail({ status: 404, type: 'not_found_error', message: `model: ${String(body['model'])}` });
     const problem = validate(body);
     if (problem) return fail({ status: 400, type: 'invalid_request_error', message: problem });
     try {
@@ -235,36 +263,46 @@ export class FakeAnthropicServer {
     if (isFailure(answer)) return fail(answer);
 
     const r: FakeReply = typeof answer === 'string' ? { text: answer } : answer;
+    if (r.hang === 'headers' || (r.hang === 'body' && !entry.stream)) {
+      entry.status = 499;
+      await untilClosed(res);
+      return;
+    }
     const outcome = this.cache.account(body);
     entry.cache = outcome;
     entry.status = 200;
-    const text = r.text ?? 'ok';
+    // A repeated reply is built whole only for JSON answers; streams generate it piece by piece.
+    const text = r.repeat ? (entry.stream ? r.repeat.piece : r.repeat.piece.repeat(r.repeat.times)) : (r.text ?? 'ok');
     const model = r.model ?? String(body['model']);
-    const usage = { ...outcome.usage, output_tokens: r.outputTokens ?? estimateTokens(text), service_tier: 'standard' };
+    const outputTokens = r.outputTokens ?? (r.repeat ? estimateTokens(r.repeat.piece) * r.repeat.times : estimateTokens(text));
+    const usage = { ...outcome.usage, output_tokens: outputTokens, service_tier: 'standard' };
     const id = `msg_fake_${entry.index}`;
     const stopReason = r.stopReason ?? 'end_turn';
 
     if (!entry.stream) {
+      const json = JSON.stringify({
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: text ? [{ type: 'text', text }] : [],
+        stop_reason: stopReason,
+        stop_sequence: null,
+        usage,
+      });
+      entry.bytesSent += Buffer.byteLength(json);
       res.writeHead(200, { 'content-type': 'application/json', 'request-id': `req_fake_${entry.index}` });
-      res.end(
-        JSON.stringify({
-          id,
-          type: 'message',
-          role: 'assistant',
-          model,
-          content: text ? [{ type: 'text', text }] : [],
-          stop_reason: stopReason,
-          stop_sequence: null,
-          usage,
-        }),
-      );
+      res.end(json);
       return;
     }
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_fake_${entry.index}` });
     const send = async (event: string, data: unknown): Promise<boolean> => {
       if (res.destroyed || res.writableEnded) return false;
-      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      const frame = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+      entry.bytesSent += Buffer.byteLength(frame);
+      // Back-pressure: wait until the client read what was sent, as a real server's socket would.
+      if (!res.write(frame) && !(await drained(res))) return false;
       if (r.chunkDelayMs) return !(await delay(r.chunkDelayMs, res));
       return true;
     };
@@ -274,10 +312,16 @@ export class FakeAnthropicServer {
       if (!(await send('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }))) return;
     }
     if (!(await send('ping', { type: 'ping' }))) return;
-    const pieces = text ? (r.chunks ?? defaultChunks(text)) : [];
-    for (let i = 0; i < pieces.length; i++) {
+    if (r.hang === 'body') {
+      await untilClosed(res);
+      return;
+    }
+    const pieces = r.repeat ? [] : text ? (r.chunks ?? defaultChunks(text)) : [];
+    const count = r.repeat ? r.repeat.times : pieces.length;
+    const pieceAt = (i: number): string => (r.repeat ? r.repeat.piece : pieces[i]!);
+    for (let i = 0; i < count; i++) {
       if (r.streamErrorAfter !== undefined && i >= r.streamErrorAfter) break;
-      if (!(await send('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: pieces[i] } }))) return;
+      if (!(await send('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: pieceAt(i) } }))) return;
     }
     if (r.streamErrorAfter !== undefined) {
       const type = r.streamErrorType ?? 'overloaded_error';
@@ -299,6 +343,30 @@ export class FakeAnthropicServer {
     res.writeHead(f.status, { 'content-type': 'application/json', ...(f.headers ?? {}) });
     res.end(JSON.stringify({ type: 'error', error: { type: f.type, message: f.message ?? f.type }, request_id: 'req_fake_error' }));
   }
+}
+
+/** Resolve once the client has gone away. */
+function untilClosed(res: http.ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    if (res.destroyed) resolve();
+    else res.once('close', () => resolve());
+  });
+}
+
+/** Resolve true when the socket drained, false when the client went away first. */
+function drained(res: http.ServerResponse): Promise<boolean> {
+  return new Promise((resolve) => {
+    const onDrain = () => {
+      res.off('close', onClose);
+      resolve(true);
+    };
+    const onClose = () => {
+      res.off('drain', onDrain);
+      resolve(false);
+    };
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
 }
 
 /** Resolve after `ms`, or early with `true` when the client went away. */

@@ -17,6 +17,13 @@
  * Tokens are estimated as `ceil(chars / 4)`; `cachedTokens` lets a test report a cached share in
  * `usage.prompt_tokens_details.cached_tokens`. Answers are scripted as for the Anthropic fake:
  * `queue(...)` first, then `reply(req, n)`; every request is kept in `requests`.
+ *
+ * Runaway models (issue 13): `hang: 'headers'` never answers, `hang: 'body'` sends the headers and
+ * the first chunk and then falls silent — both until the client goes away; `repeat` streams one
+ * piece many times (a 10 MB reply without holding 10 MB), honouring socket back-pressure so the
+ * fake never buffers what the client did not read. Each logged request says how many body bytes
+ * were written (`bytesSent`) and whether the client closed the connection before the fake had
+ * finished (`closedEarly`); `open` counts responses still in progress.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,6 +37,10 @@ export interface OpenAiReply {
   chunkDelayMs?: number;
   /** Send a `data: {"error": …}` chunk after this many text chunks (streaming). */
   streamErrorAfter?: number;
+  /** Never finish: before the headers, or (streams) after the first chunk. Ends when the client leaves. */
+  hang?: 'headers' | 'body';
+  /** Stream `piece` this many times instead of `text` (generated lazily). */
+  repeat?: { piece: string; times: number };
 }
 
 export interface OpenAiFailure {
@@ -50,6 +61,10 @@ export interface OpenAiLoggedRequest {
   body: Record<string, unknown>;
   stream: boolean;
   status: number;
+  /** Response body bytes written so far. */
+  bytesSent: number;
+  /** The client closed the connection before the fake finished its answer. */
+  closedEarly: boolean;
 }
 
 export interface FakeOpenAiOptions {
@@ -61,6 +76,8 @@ export interface FakeOpenAiOptions {
   rejectStreamOptions?: boolean;
   /** Cached prompt tokens to report (default 0, field omitted). */
   cachedTokens?: number;
+  /** Models this server serves; any other answers 404 `model_not_found`, as OpenAI does. Default: all. */
+  models?: string[];
   reply?: (req: OpenAiLoggedRequest, index: number) => OpenAiAnswer | Promise<OpenAiAnswer>;
 }
 
@@ -75,6 +92,7 @@ export class FakeOpenAiServer {
   private readonly queued: OpenAiAnswer[] = [];
   private server: http.Server | undefined;
   private port = 0;
+  private inProgress = 0;
   reply: (req: OpenAiLoggedRequest, index: number) => OpenAiAnswer | Promise<OpenAiAnswer>;
 
   constructor(private readonly opts: FakeOpenAiOptions = {}) {
@@ -86,6 +104,11 @@ export class FakeOpenAiServer {
     return `http://127.0.0.1:${this.port}/v1`;
   }
 
+  /** Responses still in progress (a hanging one counts until its client goes away). */
+  get open(): number {
+    return this.inProgress;
+  }
+
   queue(...answers: OpenAiAnswer[]): this {
     this.queued.push(...answers);
     return this;
@@ -93,6 +116,8 @@ export class FakeOpenAiServer {
 
   async start(): Promise<this> {
     this.server = http.createServer((req, res) => {
+      this.inProgress++;
+      res.once('close', () => this.inProgress--);
       this.handle(req, res).catch((err) => {
         if (!res.headersSent) this.sendError(res, { status: 500, message: `fake crashed: ${String(err)}` });
         else res.destroy();
@@ -117,8 +142,11 @@ export class FakeOpenAiServer {
     const path = (req.url ?? '/').split('?')[0]!;
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(', ') : (v ?? '');
-    const entry: OpenAiLoggedRequest = { index: this.requests.length, method: req.method ?? 'GET', path, headers, body: {}, stream: false, status: 0 };
+    const entry: OpenAiLoggedRequest = { index: this.requests.length, method: req.method ?? 'GET', path, headers, body: {}, stream: false, status: 0, bytesSent: 0, closedEarly: false };
     this.requests.push(entry);
+    res.once('close', () => {
+      if (!res.writableFinished) entry.closedEarly = true;
+    });
     const fail = (f: OpenAiFailure) => {
       entry.status = f.status;
       this.sendError(res, f);
@@ -133,6 +161,9 @@ export class FakeOpenAiServer {
     entry.stream = body['stream'] === true;
     if (this.opts.apiKey !== undefined && headers['authorization'] !== `Bearer ${this.opts.apiKey}`) {
       return fail({ status: 401, message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' });
+    }
+    if (this.opts.models && !this.opts.models.includes(String(body['model']))) {
+      return fail({ status: 404, message: `The model \`${String(body['model'])}\` does not exist or you do not have access to it.`, type: 'invalid_request_error', code: 'model_not_found' });
     }
     if (this.opts.rejectStreamOptions && body['stream_options'] !== undefined) {
       return fail({ status: 400, message: "Unrecognized request argument supplied: stream_options", code: null });
@@ -151,13 +182,20 @@ export class FakeOpenAiServer {
     }
     if (isFailure(answer)) return fail(answer);
     const r: OpenAiReply = typeof answer === 'string' ? { text: answer } : answer;
-    const text = r.text ?? 'ok';
+    if (r.hang === 'headers' || (r.hang === 'body' && !entry.stream)) {
+      entry.status = 499;
+      await untilClosed(res);
+      return;
+    }
+    // A repeated reply is built whole only for JSON answers; streams generate it piece by piece.
+    const text = r.repeat && !entry.stream ? r.repeat.piece.repeat(r.repeat.times) : (r.text ?? 'ok');
+    const completionTokens = r.repeat ? tokens(r.repeat.piece) * r.repeat.times : tokens(text);
     const model = r.model ?? String(body['model']);
     const promptTokens = (msgs as Array<{ content?: unknown }>).reduce((n, m) => n + tokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')), 0);
     const usage = {
       prompt_tokens: promptTokens,
-      completion_tokens: tokens(text),
-      total_tokens: promptTokens + tokens(text),
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
       ...(this.opts.cachedTokens ? { prompt_tokens_details: { cached_tokens: this.opts.cachedTokens } } : {}),
     };
     const reportUsage = this.opts.reportUsage !== false;
@@ -166,17 +204,17 @@ export class FakeOpenAiServer {
     entry.status = 200;
 
     if (!entry.stream) {
+      const json = JSON.stringify({
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: r.finishReason ?? 'stop', logprobs: null }],
+        ...(reportUsage ? { usage } : {}),
+      });
+      entry.bytesSent += Buffer.byteLength(json);
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id,
-          object: 'chat.completion',
-          created,
-          model,
-          choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: r.finishReason ?? 'stop', logprobs: null }],
-          ...(reportUsage ? { usage } : {}),
-        }),
-      );
+      res.end(json);
       return;
     }
 
@@ -185,12 +223,24 @@ export class FakeOpenAiServer {
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id, object: 'chat.completion.chunk', created, model, choices, ...extra });
     const send = async (data: unknown): Promise<boolean> => {
       if (res.destroyed || res.writableEnded) return false;
-      res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+      const line = `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+      entry.bytesSent += Buffer.byteLength(line);
+      // Back-pressure: wait until the client read what was sent, as a real server's socket would.
+      if (!res.write(line) && !(await drained(res))) return false;
       if (r.chunkDelayMs) return !(await delay(r.chunkDelayMs, res));
       return true;
     };
     if (!(await send(chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }])))) return;
-    const pieces = r.chunks ?? (text.match(/\S+\s*|\s+/g) ?? []);
+    if (r.hang === 'body') {
+      await untilClosed(res);
+      return;
+    }
+    if (r.repeat) {
+      for (let i = 0; i < r.repeat.times; i++) {
+        if (!(await send(chunk([{ index: 0, delta: { content: r.repeat.piece }, finish_reason: null }])))) return;
+      }
+    }
+    const pieces = r.repeat ? [] : (r.chunks ?? (text.match(/\S+\s*|\s+/g) ?? []));
     for (let i = 0; i < pieces.length; i++) {
       if (r.streamErrorAfter !== undefined && i >= r.streamErrorAfter) {
         await send({ error: { message: 'upstream model crashed', type: 'server_error', code: null } });
@@ -210,6 +260,30 @@ export class FakeOpenAiServer {
     res.writeHead(f.status, { 'content-type': 'application/json', ...(f.headers ?? {}) });
     res.end(JSON.stringify({ error: { message: f.message ?? `error ${f.status}`, type: f.type ?? 'invalid_request_error', param: null, code: f.code ?? null } }));
   }
+}
+
+/** Resolve once the client has gone away. */
+function untilClosed(res: http.ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    if (res.destroyed) resolve();
+    else res.once('close', () => resolve());
+  });
+}
+
+/** Resolve true when the socket drained, false when the client went away first. */
+function drained(res: http.ServerResponse): Promise<boolean> {
+  return new Promise((resolve) => {
+    const onDrain = () => {
+      res.off('close', onClose);
+      resolve(true);
+    };
+    const onClose = () => {
+      res.off('drain', onDrain);
+      resolve(false);
+    };
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
 }
 
 function delay(ms: number, res: http.ServerResponse): Promise<boolean> {

@@ -314,7 +314,15 @@ export class FakeTelegram {
       case 'getChatMember': {
         const chat = this.state.findChat(p.chat_id);
         if (!chat) return fail(400, 'Bad Request: chat not found');
+        // A bot that is not in a group cannot ask about it, as on Telegram for private groups.
+        if (chat.type !== 'private' && !chat.bots.has(bot.token)) return fail(403, 'Forbidden: bot is not a member of the group chat');
         const uid = Number(p.user_id);
+        // Bots are members only while added; admins see every message whatever their privacy mode.
+        const other = [...this.state.bots.values()].find((b) => b.id === uid);
+        if (other) {
+          const status = !chat.bots.has(other.token) ? 'left' : chat.admins.has(uid) ? 'administrator' : 'member';
+          return { ok: true, result: { status, user: this.state.botUser(other) } };
+        }
         const status = chat.admins.has(uid) ? 'administrator' : 'member';
         return { ok: true, result: { status, user: { id: uid, is_bot: false, first_name: `user${uid}` } } };
       }

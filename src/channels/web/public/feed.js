@@ -5,6 +5,12 @@ import { agentOf, handleColor } from './state.js';
 
 const DECISION_ICONS = { pass: '·', cooldown: '⏳', cap: '⛔', error: '⚠', muted: '🔇', depth: '↳', batch: '≡', selector: '🎯' };
 const STREAM_GRACE_MS = 10_000;
+/** Bidi controls and invisible characters: names stored before the server cleaned them still show plainly. */
+const NAME_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]/g;
+
+function visibleName(name) {
+  return String(name || '').replace(NAME_CONTROLS, '').trim() || 'someone';
+}
 
 export class Feed {
   constructor() {
@@ -75,9 +81,15 @@ export class Feed {
         h('time', { className: 'time', datetime: new Date(e.ts).toISOString(), text: formatTime(e.ts) }));
     }
     if (e.kind === 'human') {
+      // People are marked as people: a right-hand bubble, no avatar or @handle, and a "person"
+      // tag, so a person who calls themselves "Analyst" (on Telegram, say) never looks like the
+      // agent. The name is isolated (<bdi>) and cleaned so right-to-left tricks cannot reorder it.
       return h('li', { className: 'msg human', ...base },
         h('div', { className: 'bubble' },
-          h('div', { className: 'meta' }, h('span', { className: 'author', text: e.authorName }), h('time', { className: 'time', text: formatTime(e.ts) })),
+          h('div', { className: 'meta' },
+            h('bdi', { className: 'author', text: visibleName(e.authorName) }),
+            h('span', { className: 'role-tag', title: 'a person, not an agent', text: 'person' }),
+            h('time', { className: 'time', text: formatTime(e.ts) })),
           h('div', { className: 'text' }, this.text(e.text))));
     }
     const agent = agentOf(e.agentId) || { id: e.agentId || e.authorId, name: e.authorName, avatar: null, color: null };
@@ -214,12 +226,10 @@ export class Feed {
   }
 }
 
-/** Streamed text as shown, or null while it could still turn out to be a pass. */
+/** Streamed text as shown, or null when there is nothing to show yet. */
 export function visibleStreamText(text) {
-  const t = text.replace(/^[\s*_`"'.,:;!-]+/, '');
-  if (t === '') return null;
-  if ('[PASS]'.startsWith(t.slice(0, 6).toUpperCase()) && t.length <= 6) return null;
-  if (/^\[PASS\]/i.test(t)) return null;
-  const cleaned = text.replace(/[*_`]*\[PASS\][*_`]*/gi, '').trim();
+  // The server's deltas are already clean (its pass filter holds back anything that could turn
+  // out to be a pass); this only guards against a stray token, with scans that stay linear.
+  const cleaned = text.replace(/\[PASS\]/gi, '').trim();
   return cleaned === '' ? null : cleaned;
 }

@@ -1,0 +1,45 @@
+/**
+ * Who a web client is, for limits. The feed has no accounts: `author_name` is whatever the
+ * client types, and a browser cookie is whatever the client sends, so neither may decide how much
+ * a client is allowed. What a client cannot choose freely is the address it connects from (and,
+ * when a token is configured, having the token at all, which every API caller then has). So
+ * limits count per address; IPv6 addresses count per /64, the block one host is usually given,
+ * so walking through its own addresses does not make a client new.
+ *
+ * Behind a reverse proxy every client shares the proxy's address: raise the limits there (or set
+ * the connection cap to 0). Forwarded-for headers are not trusted because anyone can send them.
+ */
+import { isIP } from 'node:net';
+
+/** The key limits count against for a peer address (`undefined` when the socket is gone). */
+export function clientAddressKey(remoteAddress: string | undefined): string {
+  if (!remoteAddress) return 'unknown';
+  let addr = remoteAddress.replace(/^\[|\]$/g, '');
+  const zone = addr.indexOf('%');
+  if (zone >= 0) addr = addr.slice(0, zone);
+  // IPv4 clients of a dual-stack socket arrive as ::ffff:a.b.c.d.
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(addr);
+  if (mapped) return mapped[1]!;
+  if (isIP(addr) !== 6) return addr;
+  const groups = expandIPv6(addr);
+  return groups ? `${groups.slice(0, 4).join(':')}::/64` : addr;
+}
+
+/** The eight 16-bit groups of an IPv6 address, lower-case hex without leading zeros; null if malformed. */
+function expandIPv6(addr: string): string[] | null {
+  let text = addr.toLowerCase();
+  // A trailing dotted quad (::ffff:1.2.3.4 was handled; other embeddings are rare) becomes two groups.
+  const quad = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = text.slice(0, quad.index) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split('::');
+  if (halves.length > 2) return null;
+  const head = halves[0] ? halves[0].split(':') : [];
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return null;
+  const all = [...head, ...Array.from({ length: halves.length === 2 ? missing : 0 }, () => '0'), ...tail];
+  return all.map((g) => parseInt(g, 16).toString(16));
+}

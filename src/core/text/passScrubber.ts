@@ -1,0 +1,582 @@
+/**
+ * The pass filter (SPEC §5, issue 13): one incremental scrubber that both the live stream and the
+ * final reply go through, so what is streamed and what is posted follow the same rules.
+ *
+ * The rules, in the order they apply:
+ * 1. **Matching happens on folded text.** Each code point is folded on its own (NFKC, invisible
+ *    characters dropped, see normalize.ts), so `［PASS］`, `[PA\u200bSS]` and `[ＰＡＳＳ]` are the
+ *    token; whitespace is allowed between its parts (`[ P A S S ]`), case is ignored. What is
+ *    *posted* is the original text minus what was removed: folding never rewrites a reply.
+ * 2. **Every token is removed, also ones that removing another one forms** (`[PA[PASS]SS]`).
+ *    A stack reduction does this in one pass: characters are pushed with the state of the token
+ *    automaton after them, a completed token is popped, and the state falls back to the one saved
+ *    under it. Text is released only once no future token can include it.
+ * 3. **The lead-in is dropped**: leading decoration and whitespace around tokens, the agent's own
+ *    name label (`Analyst:`, `**Analyst**:`, `[Analyst]`) and another participant's label
+ *    (`Critic:` written by Analyst; reported so the router can log it).
+ * 4. **Verdict.** Nothing left but decoration is a pass; so is the bare word `pass`. A reply whose
+ *    last word is the token, after fewer than `fillerMax` characters of real text, is a pass
+ *    ("Fine. [PASS]": the model's last word wins; the router allows more filler where passing was
+ *    offered than on an addressed turn). A token *before* the text is a pass only where passing is
+ *    offered (voluntary turns); on an addressed turn "[PASS]\n\nActually, here is my answer" is
+ *    the answer, token stripped.
+ * 5. **Streaming shows only what will be posted.** The stream holds text back until `fillerMax`
+ *    characters of real text have arrived (after that no token can make the turn a pass), stops
+ *    for good when a leading token makes it a pass, and never releases a partial token. The router
+ *    then decides with `streamed` in mind, so streamed text is always posted.
+ *
+ * Everything is linear in the input: each character is folded once, pushed and popped at most
+ * once, and looked at a bounded number of times by the label matcher.
+ */
+import { removeInvisible } from './normalize.js';
+
+/** Default for `fillerMax` (the router sets it per turn: core/router/pass.ts). */
+export const PASS_FILLER_DEFAULT = 120;
+
+export interface Speaker {
+  id: string;
+  name: string;
+}
+
+export interface ScrubOptions {
+  /** The replying agent: its own name label is stripped. */
+  self?: Speaker | undefined;
+  /** Other participants: their name labels are stripped too (and reported). */
+  others?: readonly Speaker[] | undefined;
+  /** A token before any text makes the reply a pass (turns where passing is offered). */
+  leadingTokenPasses?: boolean | undefined;
+  /**
+   * Characters of real text below which a trailing token makes the reply a pass; the stream holds
+   * back this much. 0 turns the trailing-token rule (and the hold) off.
+   */
+  fillerMax?: number | undefined;
+}
+
+export interface ScrubVerdict {
+  pass: boolean;
+  /** The text to post (original characters, tokens and labels removed, trimmed); '' for a pass. */
+  text: string;
+  /** Names of other participants whose label the reply started with (stripped). */
+  foreignLabels: string[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Character classes
+
+/** Decoration and punctuation that carries no content (the fail-closed edge set of SPEC §5). */
+const NOISE_ASCII = new Set('*_~`"\'.,:;!?()[]<>{}|-');
+const QUOTES = new Set([0x2018, 0x2019, 0x201c, 0x201d]);
+/** Allowed between a removed lead-in and the text that follows it (never a list or quote marker). */
+const CLOSERS = new Set('*_~`"\'“”‘’.,:;!?)]}');
+
+/** JavaScript's `\s` outside ASCII, by code (a regular expression per character is slow). */
+function isWsCode(code: number): boolean {
+  return code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029 || code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff;
+}
+
+/** ASCII noise (whitespace included) by char code, for the hot loops. */
+const ASCII_NOISE = new Uint8Array(128);
+for (let c = 9; c <= 13; c++) ASCII_NOISE[c] = 1;
+ASCII_NOISE[32] = 1;
+for (const c of NOISE_ASCII) ASCII_NOISE[c.charCodeAt(0)] = 1;
+
+function isWs(c: string): boolean {
+  const code = c.charCodeAt(0);
+  if (code < 128) return code === 32 || (code >= 9 && code <= 13);
+  return isWsCode(code);
+}
+function isNoise(c: string): boolean {
+  const code = c.charCodeAt(0);
+  if (code < 128) return ASCII_NOISE[code] === 1;
+  return isWsCode(code) || QUOTES.has(code);
+}
+
+/** Characters of real text (not noise) in an ASCII run. */
+function realInAscii(run: string): number {
+  let n = 0;
+  for (let i = 0; i < run.length; i++) if (ASCII_NOISE[run.charCodeAt(i)] !== 1) n++;
+  return n;
+}
+
+/** Fold one code point: ASCII is its own fold; anything else through NFKC, invisibles dropped. */
+function foldPoint(cp: string, code: number): string {
+  if (code < 128) return cp;
+  let f = FOLDS.get(code);
+  if (f === undefined) {
+    f = removeInvisible(removeInvisible(cp).normalize('NFKC'));
+    if (FOLDS.size >= 4096) FOLDS.clear(); // bounded: text in any script stays fast, memory stays small
+    FOLDS.set(code, f);
+  }
+  return f;
+}
+const FOLDS = new Map<number, string>();
+
+// ---------------------------------------------------------------------------------------------
+// Stage 1: token removal (stack reduction over folded characters, carrying the originals)
+
+/** The token, state by state; whitespace is allowed after `[` and between the parts. */
+const PATTERN = '[pass]';
+const ACCEPT = PATTERN.length;
+
+interface Sink {
+  char(folded: string, orig: string): void;
+  /** A run of ASCII characters none of which can be part of a token: `orig` is `prefix + folded`. */
+  run(folded: string, orig: string): void;
+  mark(): void;
+}
+
+/**
+ * Removes every occurrence of the token, including those formed by a removal. Held characters are
+ * the ones after the last "barrier" (a character that ends every partial match): nothing at or
+ * before a barrier can ever be popped, so it is released at once. `mark()` tells the next stage,
+ * in text order, that a token stood there.
+ */
+export class TokenRemover {
+  private hf: string[] = []; // folded char
+  private ho: string[] = []; // original text it stands for
+  private hs: number[] = []; // automaton state after it
+  private hstart: number[] = []; // where the partial token alive after it began
+  private hmark: boolean[] = []; // a token was removed right after it
+
+  constructor(private readonly sink: Sink) {}
+
+  push(f: string, o: string): void {
+    const n = this.hf.length;
+    if (n === 0 && f !== '[') return this.sink.char(f, o); // nothing can start here
+    const prev = n ? this.hs[n - 1]! : 0;
+    let s: number;
+    if (prev > 0 && isWs(f)) s = prev;
+    else if (f.toLowerCase() === PATTERN[prev]) s = prev + 1;
+    else s = f === '[' ? 1 : 0;
+
+    if (s === ACCEPT) {
+      const start = this.hstart[n - 1]!;
+      this.truncate(start);
+      if (start > 0) this.hmark[start - 1] = true;
+      else this.sink.mark();
+      return;
+    }
+    if (s === 0) {
+      this.flush();
+      this.sink.char(f, o);
+      return;
+    }
+    this.hf.push(f);
+    this.ho.push(o);
+    this.hs.push(s);
+    this.hstart.push(s === 1 && f === '[' ? n : this.hstart[n - 1]!);
+    this.hmark.push(false);
+  }
+
+  /**
+   * An ASCII run (its own fold). While nothing is held, everything up to the next `[` can never
+   * be part of a token and goes on in one piece; the hot path for ordinary text.
+   */
+  pushAscii(run: string, prefix: string): void {
+    let pre = prefix;
+    let i = 0;
+    while (i < run.length) {
+      if (this.hf.length === 0) {
+        let k = run.indexOf('[', i);
+        if (k === -1) k = run.length;
+        if (k > i) {
+          const piece = run.slice(i, k);
+          this.sink.run(piece, pre + piece);
+          pre = '';
+          i = k;
+          continue;
+        }
+      }
+      this.push(run[i]!, pre + run[i]!);
+      pre = '';
+      i++;
+    }
+  }
+
+  /** Release everything held (end of input). */
+  flush(): void {
+    for (let i = 0; i < this.hf.length; i++) {
+      this.sink.char(this.hf[i]!, this.ho[i]!);
+      if (this.hmark[i]) this.sink.mark();
+    }
+    this.truncate(0);
+  }
+
+  private truncate(n: number): void {
+    this.hf.length = n;
+    this.ho.length = n;
+    this.hs.length = n;
+    this.hstart.length = n;
+    this.hmark.length = n;
+  }
+}
+
+/** Feeds text into a TokenRemover code point by code point, folded, keeping the originals. */
+class Folder {
+  private carry = ''; // a high surrogate split from its pair by a chunk boundary
+  private invisible = ''; // originals that fold to nothing, attached to the next character
+
+  constructor(private readonly out: TokenRemover) {}
+
+  push(chunk: string): void {
+    let text = this.carry + chunk;
+    this.carry = '';
+    const last = text.charCodeAt(text.length - 1);
+    if (last >= 0xd800 && last <= 0xdbff) {
+      this.carry = text.slice(-1);
+      text = text.slice(0, -1);
+    }
+    for (let i = 0; i < text.length; ) {
+      let j = i;
+      while (j < text.length && text.charCodeAt(j) < 128) j++;
+      if (j > i) {
+        this.out.pushAscii(text.slice(i, j), this.invisible);
+        this.invisible = '';
+        i = j;
+        continue;
+      }
+      const code = text.codePointAt(i)!;
+      const cp = code > 0xffff ? text.slice(i, i + 2) : text[i]!;
+      i += cp.length;
+      const folded = foldPoint(cp, code);
+      if (folded === '') {
+        this.invisible += cp;
+        continue;
+      }
+      let first = true;
+      for (const f of folded) {
+        this.out.push(f, first ? this.invisible + cp : '');
+        first = false;
+      }
+      this.invisible = '';
+    }
+  }
+
+  end(): void {
+    if (this.carry) this.out.push(this.carry, this.carry);
+    this.carry = '';
+    this.invisible = '';
+    this.out.flush();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 2: lead-in (labels, leading tokens, bare "pass") and body (counting, trailing token)
+
+interface LabelNode {
+  next: Map<string, LabelNode>;
+  /** A complete label ends here: whose. */
+  who: { name: string; own: boolean } | null;
+}
+
+/** A trie of every label form (lower-cased, folded), walked one character at a time. */
+function labelTrie(self: Speaker | undefined, others: readonly Speaker[]): LabelNode | null {
+  const root: LabelNode = { next: new Map(), who: null };
+  const add = (form: string, who: { name: string; own: boolean }) => {
+    let node = root;
+    for (const c of form) {
+      let nx = node.next.get(c);
+      if (!nx) node.next.set(c, (nx = { next: new Map(), who: null }));
+      node = nx;
+    }
+    node.who ??= who;
+  };
+  const speakers = [...(self ? [{ s: self, own: true }] : []), ...others.map((s) => ({ s, own: false }))];
+  for (const { s, own } of speakers) {
+    const who = { name: s.name, own };
+    for (const raw of new Set([s.name, s.id, '@' + s.id])) {
+      const n = removeInvisible(raw.normalize('NFKC')).toLowerCase();
+      if (!n.trim()) continue;
+      add(`[${n}]`, who);
+      for (const w of ['', '**', '__', '*', '_']) {
+        add(`${w}${n}${w}:`, who);
+        add(`${w}${n}${w} :`, who);
+        if (w) add(`${w}${n}:${w}`, who);
+      }
+    }
+  }
+  return root.next.size ? root : null;
+}
+
+export class PassScrubber {
+  private readonly folder: Folder;
+  private readonly trie: LabelNode | null;
+  private readonly leadingTokenPasses: boolean;
+  private readonly fillerMax: number;
+
+  // lead-in
+  private inBody = false;
+  private lf: string[] = []; // folded lead-in characters
+  private lo: string[] = []; // their originals
+  private cur = 0; // next lead-in character to classify
+  private seg = 0; // where a label may start (-1: not here)
+  private lastMarker = -1; // lead-in index just after the last token or label
+  private bare = -1; // start of a complete bare "pass" followed only by decoration so far
+  private leadToken = false;
+  private readonly foreign: string[] = [];
+
+  // body
+  private out: string[] = []; // originals of posted text, in order
+  private outLen = 0;
+  private marks: number[] = []; // offsets into the joined output where a token was removed
+  private real = 0; // characters of real text in the body
+  private trailing = false; // a token came after the last real character
+  private shown = 0; // out[] entries already streamed
+  private verdict: ScrubVerdict | null = null;
+
+  constructor(opts: ScrubOptions = {}) {
+    this.trie = labelTrie(opts.self, opts.others ?? []);
+    this.leadingTokenPasses = opts.leadingTokenPasses ?? true;
+    this.fillerMax = opts.fillerMax ?? PASS_FILLER_DEFAULT;
+    const stage: Sink = { char: (f, o) => this.char(f, o), run: (f, o) => this.run(f, o), mark: () => this.mark() };
+    this.folder = new Folder(new TokenRemover(stage));
+  }
+
+  /** Feed a chunk; returns the text that may be shown now ('' when nothing). */
+  push(chunk: string): string {
+    this.folder.push(chunk);
+    return this.take();
+  }
+
+  /** End of input: the verdict. After it, `rest()` gives the unstreamed tail. */
+  finish(): ScrubVerdict {
+    if (!this.verdict) {
+      this.folder.end();
+      if (!this.inBody) this.classify(true);
+      const text = this.isPass() ? '' : finalText(this.out.join(''), this.marks);
+      // Tidying can leave nothing ("[PA**[PASS]**SS]"): that is a pass too.
+      this.verdict = { pass: text === '', text, foreignLabels: [...this.foreign] };
+    }
+    return this.verdict;
+  }
+
+  /** After finish(): text not streamed yet ('' for a pass). */
+  rest(): string {
+    if (this.finish().pass) return '';
+    const s = this.out.slice(this.shown).join('');
+    this.shown = this.out.length;
+    return s;
+  }
+
+  /** True once any text was released to the stream. */
+  get streamed(): boolean {
+    return this.shown > 0;
+  }
+
+  private isPass(): boolean {
+    if (!this.inBody || this.real === 0) return true;
+    if (this.leadToken && this.leadingTokenPasses) return true;
+    return this.trailing && this.real < this.fillerMax;
+  }
+
+  private take(): string {
+    if (!this.inBody || (this.leadToken && this.leadingTokenPasses) || this.real < this.fillerMax) return '';
+    if (this.shown === this.out.length) return '';
+    const s = this.out.slice(this.shown).join('');
+    this.shown = this.out.length;
+    return s;
+  }
+
+  // --- stage 2 input
+
+  private char(f: string, o: string): void {
+    if (this.inBody) return this.body(f, o);
+    this.lf.push(f);
+    this.lo.push(o);
+    this.classify(false);
+  }
+
+  private run(f: string, o: string): void {
+    if (!this.inBody) {
+      // The lead-in goes character by character; once the text has begun, the rest in one piece.
+      const pre = o.length - f.length;
+      let k = 0;
+      for (; k < f.length && !this.inBody; k++) this.char(f[k]!, k === 0 ? o.slice(0, pre + 1) : f[k]!);
+      if (k === f.length) return;
+      f = f.slice(k);
+      o = f;
+    }
+    this.out.push(o);
+    this.outLen += o.length;
+    const r = realInAscii(f);
+    if (r > 0) {
+      this.real += r;
+      this.trailing = false;
+    }
+  }
+
+  private mark(): void {
+    if (!this.inBody) {
+      // A token ends any label or bare "pass" still being read: settle what is pending first.
+      if (this.bare >= 0) this.startBody(this.bare);
+      else this.classify(true);
+    }
+    if (this.inBody) {
+      this.marks.push(this.outLen);
+      this.trailing = true;
+      return;
+    }
+    this.leadToken = true;
+    this.lastMarker = this.seg = this.lf.length;
+  }
+
+  private body(f: string, o: string): void {
+    if (o) {
+      this.out.push(o);
+      this.outLen += o.length;
+    }
+    if (!isNoise(f)) {
+      this.real++;
+      this.trailing = false;
+    }
+  }
+
+  /**
+   * Classify lead-in characters from `cur`. `settle` means no more characters will come before
+   * a decision is due (end of input or a token), so nothing may wait for more.
+   */
+  private classify(settle: boolean): void {
+    const lf = this.lf;
+    while (this.cur < lf.length && !this.inBody) {
+      const i = this.cur;
+      const c = lf[i]!;
+      if (this.bare >= 0) {
+        if (isNoise(c)) this.cur++;
+        else this.startBody(this.bare);
+        continue;
+      }
+      if (i === this.seg && this.trie && !isWs(c)) {
+        const m = this.matchLabel(i, settle);
+        if (m === 'wait') return;
+        if (m) {
+          if (!m.own) this.foreign.push(m.name);
+          this.cur = this.lastMarker = this.seg = i + m.length;
+          continue;
+        }
+        this.seg = -1;
+      }
+      if (isNoise(c)) {
+        if (i === this.seg) this.seg++; // a label may still follow whitespace
+        this.cur++;
+        continue;
+      }
+      // A real character: the bare word "pass", or the text begins.
+      const word = lf.slice(i, i + 4).join('').toLowerCase();
+      if ('pass'.startsWith(word) && word.length < 4 && !settle) return;
+      if (word === 'pass') {
+        this.bare = i;
+        this.cur = i + 4;
+        continue;
+      }
+      this.startBody(i);
+    }
+  }
+
+  /** Longest label at `i`, or 'wait' while the input could still complete a longer one. */
+  private matchLabel(i: number, settle: boolean): { length: number; name: string; own: boolean } | 'wait' | null {
+    let node: LabelNode | undefined = this.trie!;
+    let best: { length: number; name: string; own: boolean } | null = null;
+    let j = i;
+    for (; j < this.lf.length; j++) {
+      node = node.next.get(this.lf[j]!.toLowerCase());
+      if (!node) break;
+      if (node.who) best = { length: j - i + 1, ...node.who };
+    }
+    if (node && j === this.lf.length && node.next.size > 0 && !settle) return 'wait';
+    if (!best) return null;
+    // Whitespace after a label belongs to it.
+    let k = i + best.length;
+    while (k < this.lf.length && isWs(this.lf[k]!)) k++;
+    return { ...best, length: k - i };
+  }
+
+  private startBody(realStart: number): void {
+    let from = 0;
+    if (this.lastMarker >= 0) {
+      from = this.lastMarker;
+      while (from < realStart && (CLOSERS.has(this.lf[from]!) || isWs(this.lf[from]!))) from++;
+    }
+    while (from < realStart && isWs(this.lf[from]!)) from++;
+    this.inBody = true;
+    this.bare = -1;
+    const lf = this.lf;
+    const lo = this.lo;
+    this.lf = [];
+    this.lo = [];
+    for (let k = from; k < lf.length; k++) this.body(lf[k]!, lo[k]!);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The posted text
+
+const WRAP = new Set('*_~`');
+const PAIRS: Record<string, string> = { '"': '"', "'": "'", '“': '”', '‘': '’', '(': ')' };
+
+/**
+ * Tidy the places where tokens were removed: decoration that wrapped a token on both sides goes
+ * with it (`**[PASS]**`), and the double space it leaves is closed. Then make sure the tidying
+ * did not join anything into a new token ("[PA**[PASS]**SS]"): remove again, and if some exotic
+ * fold still hides one, post the folded text without it.
+ */
+function finalText(text: string, marks: number[]): string {
+  let result = text;
+  if (marks.length) {
+    const cuts: Array<[number, number]> = [];
+    let floor = 0;
+    for (const p of marks) {
+      if (p < floor) continue;
+      let l = p;
+      let r = p;
+      const c = text[p - 1];
+      if (c !== undefined && WRAP.has(c)) {
+        let a = p;
+        while (a > floor && p - a < 3 && text[a - 1] === c) a--;
+        let b = p;
+        while (b < text.length && b - p < 3 && text[b] === c) b++;
+        if (p - a === b - p) [l, r] = [a, b];
+      } else if (c !== undefined && PAIRS[c] !== undefined && text[p] === PAIRS[c]) [l, r] = [p - 1, p + 1];
+      const before = l > 0 ? text[l - 1]! : '\n';
+      const after = r < text.length ? text[r]! : '\n';
+      if ((before === ' ' || before === '\t' || before === '\n') && (after === ' ' || after === '\t')) r++;
+      else if ((before === ' ' || before === '\t') && /[.,;:!?\n]/.test(after)) l--;
+      if (l < r) cuts.push([l, r]);
+      floor = Math.max(r, p);
+    }
+    let s = '';
+    let last = 0;
+    for (const [a, b] of cuts) {
+      s += text.slice(last, a);
+      last = b;
+    }
+    result = s + text.slice(last);
+    result = removeTokens(result);
+  }
+  if (containsToken(result)) result = removeTokens(removeInvisible(result.normalize('NFKC')));
+  return result.trim();
+}
+
+/** `text` with every pass token removed (folded matching, original characters kept). */
+export function removeTokens(text: string): string {
+  const parts: string[] = [];
+  const folder = new Folder(new TokenRemover({ char: (_f, o) => void parts.push(o), run: (_f, o) => void parts.push(o), mark: () => {} }));
+  folder.push(text);
+  folder.end();
+  return parts.join('');
+}
+
+/** True when `text`, folded, contains the pass token anywhere. */
+export function containsToken(text: string): boolean {
+  let found = false;
+  const folder = new Folder(new TokenRemover({ char: () => {}, run: () => {}, mark: () => void (found = true) }));
+  folder.push(text);
+  folder.end();
+  return found;
+}
+
+/** Run the whole reply through a scrubber: the verdict the router posts by. */
+export function scrubReply(text: string, opts: ScrubOptions = {}): ScrubVerdict {
+  const s = new PassScrubber(opts);
+  s.push(text);
+  return s.finish();
+}

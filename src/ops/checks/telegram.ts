@@ -1,0 +1,91 @@
+/**
+ * Doctor checks of the Telegram bots, through grammY against `channels.telegram.api_root`: each
+ * agent's token (getMe), its privacy mode, and for each group Chorus knows on Telegram whether the
+ * bot is in it and can read it. Read-only calls: nothing is sent, no update is confirmed.
+ */
+import { Api, GrammyError } from 'grammy';
+import type { ChorusConfig } from '../../config/schema.js';
+import { describeError } from '../../channels/telegram/errors.js';
+import { fail, ok, warn, type Finding } from '../findings.js';
+
+/** A group chat Chorus has (declared in the config or found in data_dir). */
+export interface TelegramChat {
+  chatId: string;
+  title: string;
+  participants: string[];
+}
+
+/** Groups checked per bot at most; a doctor run should stay short. */
+const MAX_CHATS = 100;
+
+export async function checkTelegram(config: ChorusConfig, chats: readonly TelegramChat[]): Promise<Finding[]> {
+  const tg = config.channels.telegram;
+  if (!tg.enabled) return [];
+  const apiRoot = tg.api_root.replace(/\/+$/, '');
+  const seen = new Map<string, string>();
+  const perAgent = config.agents.map(async (agent, i): Promise<Finding[]> => {
+    const subject = `telegram ${agent.id}`;
+    const token = agent.telegram?.token.trim();
+    if (!token) return [warn(subject, 'has no bot, so it cannot post in Telegram groups', `create a bot with @BotFather and set agents[${i}].telegram.token`)];
+    const other = seen.get(token);
+    if (other) return [fail(subject, `uses the same bot token as "${other}", so it is skipped`, `give agents[${i}] its own bot from @BotFather`)];
+    seen.set(token, agent.id);
+    return checkBot(new Api(token, { apiRoot }), token, agent.id, i, apiRoot, chats.filter((c) => c.participants.includes(agent.id)));
+  });
+  return (await Promise.all(perAgent)).flat();
+}
+
+async function checkBot(api: Api, token: string, agentId: string, index: number, apiRoot: string, chats: readonly TelegramChat[]): Promise<Finding[]> {
+  const subject = `telegram ${agentId}`;
+  let me;
+  try {
+    me = await api.getMe(AbortSignal.timeout(15_000) as Parameters<Api['getMe']>[0]);
+  } catch (err) {
+    const why = describeError(err, [token]);
+    if (err instanceof GrammyError && (err.error_code === 401 || err.error_code === 404)) {
+      return [fail(subject, `Telegram rejected the bot token (${why})`, `copy the token again from @BotFather (/mybots → the bot → API Token) into agents[${index}].telegram.token`)];
+    }
+    return [fail(subject, `cannot reach the Bot API at ${apiRoot} (${why})`, 'check the network and channels.telegram.api_root')];
+  }
+  const bot = `@${me.username}`;
+  const out: Finding[] = [];
+  const privacy = !me.can_read_all_group_messages;
+  if (privacy) {
+    out.push(
+      warn(
+        subject,
+        `${bot} has privacy mode on: in groups it sees only commands, replies to it and @mentions, so it never joins in on its own`,
+        `in @BotFather send /setprivacy, choose ${bot}, pick Disable, then remove and re-add the bot to each group (or make it a group admin)`,
+      ),
+    );
+  } else out.push(ok(subject, `${bot} answers; privacy mode is off, it reads every group message`));
+
+  for (const chat of chats.slice(0, MAX_CHATS)) {
+    const where = `"${chat.title}" (${chat.chatId})`;
+    const s = `telegram ${agentId} in ${where}`;
+    try {
+      const member = await api.getChatMember(chat.chatId, me.id, AbortSignal.timeout(15_000) as Parameters<Api['getChatMember']>[2]);
+      if (member.status === 'left' || member.status === 'kicked') {
+        out.push(fail(s, `${bot} is not in the group (${member.status})`, `add ${bot} to the group again, or remove ${agentId} from it with /group remove ${agentId}`));
+      } else if (member.status === 'restricted' && !member.can_send_messages) {
+        out.push(fail(s, `${bot} may not send messages there`, 'lift the restriction in the group settings'));
+      } else if (member.status === 'administrator' || member.status === 'creator') {
+        out.push(ok(s, `${bot} is an admin and reads every message`));
+      } else if (privacy) {
+        out.push(warn(s, `${bot} is a member with privacy mode on: it sees only commands, replies and @mentions`, `disable privacy mode (see above) and re-add ${bot}, or make it an admin`));
+      } else {
+        out.push(ok(s, `${bot} is a member and reads every message`));
+      }
+    } catch (err) {
+      const why = describeError(err, [token]);
+      const code = err instanceof GrammyError ? err.error_code : undefined;
+      if (code === 400 || code === 403) {
+        out.push(fail(s, `${bot} cannot see this chat (${why}): it was removed, or the group was upgraded to a supergroup`, `add ${bot} to the group; if the group was upgraded, Chorus follows the new id once a bot sees a message there`));
+      } else {
+        out.push(fail(s, `could not check (${why})`, 'run doctor again; if it persists, check the network'));
+      }
+    }
+  }
+  if (chats.length > MAX_CHATS) out.push(warn(subject, `is in ${chats.length} groups; only the first ${MAX_CHATS} were checked`, 'nothing to do; run with fewer groups to check the rest'));
+  return out;
+}

@@ -1,0 +1,94 @@
+/**
+ * `chorus doctor`: the checks `chorus check` cannot make because they need the outside world —
+ * the data directory and the port on this machine, the model endpoint, each Telegram bot and the
+ * groups it is in, the Discord login, intents and channel permissions. Each finding is one line
+ * with its fix; the exit code is 1 when anything would fail, so scripts and CI can gate on it.
+ *
+ * The checks only read (one tiny model call is the exception, a few tokens per model): safe to
+ * run beside a running daemon.
+ */
+import { resolve } from 'node:path';
+import { chooseProvider } from '../app.js';
+import type { LoadedConfig } from '../config/load.js';
+import { describeError } from '../core/errors.js';
+import { silentLogger } from '../core/silentLogger.js';
+import { peekGroups, type PeekedGroup } from '../store/files/peek.js';
+import { checkModels } from './checks/model.js';
+import { checkDataDir, checkPort } from './checks/system.js';
+import { checkTelegram, type TelegramChat } from './checks/telegram.js';
+import { fail, formatFinding, ok, warn, type Finding } from './findings.js';
+
+export interface DoctorResult {
+  findings: Finding[];
+  /** 0 when nothing fails (warnings allowed), 1 otherwise. */
+  code: number;
+}
+
+/** Run every check and print one line per finding as each section completes, in a fixed order. */
+export async function runDoctor(loaded: LoadedConfig, write: (line: string) => void): Promise<DoctorResult> {
+  const { config } = loaded;
+  const findings: Finding[] = [];
+  const emit = (list: Finding[]) => {
+    for (const f of list) {
+      findings.push(f);
+      write(formatFinding(f));
+    }
+  };
+  emit([ok('config', `${loaded.source} is valid`)]);
+  if (loaded.missingEnv.length) {
+    emit([warn('config', `environment variables not set: ${[...new Set(loaded.missingEnv)].join(', ')}`, 'set them (or put them in a .env file next to the config)')]);
+  }
+
+  // Known groups: declared in the config, or found in data_dir (read-only, never repaired here).
+  let stored: PeekedGroup[] = [];
+  try {
+    const peek = await peekGroups(resolve(config.data_dir));
+    stored = peek.groups;
+    if (peek.unreadable.length) emit([warn('data_dir', `groups that cannot be read: ${peek.unreadable.join(', ')}`, 'check their files\' permissions; Chorus leaves them untouched')]);
+  } catch (err) {
+    emit([warn('data_dir', `could not list its groups (${describeError(err)})`, 'check the folder\'s permissions')]);
+  }
+  const live = stored.filter((g) => !g.archived && !g.dm);
+
+  // Independent checks run at once; their lines come out in this order.
+  const sections: Array<Promise<Finding[]>> = [
+    guard('data_dir', () => checkDataDir(config)),
+    guard('port', () => checkPort(config)),
+    guard('model', () => checkModels(config, chooseProvider(config, silentLogger).scriptedReason)),
+    guard('telegram', () => checkTelegram(config, telegramChats(loaded, live))),
+    guard('discord', async () => {
+      if (!config.channels.discord.enabled) return [];
+      // discord.js is loaded only when Discord is enabled.
+      const { checkDiscord } = await import('./checks/discord.js');
+      const declared = config.groups.filter((g) => g.channel === 'discord').map((g) => g.chat_id);
+      return checkDiscord(config, [...declared, ...live.filter((g) => g.channel === 'discord').map((g) => g.chatId)]);
+    }),
+  ];
+  for (const s of sections) emit(await s);
+
+  const enabled = (['web', 'telegram', 'discord'] as const).filter((c) => config.channels[c].enabled);
+  if (enabled.length === 0) emit([fail('channels', 'none is enabled, so nothing reaches the agents', 'enable channels.web, channels.telegram or channels.discord')]);
+  const failures = findings.filter((f) => f.level === 'fail').length;
+  const warnings = findings.filter((f) => f.level === 'warn').length;
+  write('');
+  write(failures ? `${failures} problem(s) to fix${warnings ? `, ${warnings} warning(s)` : ''}.` : warnings ? `No problems; ${warnings} warning(s).` : 'No problems found.');
+  return { findings, code: failures ? 1 : 0 };
+}
+
+/** A check that throws becomes one failed finding instead of ending the whole run. */
+async function guard(section: string, run: () => Promise<Finding[]>): Promise<Finding[]> {
+  try {
+    return await run();
+  } catch (err) {
+    return [fail(section, `the check itself failed: ${describeError(err)}`, 'report this; the other checks still ran')];
+  }
+}
+
+/** Telegram group chats with their participants, from the config and from data_dir. */
+function telegramChats(loaded: LoadedConfig, stored: readonly PeekedGroup[]): TelegramChat[] {
+  const out = new Map<string, TelegramChat>();
+  for (const g of loaded.config.groups) if (g.channel === 'telegram') out.set(g.chat_id, { chatId: g.chat_id, title: g.title ?? g.chat_id, participants: g.participants });
+  for (const g of stored) if (g.channel === 'telegram') out.set(g.chatId, { chatId: g.chatId, title: g.title, participants: g.participants });
+  return [...out.values()];
+}
+
