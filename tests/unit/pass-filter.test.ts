@@ -74,6 +74,15 @@ describe('the token after folding', () => {
     expect(addressed(t).text).toBe('x² is ½, ＡＢＣ, ❤️ and 👨‍👩‍👧 stay as written');
   });
 
+  it('keeps invisible characters that end a reply (variation selector, flag tags, ZWJ)', () => {
+    const endings = ['Thanks, love it ❤️', 'Go Scotland 🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}', 'my friend\u200d'];
+    for (const t of endings) {
+      expect(addressed(t).text).toBe(t);
+      expect(removeTokens(t)).toBe(t);
+      expect(removeTokens(t + ' [PASS]')).toBe(t + ' ');
+    }
+  });
+
   it('keeps code indentation (no global whitespace collapsing)', () => {
     const t = 'Here:\n```py\nif x:\n    return  1\n```';
     expect(addressed(t).text).toBe(t);

@@ -123,6 +123,8 @@ interface Sink {
   /** A run of ASCII characters none of which can be part of a token: `orig` is `prefix + folded`. */
   run(folded: string, orig: string): void;
   mark(): void;
+  /** Originals that fold to nothing and end the text (a variation selector, flag tags, ZWJ). */
+  tail(orig: string): void;
 }
 
 /**
@@ -193,6 +195,11 @@ export class TokenRemover {
     }
   }
 
+  /** Originals after the last character: nothing to match, passed on as they are. */
+  tail(orig: string): void {
+    this.sink.tail(orig);
+  }
+
   /** Release everything held (end of input). */
   flush(): void {
     for (let i = 0; i < this.hf.length; i++) {
@@ -255,8 +262,11 @@ class Folder {
   end(): void {
     if (this.carry) this.out.push(this.carry, this.carry);
     this.carry = '';
-    this.invisible = '';
     this.out.flush();
+    // Invisible characters ride on the next character; at the end there is none, and folding
+    // must never rewrite a reply ("❤️" keeps its variation selector, a flag its tag characters).
+    if (this.invisible) this.out.tail(this.invisible);
+    this.invisible = '';
   }
 }
 
@@ -323,12 +333,13 @@ export class PassScrubber {
   private trailing = false; // a token came after the last real character
   private shown = 0; // out[] entries already streamed
   private verdict: ScrubVerdict | null = null;
+  private tailOrig = ''; // invisible characters that end the text, added once the lead-in is settled
 
   constructor(opts: ScrubOptions = {}) {
     this.trie = labelTrie(opts.self, opts.others ?? []);
     this.leadingTokenPasses = opts.leadingTokenPasses ?? true;
     this.fillerMax = opts.fillerMax ?? PASS_FILLER_DEFAULT;
-    const stage: Sink = { char: (f, o) => this.char(f, o), run: (f, o) => this.run(f, o), mark: () => this.mark() };
+    const stage: Sink = { char: (f, o) => this.char(f, o), run: (f, o) => this.run(f, o), mark: () => this.mark(), tail: (o) => (this.tailOrig += o) };
     this.folder = new Folder(new TokenRemover(stage));
   }
 
@@ -343,6 +354,10 @@ export class PassScrubber {
     if (!this.verdict) {
       this.folder.end();
       if (!this.inBody) this.classify(true);
+      if (this.inBody && this.tailOrig) {
+        this.out.push(this.tailOrig);
+        this.outLen += this.tailOrig.length;
+      }
       const text = this.isPass() ? '' : finalText(this.out.join(''), this.marks);
       // Tidying can leave nothing ("[PA**[PASS]**SS]"): that is a pass too.
       this.verdict = { pass: text === '', text, foreignLabels: [...this.foreign] };
@@ -559,7 +574,7 @@ function finalText(text: string, marks: number[]): string {
 /** `text` with every pass token removed (folded matching, original characters kept). */
 export function removeTokens(text: string): string {
   const parts: string[] = [];
-  const folder = new Folder(new TokenRemover({ char: (_f, o) => void parts.push(o), run: (_f, o) => void parts.push(o), mark: () => {} }));
+  const folder = new Folder(new TokenRemover({ char: (_f, o) => void parts.push(o), run: (_f, o) => void parts.push(o), mark: () => {}, tail: (o) => void parts.push(o) }));
   folder.push(text);
   folder.end();
   return parts.join('');
@@ -568,7 +583,7 @@ export function removeTokens(text: string): string {
 /** True when `text`, folded, contains the pass token anywhere. */
 export function containsToken(text: string): boolean {
   let found = false;
-  const folder = new Folder(new TokenRemover({ char: () => {}, run: () => {}, mark: () => void (found = true) }));
+  const folder = new Folder(new TokenRemover({ char: () => {}, run: () => {}, mark: () => void (found = true), tail: () => {} }));
   folder.push(text);
   folder.end();
   return found;
