@@ -73,29 +73,34 @@ function escapeAttribute(s: string): string {
 
 /** Characters a model may read as the `<` of a tag. */
 const TAG_OPEN = /[<\uFF1C\uFE64\u2039\u276E\u3008]/g;
-/** How far past a `<` to look for the tag name: enough for invisible padding, bounded so the scan stays linear. */
-const TAG_LOOKAHEAD = 48;
-const ASCII = /^[\x00-\x7f]*$/;
-const QUICK = /[\s/\\]*([^\s/\\])/y;
+/** What a model may skip over inside a tag: spaces, slashes and characters it cannot see. */
+const PADDING = /[\s/\\\u2044\u2215\u29F8\p{Default_Ignorable_Code_Point}]/u;
+const TAG_NAME = 'message';
 
 /**
- * The text with every `<` that would open or close a `message` tag written as `&lt;`. Each
- * candidate `<` looks at a bounded window after it, folded the way handles are (NFKC, invisible
- * characters removed, lower case, spaces dropped), so the scan is linear in the text.
+ * The text with every `<` that would open or close a `message` tag written as `&lt;`: after the
+ * `<`, padding of any length is skipped and the letters are folded the way handles are (NFKC,
+ * lower case), so `< message`, `<\u200b/message>` and `<` + 60 spaces + `/ｍｅｓｓａｇｅ` are all
+ * caught. Each look stops at the first character that is neither padding nor the next letter of
+ * the name — in particular at the next `<` — so the looks never overlap and the scan is linear.
  */
 export function escapeBlockText(text: string): string {
   if (!/[<\uFF1C\uFE64\u2039\u276E\u3008]/.test(text)) return text;
-  return text.replace(TAG_OPEN, (lt, offset: number) => {
-    // Fast exit: the first character after spaces and slashes is plain ASCII and not an "m".
-    // (The skipped run never holds a `<`, so these scans together stay linear.)
-    QUICK.lastIndex = offset + 1;
-    const first = QUICK.exec(text)?.[1];
-    if (first === undefined || (first < '\x80' && first !== 'm' && first !== 'M')) return lt;
-    const window = text.slice(offset + 1, offset + 1 + TAG_LOOKAHEAD);
-    // Plain ASCII has nothing to fold; only other text pays for NFKC.
-    const after = (ASCII.test(window) ? window : foldForMatching(window)).toLowerCase().replace(/\s+/g, '');
-    return /^[/\\\u2044\u2215\u29F8]?message/.test(after) ? '&lt;' : lt;
-  });
+  return text.replace(TAG_OPEN, (lt, offset: number) => (namesMessageTag(text, offset + 1) ? '&lt;' : lt));
+}
+
+function namesMessageTag(text: string, from: number): boolean {
+  let matched = 0;
+  for (let i = from; i < text.length && matched < TAG_NAME.length; ) {
+    const ch = String.fromCodePoint(text.codePointAt(i)!);
+    i += ch.length;
+    if (ch < '\x80' ? /[\s/\\]/.test(ch) : PADDING.test(ch)) continue;
+    const folded = ch < '\x80' ? ch.toLowerCase() : foldForMatching(ch).toLowerCase();
+    if (/^[\s/\\]*$/.test(folded)) continue; // folds to nothing, or to padding (full-width ／)
+    if (!TAG_NAME.startsWith(folded, matched)) return false;
+    matched += folded.length;
+  }
+  return matched >= TAG_NAME.length;
 }
 
 /** Why the agent is being asked, which decides the closing instruction. */
