@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, loadRunConfig, type LoadedConfig } from './config/load.js';
 import { ConfigReloader } from './config/reload.js';
 import { agentsFromConfig, chooseProvider, createApp } from './app.js';
-import { createLogger } from './logger.js';
+import { addLogSecrets, createLogger } from './logger.js';
+import { configSecrets, redactSecrets } from './redact.js';
 import { describeError } from './core/errors.js';
 import { silentLogger } from './core/silentLogger.js';
 
@@ -104,17 +105,32 @@ function check(loaded: LoadedConfig): number {
 /** A second SIGINT/SIGTERM this soon after the first is the same request delivered twice: Ctrl-C in a
  * terminal reaches both npm and node, and npm forwards its copy. Later ones force the exit. */
 const DUPLICATE_SIGNAL_MS = 1000;
+/** The running config's secrets, for the last words written straight to stderr. */
+let startSecrets: string[] = [];
 /** A stop that takes longer than this (a hung socket, a stuck disk) gives up and exits non-zero. */
 const STOP_DEADLINE_MS = 10_000;
 
 async function start(loaded: LoadedConfig, load: () => LoadedConfig): Promise<number> {
-  const logger = createLogger(loaded.config.log_level);
+  // Secrets from the start, so nothing logged before the app exists (or on a failed start) leaks.
+  const secrets = configSecrets(loaded.config);
+  startSecrets = secrets;
+  const logger = createLogger(loaded.config.log_level, undefined, secrets);
   const app = await createApp({ config: loaded.config, logger });
   if (app.scriptedReason) {
     logger.warn({ reason: app.scriptedReason }, 'using the scripted provider: replies are canned');
     process.stderr.write(`\n  ⚠  DEMO MODE: agents give canned replies — ${app.scriptedReason}.\n\n`);
   }
-  const reloader = new ConfigReloader({ load, apply: (next) => app.reconfigure(next), logger, initial: loaded.config });
+  const reloader = new ConfigReloader({
+    load,
+    apply: (next) => {
+      // A reload may bring new tokens: they are secrets from now on too.
+      addLogSecrets(logger, configSecrets(next));
+      startSecrets = [...startSecrets, ...configSecrets(next)];
+      app.reconfigure(next);
+    },
+    logger,
+    initial: loaded.config,
+  });
   return new Promise<number>((resolveExit) => {
     let stopRequestedAt = 0;
     // Handlers go in before start-up, so a stop requested while channels connect is still clean.
@@ -125,7 +141,7 @@ async function start(loaded: LoadedConfig, load: () => LoadedConfig): Promise<nu
         return true;
       },
       async (err: unknown) => {
-        process.stderr.write(`Chorus could not start: ${describeError(err)}\n`);
+        process.stderr.write(`Chorus could not start: ${redactSecrets(describeError(err), secrets)}\n`);
         await app.stop().catch(() => undefined);
         resolveExit(1);
         return false;
@@ -178,7 +194,7 @@ main(process.argv.slice(2)).then(
     setTimeout(() => process.exit(code), 200).unref();
   },
   (err: unknown) => {
-    process.stderr.write(`Chorus crashed: ${describeError(err)}\n`);
+    process.stderr.write(`Chorus crashed: ${redactSecrets(describeError(err), startSecrets)}\n`);
     process.exit(1);
   },
 );
