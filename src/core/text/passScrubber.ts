@@ -279,6 +279,25 @@ interface LabelNode {
   who: { name: string; own: boolean } | null;
 }
 
+/**
+ * Tries by the speakers they cover. A scrubber is made for every turn (twice when it streams) and
+ * the participants rarely change, so building the trie each time was most of the filter's cost
+ * (and of the garbage per turn). Tries are never changed once built; the cache is bounded.
+ */
+const trieCache = new Map<string, LabelNode | null>();
+const TRIE_CACHE_MAX = 512;
+
+function cachedLabelTrie(self: Speaker | undefined, others: readonly Speaker[]): LabelNode | null {
+  const key = JSON.stringify([self ? [self.id, self.name] : null, others.map((o) => [o.id, o.name])]);
+  let trie = trieCache.get(key);
+  if (trie === undefined) {
+    trie = labelTrie(self, others);
+    if (trieCache.size >= TRIE_CACHE_MAX) trieCache.delete(trieCache.keys().next().value!);
+    trieCache.set(key, trie);
+  }
+  return trie;
+}
+
 /** A trie of every label form (lower-cased, folded), walked one character at a time. */
 function labelTrie(self: Speaker | undefined, others: readonly Speaker[]): LabelNode | null {
   const root: LabelNode = { next: new Map(), who: null };
@@ -336,7 +355,7 @@ export class PassScrubber {
   private tailOrig = ''; // invisible characters that end the text, added once the lead-in is settled
 
   constructor(opts: ScrubOptions = {}) {
-    this.trie = labelTrie(opts.self, opts.others ?? []);
+    this.trie = cachedLabelTrie(opts.self, opts.others ?? []);
     this.leadingTokenPasses = opts.leadingTokenPasses ?? true;
     this.fillerMax = opts.fillerMax ?? PASS_FILLER_DEFAULT;
     const stage: Sink = { char: (f, o) => this.char(f, o), run: (f, o) => this.run(f, o), mark: () => this.mark(), tail: (o) => (this.tailOrig += o) };
