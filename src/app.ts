@@ -163,7 +163,7 @@ async function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: L
   const ch = config.channels;
   if (ch.web.enabled) {
     const { WebChannel } = await import('./channels/web/WebChannel.js');
-    out.push(new WebChannel({ config: ch.web, logger, agents, aliases: config.aliases, metrics }));
+    out.push(new WebChannel({ config: ch.web, logger, agents, aliases: config.aliases, metrics, maxMessageChars: config.limits.max_message_chars }));
   }
   if (ch.telegram.enabled) {
     const { TelegramChannel } = await import('./channels/telegram/TelegramChannel.js');

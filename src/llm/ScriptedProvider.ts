@@ -1,7 +1,9 @@
 /**
  * The offline provider (SPEC §8): deterministic, persona-flavoured canned replies so a first run
  * works with no API key. Addressed agents always answer; voluntary turns pass unless the
- * message touches one of the agent's handles or keywords.
+ * message touches one of the agent's handles or keywords — or it is a greeting or a question to
+ * the room, which the group's first agent (by handle) answers, so a newcomer's "hello everyone"
+ * shows a conversation rather than a row of passes.
  */
 import type { LlmProvider, LlmRequest, LlmResponse } from '../core/ports.js';
 
@@ -36,7 +38,8 @@ export class ScriptedProvider implements LlmProvider {
     if (!req.mustReply) {
       const words = [agent.id, agent.name, ...agent.aliases].map((w) => w.replace(/^@/, '').toLowerCase());
       const hay = topic.toLowerCase();
-      if (!words.some((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escape(w)}([^\\p{L}\\p{N}]|$)`, 'u').test(hay))) return '[PASS]';
+      const touched = words.some((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escape(w)}([^\\p{L}\\p{N}]|$)`, 'u').test(hay));
+      if (!touched && !(opensConversation(topic) && firstInGroup(agent.id, req.system))) return '[PASS]';
     }
     const role = roleOf(agent.persona, agent.name) ?? `the group's ${agent.name.toLowerCase()}`;
     // Quote without "@" so a canned reply never addresses anyone (no reaction chains in the demo).
@@ -45,6 +48,23 @@ export class ScriptedProvider implements LlmProvider {
     const pick = TEMPLATES[hash(agent.id + topic) % TEMPLATES.length]!;
     return pick(agent.name, short, role);
   }
+}
+
+const GREETING = /(^|[^\p{L}])(hello|hi|hey|hiya|howdy|greetings|good (morning|afternoon|evening)|hallo|bonjour|hola|ciao)([^\p{L}]|$)/iu;
+
+/** A greeting or a question: the kind of message a person expects someone in the room to answer. */
+function opensConversation(topic: string): boolean {
+  return GREETING.test(topic) || /\?\s*$/.test(topic);
+}
+
+/**
+ * Whether this agent comes first (by handle) among the group's members. The provider sees no
+ * group, only the system prompt, which lists the other participants as "- Name (@id): …"; one
+ * deterministic volunteer keeps the demo from answering a greeting three times over.
+ */
+function firstInGroup(agentId: string, system: string): boolean {
+  const others = [...system.matchAll(/^- [^\n]*?\(@([\p{L}\p{N}_-]+)\):/gmu)].map((m) => m[1]!);
+  return others.every((id) => agentId.localeCompare(id) <= 0);
 }
 
 /** The newest human line in a mailbox-formatted user turn (or the whole text for 1:1 turns). */

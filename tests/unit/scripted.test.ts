@@ -23,6 +23,22 @@ describe('ScriptedProvider', () => {
     expect((await ask('any numbers on this?', false)).text).not.toBe('[PASS]');
   });
 
+  it('voluntary: a greeting or a question to the room is answered by the first member (by handle) only', async () => {
+    const writer: AgentDef = { ...analyst, id: 'writer', name: 'Writer', persona: 'You are Writer, a careful writer.', aliases: [] };
+    const group = (others: AgentDef[]) => ['persona', '', '## Group chat: Lobby', 'Other participants:', ...others.map((o) => `- ${o.name} (@${o.id}): ${o.persona}`)].join('\n');
+    const volunteer = (agent: AgentDef, others: AgentDef[], text: string) =>
+      p.complete({ purpose: 'turn', model: 'm', system: group(others), messages: [{ role: 'user', content: turn(text) }], agent, mustReply: false }).then((r) => r.text);
+    for (const text of ['hello everyone', 'Hi all!', 'what should we build next?']) {
+      expect(await volunteer(analyst, [writer], text)).not.toBe('[PASS]');
+      expect(await volunteer(writer, [analyst], text)).toBe('[PASS]');
+    }
+    // Statements still pass, and the answer is the same every time (deterministic demo).
+    expect(await volunteer(analyst, [writer], 'lovely weather')).toBe('[PASS]');
+    expect(await volunteer(analyst, [writer], 'hello everyone')).toBe(await volunteer(analyst, [writer], 'hello everyone'));
+    // "this" or "high" are not greetings.
+    expect(await volunteer(analyst, [writer], 'this is high time')).toBe('[PASS]');
+  });
+
   it('streams the reply word by word', async () => {
     const parts: string[] = [];
     const r = await p.complete({ purpose: 'turn', model: 'm', system: '', messages: [{ role: 'user', content: turn('hi') }], agent: analyst, mustReply: true, onDelta: (t) => parts.push(t) });

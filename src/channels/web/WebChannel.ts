@@ -11,7 +11,7 @@ import { WEB_CONNECTION_DEFAULTS, isLoopback } from '../../config/schema.js';
 import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostedMessage } from '../../core/ports.js';
 import { splitMessage } from '../../core/text/split.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
-import { registerApiRoutes } from './api.js';
+import { DEFAULT_MAX_MESSAGE_CHARS, registerApiRoutes } from './api.js';
 import { TokenAuth } from './auth.js';
 import { WebMetrics, gatewayMetrics } from './metrics.js';
 import { Router } from './router.js';
@@ -29,6 +29,8 @@ export interface WebChannelOptions {
   agents: AgentDef[];
   /** Group handles from the config, offered by `@`-autocomplete. */
   aliases?: Record<string, string[]> | undefined;
+  /** `limits.max_message_chars`: the page counts against it before Send (the router enforces it). */
+  maxMessageChars?: number | undefined;
   /** Prometheus text of the whole app; the channel appends its own HTTP/SSE figures. */
   metrics?: (() => string | Promise<string>) | undefined;
   /** SSE heartbeat interval (tests shorten it). */
@@ -99,6 +101,7 @@ export class WebChannel implements Channel {
       hub: () => hub,
       aliases: this.opts.aliases ?? {},
       maxMessageLength: this.capabilities.maxMessageLength,
+      maxMessageChars: this.opts.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS,
     });
     const server = createWebServer({
       bindHost,

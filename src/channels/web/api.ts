@@ -17,7 +17,12 @@ export interface ApiDeps {
   /** Group handles from the config (`aliases:`), for autocomplete. */
   aliases: Record<string, string[]>;
   maxMessageLength: number;
+  /** `limits.max_message_chars`, the limit the router holds human messages to. */
+  maxMessageChars?: number | undefined;
 }
+
+/** The schema's default for `limits.max_message_chars`, for channels started without a config. */
+export const DEFAULT_MAX_MESSAGE_CHARS = 8000;
 
 /** An agent as the page sees it: identity only, never tokens or the persona. */
 export interface PublicAgent {
@@ -69,6 +74,8 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
       aliases: Object.fromEntries(Object.entries(deps.aliases).map(([k, v]) => [k.toLowerCase(), v])),
       builtinAliases: ['all', 'everyone'],
       scriptedProvider: gw().scriptedProvider,
+      // The composer counts against the real limit instead of finding out after Send.
+      limits: { max_message_chars: Math.min(deps.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS, deps.maxMessageLength) },
     });
   });
 

@@ -1,8 +1,13 @@
-// The composer: Enter sends, Shift+Enter adds a line, an agent picker that inserts @handles,
-// @-autocomplete over handles and aliases, the sticky agent, and idempotent sending.
+// The composer: Enter sends, Shift+Enter adds a line, an agent picker that inserts @handles
+// (mouse or keyboard), @-autocomplete over handles and aliases, the sticky agent, idempotent
+// sending, and help while typing: unknown handles and the length limit show before Send.
 import { api } from './api.js';
 import { $, avatar, clear, h, show } from './dom.js';
-import { agentOf, currentGroup, participants, state } from './state.js';
+import { unknownMentions } from './mentions.js';
+import { agentOf, currentGroup, knownHandles, participants, state } from './state.js';
+
+/** The counter appears once a draft passes this share of the limit. */
+const COUNTER_FROM = 0.8;
 
 const NAME_KEY = 'chorus.name';
 
@@ -23,6 +28,8 @@ export class Composer {
     this.sticky = $('#sticky');
     this.readonly = $('#readonly-note');
     this.nameInput = $('#author-name');
+    this.handleWarning = $('#handle-warning');
+    this.counter = $('#char-count');
     this.suggestions = [];
     this.active = 0;
     /** Reused when the same text is re-sent after a failure, so a retry is never doubled. */
@@ -38,9 +45,14 @@ export class Composer {
     this.input.addEventListener('input', () => {
       this.autosize();
       this.updateAutocomplete();
+      this.updateHelp();
       if (!this.error.hidden) show(this.error, false);
     });
-    this.input.addEventListener('click', () => this.updateAutocomplete());
+    this.input.addEventListener('click', () => {
+      this.updateAutocomplete();
+      this.updateHelp();
+    });
+    this.picker.addEventListener('keydown', (ev) => this.onPickerKey(ev));
     // Close the suggestions when focus moves elsewhere on the page (after a moment, so a click on
     // one still lands); the window itself losing focus keeps them for when the reader comes back.
     this.input.addEventListener('blur', () => setTimeout(() => {
@@ -76,11 +88,73 @@ export class Composer {
     }
     show(this.sticky, Boolean(sticky && g.config && g.config.sticky));
     this.closePicker();
+    this.updateHelp();
+  }
+
+  // ---- help while typing
+
+  /** Refresh the unknown-handle warning and the character counter for the current draft. */
+  updateHelp() {
+    this.renderHandleWarning();
+    this.renderCounter();
+  }
+
+  renderHandleWarning() {
+    clear(this.handleWarning);
+    const text = this.input.value;
+    const caret = this.input.selectionStart === this.input.selectionEnd ? this.input.selectionStart : -1;
+    const found = this.input.disabled || !text.includes('@') ? [] : unknownMentions(text, knownHandles(), caret);
+    for (const u of found.slice(0, 3)) {
+      const owner = state.handleOwner.get(u.handle.toLowerCase());
+      const outsider = owner && !owner.startsWith('alias:') ? agentOf(owner) : null;
+      const line = outsider
+        ? `${outsider.name} (@${u.handle}) is not in this group, so nobody is addressed`
+        : `unknown handle @${u.handle}` + (u.suggestion ? ` — did you mean @${u.suggestion}?` : ' — no agent or alias here has that name');
+      const fix = u.suggestion
+        ? h('button', { type: 'button', className: 'link-btn', dataset: { handle: u.suggestion }, text: `use @${u.suggestion}`,
+            onclick: () => this.replaceMention(u, u.suggestion) })
+        : null;
+      this.handleWarning.append(h('div', { className: 'warn-line', dataset: { handle: u.handle } }, h('span', { text: '⚠ ' + line }), fix ? ' ' : null, fix));
+    }
+    show(this.handleWarning, found.length > 0);
+  }
+
+  replaceMention(u, handle) {
+    // Only if the draft still has that handle at that place (it may have been edited since).
+    if (this.input.value.slice(u.start, u.end) !== '@' + u.handle) return;
+    this.input.setRangeText('@' + handle, u.start, u.end, 'end');
+    this.input.focus();
+    this.updateHelp();
+  }
+
+  /** Characters as the server counts them (UTF-16 code units, like String.length). */
+  overLimit() {
+    return this.input.value.length - state.maxMessageChars;
+  }
+
+  renderCounter() {
+    const n = this.input.value.length;
+    const max = state.maxMessageChars;
+    const over = n - max;
+    this.counter.textContent = over > 0
+      ? `${n.toLocaleString()} / ${max.toLocaleString()} characters — ${over.toLocaleString()} over the limit`
+      : `${n.toLocaleString()} / ${max.toLocaleString()}`;
+    this.counter.classList.toggle('over', over > 0);
+    this.counter.dataset.over = String(over > 0);
+    show(this.counter, n > max * COUNTER_FROM);
   }
 
   async submit() {
     const text = this.input.value;
     if (!text.trim() || !state.currentId || this.input.disabled) return;
+    const over = this.overLimit();
+    if (over > 0) {
+      // Refused here rather than after a round trip; the text stays so it can be shortened.
+      this.error.textContent = `Not sent: this message has ${text.length.toLocaleString()} characters and the limit is ${state.maxMessageChars.toLocaleString()}. Shorten it by ${over.toLocaleString()} or split it into two messages.`;
+      show(this.error, true);
+      this.input.focus();
+      return;
+    }
     if (!this.pending || this.pending.text !== text || this.pending.groupId !== state.currentId) {
       this.pending = { text, groupId: state.currentId, clientId: newClientId() };
     }
@@ -95,6 +169,7 @@ export class Composer {
       this.pending = null;
       if (this.input.value === text) this.input.value = '';
       this.autosize();
+      this.updateHelp();
       show(this.error, false);
     } catch (err) {
       this.error.textContent = err.message || 'Could not send.';
@@ -146,6 +221,7 @@ export class Composer {
     el.setRangeText(pad + text, start, end, 'end');
     el.focus();
     this.autosize();
+    this.updateHelp();
   }
 
   // ---- agent picker
@@ -167,8 +243,40 @@ export class Composer {
     }
     show(this.picker, true);
     this.pickerBtn.setAttribute('aria-expanded', 'true');
-    const first = this.picker.querySelector('button');
-    if (first) first.focus();
+    this.focusPick(0);
+  }
+
+  /** The picker's items; the focused one is the selection (Enter activates it, as any button). */
+  picks() {
+    return [...this.picker.querySelectorAll('button.pick')];
+  }
+
+  focusPick(index) {
+    const picks = this.picks();
+    if (picks.length === 0) return;
+    const i = ((index % picks.length) + picks.length) % picks.length;
+    picks.forEach((b, k) => b.classList.toggle('active', k === i));
+    picks[i].focus();
+  }
+
+  onPickerKey(ev) {
+    const picks = this.picks();
+    const at = picks.indexOf(document.activeElement);
+    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+      ev.preventDefault();
+      const step = ev.key === 'ArrowDown' ? 1 : -1;
+      this.focusPick(at < 0 ? (step > 0 ? 0 : -1) : at + step);
+    } else if (ev.key === 'Home' || ev.key === 'End') {
+      ev.preventDefault();
+      this.focusPick(ev.key === 'Home' ? 0 : picks.length - 1);
+    } else if (ev.key === 'Escape') {
+      ev.preventDefault();
+      this.closePicker();
+      this.input.focus();
+    } else if (ev.key === 'Tab') {
+      // Leaving the menu closes it, like a click elsewhere.
+      this.closePicker();
+    }
   }
 
   closePicker() {
@@ -243,6 +351,7 @@ export class Composer {
     this.input.setRangeText('@' + s.handle + ' ', tok.start, tok.end, 'end');
     this.closeAutocomplete();
     this.input.focus();
+    this.updateHelp();
   }
 
   closeAutocomplete() {

@@ -1,5 +1,7 @@
 // The message feed of the open group: entries deduplicated by id and kept in seq order,
-// streamed text while an agent writes, the typing line and the decision toggle.
+// streamed text while an agent writes, the typing line and the decision toggle. The passes of
+// one round fold into a single line that opens on click, so an unaddressed message adds one
+// quiet line instead of one per agent; failures and cap notices stay visible whatever the filter.
 import { $, avatar, clear, colorFor, formatCost, formatInt, formatMs, formatTime, h, renderText, show } from './dom.js';
 import { agentOf, handleColor } from './state.js';
 
@@ -23,6 +25,8 @@ export class Feed {
     this.streams = new Map();
     this.lastSeq = 0;
     this.oldestSeq = null;
+    /** roundId → the folded line holding that round's passes. */
+    this.rounds = new Map();
   }
 
   reset() {
@@ -33,6 +37,7 @@ export class Feed {
     this.streams.clear();
     this.lastSeq = 0;
     this.oldestSeq = null;
+    this.rounds.clear();
     this.renderTyping();
     this.updateEmpty();
   }
@@ -44,7 +49,8 @@ export class Feed {
     for (const e of entries) {
       if (!e || typeof e.id !== 'string' || this.entries.has(e.id)) continue;
       this.entries.set(e.id, e);
-      this.insert(this.renderEntry(e), e.seq);
+      if (foldable(e)) this.addToRound(e);
+      else this.insert(this.renderEntry(e), e.seq);
       this.lastSeq = Math.max(this.lastSeq, e.seq);
       this.oldestSeq = this.oldestSeq === null ? e.seq : Math.min(this.oldestSeq, e.seq);
       if (e.kind === 'agent' && e.agentId) this.endStreams(e.agentId);
@@ -70,6 +76,48 @@ export class Feed {
       else hi = mid;
     }
     this.list.insertBefore(el, lo < children.length ? children[lo] : null);
+  }
+
+  /**
+   * Put a pass into its round's folded line, creating the line at the first pass seen. Live
+   * passes arriving later and passes from an older page of history join the same line; the line
+   * sits at the seq of its earliest pass.
+   */
+  addToRound(e) {
+    let r = this.rounds.get(e.roundId);
+    if (!r) {
+      const summary = h('button', { type: 'button', className: 'round-summary', 'aria-expanded': 'false', title: 'Show who passed' });
+      const lines = h('ol', { className: 'round-lines', hidden: true });
+      summary.addEventListener('click', () => {
+        const open = lines.hidden;
+        lines.hidden = !open;
+        summary.setAttribute('aria-expanded', String(open));
+        el.classList.toggle('open', open);
+      });
+      const time = h('time', { className: 'time' });
+      const el = h('li', { className: 'msg decision decision-round', dataset: { seq: String(e.seq), roundId: e.roundId, decision: 'round' } },
+        h('div', { className: 'round-head' }, summary, time), lines);
+      r = { el, summary, lines, time, seq: e.seq };
+      this.rounds.set(e.roundId, r);
+      this.insert(el, e.seq);
+    } else if (e.seq < r.seq) {
+      r.el.remove();
+      r.seq = e.seq;
+      r.el.dataset.seq = String(e.seq);
+      this.insert(r.el, e.seq);
+    }
+    const line = this.renderEntry(e);
+    const after = [...r.lines.children].find((c) => Number(c.dataset.seq) > e.seq) || null;
+    r.lines.insertBefore(line, after);
+    const members = [...r.lines.children].map((c) => this.entries.get(c.dataset.entryId)).filter(Boolean);
+    const names = members.map((m) => {
+      const agent = m.decision.agentId ? agentOf(m.decision.agentId) : null;
+      return agent ? agent.name : visibleName(m.authorName);
+    });
+    r.summary.textContent = `${DECISION_ICONS.pass} ${names.join(', ')} passed`;
+    r.el.dataset.count = String(members.length);
+    const last = members.at(-1);
+    r.time.textContent = formatTime(last.ts);
   }
 
   renderEntry(e) {
@@ -224,6 +272,11 @@ export class Feed {
   updateEmpty() {
     show(this.emptyEl, this.entries.size === 0 && this.streams.size === 0);
   }
+}
+
+/** A pass that belongs to a round: these fold together. Other decisions stand alone. */
+function foldable(e) {
+  return e.kind === 'decision' && e.decision && e.decision.type === 'pass' && typeof e.roundId === 'string' && e.roundId !== '';
 }
 
 /** Streamed text as shown, or null when there is nothing to show yet. */

@@ -8,6 +8,8 @@ export const state = {
   aliases: {},
   builtinAliases: ['all', 'everyone'],
   scripted: false,
+  /** `limits.max_message_chars` from the server (its schema default until the page has asked). */
+  maxMessageChars: 8000,
   groups: new Map(),
   currentId: null,
   /** GroupDetail of the open group. */
@@ -23,6 +25,8 @@ export function setAgents(payload) {
   state.aliases = payload.aliases || {};
   state.builtinAliases = payload.builtinAliases || ['all', 'everyone'];
   state.scripted = Boolean(payload.scriptedProvider);
+  const max = payload.limits && payload.limits.max_message_chars;
+  if (Number.isSafeInteger(max) && max > 0) state.maxMessageChars = max;
   state.handleOwner = new Map();
   for (const a of state.agents) for (const handle of a.handles || [a.id]) state.handleOwner.set(handle.toLowerCase(), a.id);
   for (const name of Object.keys(state.aliases)) state.handleOwner.set(name.toLowerCase(), 'alias:' + name);
@@ -43,6 +47,15 @@ export function handleColor(handle, colorFor) {
 
 export function currentGroup() {
   return state.currentId ? state.groups.get(state.currentId) || null : null;
+}
+
+/** Handles that address someone in the open group: member handles, configured aliases, @all/@everyone. */
+export function knownHandles() {
+  const out = [];
+  for (const a of participants()) for (const handle of a.handles || [a.id]) out.push(handle.toLowerCase());
+  for (const name of Object.keys(state.aliases)) out.push(name.toLowerCase());
+  for (const name of state.builtinAliases) out.push(name.toLowerCase());
+  return [...new Set(out)];
 }
 
 /** Participants of the open group as agents (falls back to every agent). */
