@@ -8,7 +8,7 @@
  * - a token before any text is a pass where passing is offered (voluntary), and is stripped on an
  *   addressed turn;
  * - a token after the text is a pass when the text before it is short filler (under 120 real
- *   characters where passing is offered, under 16 on an addressed turn), otherwise it is stripped;
+ *   characters where passing is offered; never on an addressed turn), otherwise it is stripped;
  * - the stream holds back that much text, so nothing shown live is ever taken back.
  */
 import fc from 'fast-check';
@@ -147,13 +147,15 @@ describe('nothing streamed is turned into a pass', () => {
     }
   });
 
-  it('"Fine. [PASS]" is filler on an addressed turn too: nothing streamed, a pass', () => {
+  it('"Fine. [PASS]" on an addressed turn is an answer: the token is stripped, "Fine." kept, never streamed with the token', () => {
     for (const chunks of chunkings('Fine. [PASS]')) {
       const { shown, verdict } = stream(chunks, false);
-      expect(shown).toEqual([]);
-      expect(verdict.pass).toBe(true);
+      expect(shown.join('')).not.toMatch(/\[|PASS/i);
+      expect(verdict.pass).toBe(false);
+      expect(verdict.text).toBe('Fine.');
     }
   });
+
 
   it('a long reply that ends with the token is a reply; streaming starts once no token can make it a pass', () => {
     const body = 'The quarter closed with revenue up eight percent, margins steady and guidance raised for the second half of the year. Costs fell in every region except the north, where freight got dearer. ';

@@ -26,7 +26,10 @@ describe('pass detection (fail-closed)', () => {
     const h = await makeRouter({ llm: { replies: { analyst: 'Fine. [PASS]', writer: 'ok [PASS] ok', critic: 'Critic: [pass]' } } });
     await h.say('@all anything?');
     expect(h.channel.texts().join('\n')).not.toMatch(/\[\s*pass\s*\]/i);
-    expect(h.speakers()).toEqual(['writer']);
+    // Addressed (@all): a token next to real text is stripped and the text kept (issue 13);
+    // a reply that is only a label and the token is a pass.
+    expect(h.speakers().sort()).toEqual(['analyst', 'writer']);
+    expect(h.channel.texts()).toContain('Fine.');
   });
 });
 

@@ -9,11 +9,12 @@ import { scrubReply, type ScrubOptions, type ScrubVerdict, type Speaker } from '
 /**
  * How much real text (letters, digits, symbols; not decoration) may come before a trailing token
  * for the reply to still count as a pass. Where passing is offered, a sentence or two of filler
- * ("I agree with the analyst, nothing to add. [PASS]") is a pass. On an addressed turn only a
- * word or two ("Fine. [PASS]"): anything longer is an answer, and the token is stripped from it.
- * The stream holds back the same amount, so the turn is never shown and then passed.
+ * ("I agree with the analyst, nothing to add. [PASS]") is a pass. On an addressed turn none: a
+ * person asked, so any real text next to a token is the answer and the token is stripped (issue
+ * 13); only a reply with no text at all passes. The stream holds back the same amount, so a turn
+ * is never shown and then passed.
  */
-export const PASS_FILLER_MAX = { offered: 120, addressed: 16 } as const;
+export const PASS_FILLER_MAX = { offered: 120, addressed: 0 } as const;
 
 export interface JudgeOptions {
   /** The replying agent (its own name label is stripped). */
