@@ -121,7 +121,15 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     channels,
     scriptedReason: chosen.scriptedReason,
     reconfigure(next) {
-      router.reconfigure({ agents: agentsFromConfig(next), aliases: next.aliases, groupDefaults: next.group_defaults });
+      const nextAgents = agentsFromConfig(next);
+      // The default per-agent share depends on how many agents there are (llm.* itself needs a restart).
+      const d = defaultShares(config.llm.max_concurrency, nextAgents.length);
+      router.reconfigure({
+        agents: nextAgents,
+        aliases: next.aliases,
+        groupDefaults: next.group_defaults,
+        shares: { perGroup: config.llm.max_concurrency_per_group ?? d.perGroup, perAgent: config.llm.max_concurrency_per_agent ?? d.perAgent },
+      });
     },
     metrics,
     get webUrl() {

@@ -59,6 +59,18 @@ const turn = (group: string, agentId: string, extra: Partial<LlmRequest> = {}): 
 });
 
 describe('fair model-call slots', () => {
+  it('new shares (a reload added agents) apply at once: calls that now fit start, never above the total', async () => {
+    const slots = new FairSlots({ total: 4, perGroup: 4, perAgent: 1 });
+    const started: string[] = [];
+    for (const g of ['g1', 'g2', 'g3', 'g4', 'g5']) void slots.acquire({ group: g, agent: 'analyst' }).then(() => started.push(g));
+    await tick();
+    expect(started).toEqual(['g1']);
+    slots.setShares({ perGroup: 4, perAgent: 99 });
+    await tick();
+    expect(started).toEqual(['g1', 'g2', 'g3', 'g4']);
+    expect([slots.running, slots.queued, slots.limits.perAgent]).toEqual([4, 1, 4]);
+  });
+
   it('keeps the global, per-group and per-agent caps, and a blocked call never blocks the calls behind it', async () => {
     const slots = new FairSlots({ total: 4, perGroup: 2, perAgent: 2 });
     const held = new Map<string, () => void>();

@@ -55,6 +55,16 @@ export class FairSlots {
     }
   }
 
+  /** Change the shares (never above the total); waiting calls that now fit start at once. */
+  setShares(shares: { perGroup: number; perAgent: number }): void {
+    for (const [k, v] of Object.entries(shares)) {
+      if (!Number.isInteger(v) || v < 1) throw new RangeError(`FairSlots: ${k} must be a whole number ≥ 1 (got ${v})`);
+    }
+    this.limits.perGroup = Math.min(this.limits.total, shares.perGroup);
+    this.limits.perAgent = Math.min(this.limits.total, shares.perAgent);
+    this.dispatch();
+  }
+
   /** Calls holding a slot. */
   get running(): number {
     return this.busy;

@@ -153,15 +153,18 @@ export class GroupRouter implements ChannelHost {
    * commands, outbox and channels all hold these same objects; the next round sees the new ones.
    * The caller refuses a reload that removes an agent (groups may still hold it).
    */
-  reconfigure(next: { agents: AgentDef[]; aliases: Record<string, string[]>; groupDefaults: GroupConfig }): void {
+  reconfigure(next: { agents: AgentDef[]; aliases: Record<string, string[]>; groupDefaults: GroupConfig; shares?: { perGroup: number; perAgent: number } | undefined }): void {
     this.opts.agents.splice(0, this.opts.agents.length, ...next.agents);
     const map = this.agentMap as Map<string, AgentDef>;
     map.clear();
     for (const a of next.agents) map.set(a.id, a);
     for (const k of Object.keys(this.opts.aliases)) delete this.opts.aliases[k];
     Object.assign(this.opts.aliases, next.aliases);
+    // Replaced, not merged: a key the new file leaves out goes back to its default there.
+    for (const k of Object.keys(this.opts.groupDefaults)) delete (this.opts.groupDefaults as unknown as Record<string, unknown>)[k];
     Object.assign(this.opts.groupDefaults, next.groupDefaults);
     this.handles.reset(next.agents, next.aliases);
+    if (next.shares) this.gate.setShares(next.shares);
   }
 
   /**

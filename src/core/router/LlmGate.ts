@@ -67,6 +67,11 @@ export class LlmGate {
     }, { once: true });
   }
 
+  /** New per-group and per-agent shares (a reload changed the agents); kept within the total. */
+  setShares(shares: { perGroup: number; perAgent: number }): void {
+    this.slots.setShares(shares);
+  }
+
   /** Calls waiting for a slot plus calls in flight. */
   get depth(): number {
     return this.slots.queued + this.slots.running;
