@@ -133,7 +133,7 @@ suite('a quiet feed and help while typing, in Chromium', () => {
   });
 
   async function openPage(): Promise<{ page: Page; errors: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, timezoneId: 'UTC' }); // the History group's times are in UTC; separators use the browser's day
     contexts.push(context);
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);

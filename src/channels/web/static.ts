@@ -6,6 +6,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
@@ -38,6 +39,17 @@ export function findPublicDir(moduleUrl: string = import.meta.url): string | nul
   return null;
 }
 
+/**
+ * Browser builds of the page's libraries, served from node_modules under fixed names (never a
+ * path taken from the request). Resolved through Node's own resolution from this module, which
+ * finds the project's node_modules from `src/` and from `dist/` alike. dompurify's `require`
+ * entry is its CommonJS build; the ES build sits beside it.
+ */
+const VENDOR: Record<string, () => string> = {
+  '/vendor/marked.esm.js': () => createRequire(import.meta.url).resolve('marked'),
+  '/vendor/purify.es.mjs': () => join(dirname(createRequire(import.meta.url).resolve('dompurify')), 'purify.es.mjs'),
+};
+
 interface StaticFile {
   body: Buffer;
   type: string;
@@ -54,8 +66,17 @@ export class StaticFiles {
       const type = TYPES[extname(name).toLowerCase()];
       if (!type || !statSync(full).isFile()) continue;
       const body = readFileSync(full);
-      const etag = '"' + createHash('sha1').update(body).digest('base64url').slice(0, 20) + '"';
-      this.files.set('/' + name, { body, type, etag });
+      this.files.set('/' + name, { body, type, etag: etagOf(body) });
+    }
+    for (const [route, locate] of Object.entries(VENDOR)) {
+      // A broken install must not stop the daemon: the page then shows messages as plain text (markdown.js).
+      let body: Buffer;
+      try {
+        body = readFileSync(locate());
+      } catch {
+        continue;
+      }
+      this.files.set(route, { body, type: TYPES['.js']!, etag: etagOf(body) });
     }
   }
 
@@ -81,4 +102,8 @@ export class StaticFiles {
     res.end(file.body);
     return true;
   }
+}
+
+function etagOf(body: Buffer): string {
+  return '"' + createHash('sha1').update(body).digest('base64url').slice(0, 20) + '"';
 }

@@ -67,7 +67,8 @@ export function renderText(text, handleColor) {
   return frag;
 }
 
-function appendMentions(frag, text, handleColor) {
+/** Append `text` to `frag`, with @mentions of known handles highlighted. */
+export function appendMentions(frag, text, handleColor) {
   let last = 0;
   for (const m of text.matchAll(MENTION_RE)) {
     const at = m.index + m[1].length;

@@ -2,7 +2,11 @@
 // streamed text while an agent writes, the typing line and the decision toggle. The passes of
 // one round fold into a single line that opens on click, so an unaddressed message adds one
 // quiet line instead of one per agent; failures and cap notices stay visible whatever the filter.
-import { $, avatar, clear, colorFor, formatCost, formatInt, formatMs, formatTime, h, renderText, show } from './dom.js';
+// Message text is Markdown (markdown.js). The feed follows new entries while the reader is at the
+// bottom; a reader who scrolled up gets a "N new messages ↓" button instead of being pulled down.
+// Entries of different days are separated by a date line; every time shows the full date on hover.
+import { $, avatar, clear, colorFor, formatCost, formatInt, formatMs, formatTime, h, show } from './dom.js';
+import { markdownReady, renderMarkdown } from './markdown.js';
 import { agentOf, handleColor } from './state.js';
 
 const DECISION_ICONS = { pass: '·', cooldown: '⏳', cap: '⛔', error: '⚠', muted: '🔇', depth: '↳', batch: '≡', selector: '🎯' };
@@ -27,6 +31,27 @@ export class Feed {
     this.oldestSeq = null;
     /** roundId → the folded line holding that round's passes. */
     this.rounds = new Map();
+    /**
+     * Whether new entries scroll into view. Kept from the reader's own scrolling rather than
+     * measured when an entry arrives: by then the composer may have grown (a multi-line draft) or
+     * shrunk (just sent), and the geometry would no longer say where the reader was.
+     */
+    this.following = true;
+    /** Messages that arrived while the reader was scrolled up. */
+    this.unseen = 0;
+    this.newButton = h('button', { type: 'button', id: 'new-messages', className: 'new-messages', hidden: true, onclick: () => this.jumpToBottom() });
+    this.scroller.append(this.newButton);
+    this.scroller.addEventListener('scroll', () => {
+      this.following = this.nearBottom();
+      if (this.following) this.setUnseen(0);
+    }, { passive: true });
+    // The feed's box changes size when the composer grows or shrinks or the window is resized:
+    // a reader who was following stays at the bottom.
+    if (typeof ResizeObserver === 'function') {
+      new ResizeObserver(() => {
+        if (this.following) this.scrollToBottom();
+      }).observe(this.scroller);
+    }
   }
 
   reset() {
@@ -38,19 +63,29 @@ export class Feed {
     this.lastSeq = 0;
     this.oldestSeq = null;
     this.rounds.clear();
+    this.following = true;
+    this.setUnseen(0);
     this.renderTyping();
     this.updateEmpty();
   }
 
   /** Add entries (any order, duplicates ignored). Returns how many were new. */
   add(entries) {
-    const stick = this.nearBottom();
+    const follow = this.following;
+    const newestBefore = this.lastSeq;
     let added = 0;
+    let fresh = 0;
+    let newer = false;
     for (const e of entries) {
       if (!e || typeof e.id !== 'string' || this.entries.has(e.id)) continue;
       this.entries.set(e.id, e);
       if (foldable(e)) this.addToRound(e);
-      else this.insert(this.renderEntry(e), e.seq);
+      else this.place(this.renderEntry(e), e.seq);
+      // Only entries newer than what was shown count: an older page of history is not news.
+      if (e.seq > newestBefore) {
+        newer = true;
+        if (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system') fresh++;
+      }
       this.lastSeq = Math.max(this.lastSeq, e.seq);
       this.oldestSeq = this.oldestSeq === null ? e.seq : Math.min(this.oldestSeq, e.seq);
       if (e.kind === 'agent' && e.agentId) this.endStreams(e.agentId);
@@ -58,8 +93,45 @@ export class Feed {
       added++;
     }
     this.updateEmpty();
-    if (stick) this.scrollToBottom();
+    if (newer && follow) this.followToBottom();
+    else if (fresh > 0 && !follow) this.setUnseen(this.unseen + fresh);
     return added;
+  }
+
+  /** Insert `el` (moving it if it is already in the list) and fix the day lines around it. */
+  place(el, seq) {
+    const oldNext = el.isConnected ? this.detach(el) : null;
+    el.dataset.seq = String(seq);
+    this.insert(el, seq);
+    this.fixDay(el);
+    this.fixDay(nextEntry(el));
+    if (oldNext) this.fixDay(oldNext);
+  }
+
+  /** Take `el` and its day line out of the list; returns the entry that followed it. */
+  detach(el) {
+    const prev = el.previousElementSibling;
+    if (prev && prev.classList.contains('day-separator')) prev.remove();
+    const next = nextEntry(el);
+    el.remove();
+    return next;
+  }
+
+  /**
+   * A date line sits right before an entry whose day differs from the entry above it (none above
+   * the first entry shown). Day lines carry the seq of their entry, so the list stays sorted.
+   */
+  fixDay(el) {
+    if (!el || !el.dataset.day) return;
+    const before = el.previousElementSibling;
+    const sep = before && before.classList.contains('day-separator') ? before : null;
+    const prev = prevEntry(el);
+    if (prev && prev.dataset.day && prev.dataset.day !== el.dataset.day) {
+      const line = sep || h('li', { className: 'day-separator', role: 'separator' }, h('span'));
+      line.dataset.seq = el.dataset.seq;
+      line.firstChild.textContent = el.dataset.dayLabel || '';
+      if (!sep) this.list.insertBefore(line, el);
+    } else if (sep) sep.remove();
   }
 
   insert(el, seq) {
@@ -99,12 +171,12 @@ export class Feed {
         h('div', { className: 'round-head' }, summary, time), lines);
       r = { el, summary, lines, time, seq: e.seq };
       this.rounds.set(e.roundId, r);
-      this.insert(el, e.seq);
+      Object.assign(el.dataset, dayData(e.ts));
+      this.place(el, e.seq);
     } else if (e.seq < r.seq) {
-      r.el.remove();
       r.seq = e.seq;
-      r.el.dataset.seq = String(e.seq);
-      this.insert(r.el, e.seq);
+      Object.assign(r.el.dataset, dayData(e.ts));
+      this.place(r.el, e.seq);
     }
     const line = this.renderEntry(e);
     const after = [...r.lines.children].find((c) => Number(c.dataset.seq) > e.seq) || null;
@@ -117,16 +189,16 @@ export class Feed {
     r.summary.textContent = `${DECISION_ICONS.pass} ${names.join(', ')} passed`;
     r.el.dataset.count = String(members.length);
     const last = members.at(-1);
-    r.time.textContent = formatTime(last.ts);
+    setTime(r.time, last.ts);
   }
 
   renderEntry(e) {
-    const base = { dataset: { entryId: e.id, seq: String(e.seq), kind: e.kind } };
+    const base = { dataset: { entryId: e.id, seq: String(e.seq), kind: e.kind, ...dayData(e.ts) } };
     if (e.kind === 'decision' || e.decision) return this.renderDecision(e, base);
     if (e.kind === 'system') {
       return h('li', { className: 'msg system', ...base },
-        h('div', { className: 'system-body' }, h('span', { className: 'system-label', text: 'Chorus' }), h('div', { className: 'text' }, this.text(e.text))),
-        h('time', { className: 'time', datetime: new Date(e.ts).toISOString(), text: formatTime(e.ts) }));
+        h('div', { className: 'system-body' }, h('span', { className: 'system-label', text: 'Chorus' }), h('div', { className: textClass() }, this.text(e.text))),
+        timeEl(e.ts));
     }
     if (e.kind === 'human') {
       // People are marked as people: a right-hand bubble, no avatar or @handle, and a "person"
@@ -137,8 +209,8 @@ export class Feed {
           h('div', { className: 'meta' },
             h('bdi', { className: 'author', text: visibleName(e.authorName) }),
             h('span', { className: 'role-tag', title: 'a person, not an agent', text: 'person' }),
-            h('time', { className: 'time', text: formatTime(e.ts) })),
-          h('div', { className: 'text' }, this.text(e.text))));
+            timeEl(e.ts)),
+          h('div', { className: textClass() }, this.text(e.text))));
     }
     const agent = agentOf(e.agentId) || { id: e.agentId || e.authorId, name: e.authorName, avatar: null, color: null };
     const color = colorFor(agent);
@@ -157,9 +229,9 @@ export class Feed {
         h('div', { className: 'meta' },
           h('span', { className: 'author', text: e.authorName || agent.name }),
           h('span', { className: 'handle', text: '@' + agent.id }),
-          h('time', { className: 'time', text: formatTime(e.ts) }),
+          timeEl(e.ts),
           detailsBtn),
-        h('div', { className: 'text' }, this.text(e.text)),
+        h('div', { className: textClass() }, this.text(e.text)),
         details));
   }
 
@@ -176,7 +248,7 @@ export class Feed {
     const label = text.startsWith(icon) ? text : `${icon} ${text}`;
     return h('li', { className: `msg decision decision-${d.type}`, ...base, dataset: { ...base.dataset, decision: d.type } },
       h('span', { className: 'text', text: label }),
-      h('time', { className: 'time', text: formatTime(e.ts) }));
+      timeEl(e.ts));
   }
 
   renderDetails(meta) {
@@ -195,7 +267,7 @@ export class Feed {
   }
 
   text(value) {
-    return renderText(String(value ?? ''), (handle) => handleColor(handle, colorFor));
+    return renderMarkdown(String(value ?? ''), (handle) => handleColor(handle, colorFor));
   }
 
   setTyping(agentId, active) {
@@ -223,7 +295,6 @@ export class Feed {
 
   /** A chunk of streamed text of one turn. */
   delta(ev) {
-    const stick = this.nearBottom();
     let s = this.streams.get(ev.turnId);
     if (!s) {
       s = { agentId: ev.agentId, text: '', el: null, timer: null };
@@ -238,13 +309,13 @@ export class Feed {
         avatar(agent),
         h('div', { className: 'bubble' },
           h('div', { className: 'meta' }, h('span', { className: 'author', text: agent.name }), h('span', { className: 'handle', text: 'writing…' })),
-          h('div', { className: 'text' })));
+          h('div', { className: textClass() })));
       this.list.append(s.el);
     }
     const textEl = s.el.querySelector('.text');
     clear(textEl);
     textEl.append(this.text(shown));
-    if (stick) this.scrollToBottom();
+    if (this.following) this.followToBottom();
   }
 
   endStreams(agentId) {
@@ -269,6 +340,27 @@ export class Feed {
     this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 
+  /** Scroll down now, and once more after the next layout (late size changes: fonts, composer). */
+  followToBottom() {
+    this.scrollToBottom();
+    requestAnimationFrame(() => {
+      if (this.following) this.scrollToBottom();
+    });
+  }
+
+  jumpToBottom() {
+    this.following = true;
+    this.setUnseen(0);
+    this.followToBottom();
+  }
+
+  setUnseen(n) {
+    this.unseen = n;
+    this.newButton.textContent = `${n} new message${n === 1 ? '' : 's'} ↓`;
+    this.newButton.dataset.count = String(n);
+    this.newButton.hidden = n === 0;
+  }
+
   updateEmpty() {
     show(this.emptyEl, this.entries.size === 0 && this.streams.size === 0);
   }
@@ -285,4 +377,44 @@ export function visibleStreamText(text) {
   // out to be a pass); this only guards against a stray token, with scans that stay linear.
   const cleaned = text.replace(/\[PASS\]/gi, '').trim();
   return cleaned === '' ? null : cleaned;
+}
+
+function textClass() {
+  // Markdown output is made of blocks (paragraphs, lists); the plain-text fallback keeps newlines.
+  return markdownReady() ? 'text md' : 'text';
+}
+
+/** The entry after / before `el` in the list, skipping day lines; null at either end or at a stream. */
+function nextEntry(el) {
+  let n = el.nextElementSibling;
+  while (n && n.classList.contains('day-separator')) n = n.nextElementSibling;
+  return n && n.dataset.seq !== undefined ? n : null;
+}
+
+function prevEntry(el) {
+  let n = el.previousElementSibling;
+  while (n && n.classList.contains('day-separator')) n = n.previousElementSibling;
+  return n || null;
+}
+
+/** The local day of `ts`: a key to compare and the words a date line shows. */
+function dayData(ts) {
+  const d = new Date(ts);
+  if (!Number.isFinite(d.getTime())) return {};
+  return { day: d.toDateString(), dayLabel: d.toLocaleDateString([], { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric' }) };
+}
+
+/** A time: short on the line, the full date and time on hover. */
+function timeEl(ts) {
+  const el = h('time', { className: 'time' });
+  setTime(el, ts);
+  return el;
+}
+
+function setTime(el, ts) {
+  const d = new Date(ts);
+  el.textContent = formatTime(ts);
+  if (!Number.isFinite(d.getTime())) return;
+  el.setAttribute('datetime', d.toISOString());
+  el.title = d.toLocaleString([], { dateStyle: 'full', timeStyle: 'medium' });
 }
