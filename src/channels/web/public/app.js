@@ -5,9 +5,10 @@ import { Composer } from './composer.js';
 import { Feed } from './feed.js';
 import { Panel } from './panel.js';
 import { Sidebar } from './sidebar.js';
-import { agentOf, setAgents, state } from './state.js';
+import { agentOf, lastSeenSeq, loadUnread, markSeen, saveUnread, setAgents, state } from './state.js';
 
 const DECISIONS_KEY = 'chorus.showDecisions';
+const BANNER_KEY = 'chorus.bannerDismissed';
 
 const feed = new Feed();
 const composer = new Composer();
@@ -22,9 +23,11 @@ function setConn(which, s) {
   streamStates[which] = s;
   const states = Object.values(streamStates).filter((x) => x !== 'idle');
   const overall = states.includes('reconnecting') ? 'reconnecting' : states.every((x) => x === 'live') ? 'live' : 'connecting';
-  const conn = $('#conn');
-  conn.dataset.state = overall;
-  conn.textContent = overall === 'live' ? 'live' : overall === 'reconnecting' ? 'reconnecting…' : 'connecting…';
+  // The sidebar is off screen on a phone, so the chat header carries a copy of the status.
+  for (const conn of [$('#conn'), $('#conn-phone')]) {
+    conn.dataset.state = overall;
+    conn.textContent = overall === 'live' ? 'live' : overall === 'reconnecting' ? 'reconnecting…' : 'connecting…';
+  }
 }
 
 function renderHeader() {
@@ -44,6 +47,9 @@ function renderHeader() {
 async function loadGroups() {
   const { groups } = await api('GET', '/api/groups');
   state.groups = new Map(groups.map((g) => [g.id, g]));
+  // Counts kept for groups that no longer exist would only inflate the title.
+  for (const id of [...state.unread.keys()]) if (!state.groups.has(id)) state.unread.delete(id);
+  saveUnread();
   sidebar.render();
 }
 
@@ -93,6 +99,7 @@ async function loadMessages(id) {
   feed.add(page.messages);
   show($('#load-older'), page.hasMore);
   feed.scrollToBottom();
+  markSeen(id, feed.lastSeq);
   return true;
 }
 
@@ -103,6 +110,9 @@ async function selectGroup(id) {
   state.currentId = id;
   state.detail = null;
   state.unread.delete(id);
+  saveUnread();
+  // Read before the messages load: loading them moves the mark to the newest one.
+  const since = lastSeenSeq(id);
   if (groupStream) groupStream.close();
   groupStream = null;
   setConn('group', 'connecting');
@@ -112,6 +122,7 @@ async function selectGroup(id) {
   sidebar.render();
   await refreshDetail();
   if (!(await loadMessages(id))) return;
+  if (since !== null) feed.markNewSince(since);
   openGroupStream(id);
   if (!composer.input.disabled && !matchMedia('(max-width: 720px)').matches) composer.input.focus();
 }
@@ -119,6 +130,7 @@ async function selectGroup(id) {
 function onEntry(ev) {
   if (ev.groupId !== state.currentId) return;
   feed.add([ev.entry]);
+  markSeen(ev.groupId, feed.lastSeq);
   if (ev.entry.kind === 'agent' || ev.entry.kind === 'human') scheduleDetailRefresh();
 }
 
@@ -159,7 +171,10 @@ function openGlobalStream() {
     }
     const e = ev.entry;
     g.lastMessage = { authorName: e.authorName, text: e.text, ts: e.ts };
-    if (ev.groupId !== state.currentId) state.unread.set(ev.groupId, (state.unread.get(ev.groupId) || 0) + 1);
+    if (ev.groupId !== state.currentId) {
+      state.unread.set(ev.groupId, (state.unread.get(ev.groupId) || 0) + 1);
+      saveUnread();
+    }
     sidebar.render();
   };
   globalStream = new LiveStream(
@@ -250,8 +265,14 @@ async function boot() {
     if (id && id !== state.currentId) selectGroup(id);
   });
 
+  loadUnread();
   setAgents(await api('GET', '/api/agents'));
-  show($('#banner'), state.scripted);
+  // The scripted-provider notice can be dismissed; it stays away in this browser once it is.
+  show($('#banner'), state.scripted && localStorage.getItem(BANNER_KEY) !== '1');
+  $('#banner-close').addEventListener('click', () => {
+    localStorage.setItem(BANNER_KEY, '1');
+    show($('#banner'), false);
+  });
   await loadGroups();
   openGlobalStream();
   const wanted = groupFromHash();
@@ -263,8 +284,9 @@ async function boot() {
 }
 
 boot().catch((err) => {
-  const conn = $('#conn');
-  conn.dataset.state = 'reconnecting';
-  conn.textContent = err.message || 'Could not load Chorus';
+  for (const conn of [$('#conn'), $('#conn-phone')]) {
+    conn.dataset.state = 'reconnecting';
+    conn.textContent = err.message || 'Could not load Chorus';
+  }
   setTimeout(() => location.reload(), 5000);
 });

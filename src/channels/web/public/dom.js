@@ -75,7 +75,7 @@ export function appendMentions(frag, text, handleColor) {
     const color = handleColor(m[2].toLowerCase());
     if (color === null) continue;
     frag.append(document.createTextNode(text.slice(last, at)));
-    frag.append(h('span', { className: 'mention', vars: color ? { '--mention': color } : {}, text: '@' + m[2] }));
+    frag.append(h('span', { className: 'mention', vars: color ? mentionVars(color) : {}, text: '@' + m[2] }));
     last = at + 1 + m[2].length;
   }
   frag.append(document.createTextNode(text.slice(last)));
@@ -92,16 +92,83 @@ export function colorFor(agent) {
   return PALETTE[n % PALETTE.length];
 }
 
+/**
+ * Backgrounds that agent-coloured text sits on, per theme (app.css: --surface, --surface-2, --bg).
+ * A colour is only used for text once it reads at 4.5:1 (WCAG AA) on every one of them.
+ */
+const THEME_BACKGROUNDS = {
+  light: ['#ffffff', '#f0f2f5', '#f6f7f9'],
+  dark: ['#171b23', '#1f2430', '#0f1218'],
+};
+export const MIN_TEXT_CONTRAST = 4.5;
+
+function rgbOf(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+}
+
+/** WCAG 2 relative luminance of an sRGB colour given as [r, g, b] in 0-255. */
+export function luminance([r, g, b]) {
+  const lin = (c) => {
+    const v = c / 255;
+    return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+
+export function contrastRatio(a, b) {
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+const textColorCache = new Map();
+
+/**
+ * `hex` moved towards black (light theme) or white (dark theme) in small steps until it reaches
+ * 4.5:1 on every background of that theme; colours that already do are returned unchanged, so an
+ * agent keeps its own hue wherever it is readable.
+ */
+export function readableOn(hex, theme) {
+  const key = hex + theme;
+  if (textColorCache.has(key)) return textColorCache.get(key);
+  const bgs = THEME_BACKGROUNDS[theme].map(rgbOf);
+  const base = rgbOf(hex);
+  const target = theme === 'light' ? 0 : 255;
+  let out = hex;
+  for (let step = 0; step <= 20; step++) {
+    const t = step / 20;
+    const rgb = base.map((c) => Math.round(c + (target - c) * t));
+    if (bgs.every((bg) => contrastRatio(rgb, bg) >= MIN_TEXT_CONTRAST + 0.05)) {
+      out = '#' + rgb.map((c) => c.toString(16).padStart(2, '0')).join('');
+      break;
+    }
+  }
+  textColorCache.set(key, out);
+  return out;
+}
+
+/**
+ * Style variables for an agent's colour: --accent (borders, rings: decoration) and the text
+ * colours for each theme, which app.css picks with prefers-color-scheme.
+ */
+export function accentVars(color) {
+  return { '--accent': color, '--accent-text-light': readableOn(color, 'light'), '--accent-text-dark': readableOn(color, 'dark') };
+}
+
+export function mentionVars(color) {
+  return { '--mention': color, '--mention-text-light': readableOn(color, 'light'), '--mention-text-dark': readableOn(color, 'dark') };
+}
+
 /** Avatar: an image for http(s) URLs, the emoji otherwise, initials as a fallback. */
 export function avatar(agent, size = '') {
   const cls = 'avatar' + (size ? ' avatar-' + size : '');
   const color = colorFor(agent);
   const src = agent && agent.avatar ? agent.avatar.trim() : '';
   if (/^https?:\/\//i.test(src) && safeHref(src)) {
-    return h('span', { className: cls, vars: { '--accent': color }, 'aria-hidden': 'true' }, h('img', { src, alt: '', loading: 'lazy', referrerpolicy: 'no-referrer' }));
+    return h('span', { className: cls, vars: accentVars(color), 'aria-hidden': 'true' }, h('img', { src, alt: '', loading: 'lazy', referrerpolicy: 'no-referrer' }));
   }
   const label = src || initials(agent ? agent.name : '?');
-  return h('span', { className: cls + (src ? ' avatar-emoji' : ' avatar-initials'), vars: { '--accent': color }, 'aria-hidden': 'true', text: label });
+  return h('span', { className: cls + (src ? ' avatar-emoji' : ' avatar-initials'), vars: accentVars(color), 'aria-hidden': 'true', text: label });
 }
 
 export function initials(name) {

@@ -5,7 +5,7 @@
 // Message text is Markdown (markdown.js). The feed follows new entries while the reader is at the
 // bottom; a reader who scrolled up gets a "N new messages ↓" button instead of being pulled down.
 // Entries of different days are separated by a date line; every time shows the full date on hover.
-import { $, avatar, clear, colorFor, formatCost, formatInt, formatMs, formatTime, h, show } from './dom.js';
+import { $, accentVars, avatar, clear, colorFor, formatCost, formatInt, formatMs, formatTime, h, show } from './dom.js';
 import { markdownReady, renderMarkdown } from './markdown.js';
 import { agentOf, handleColor } from './state.js';
 
@@ -223,7 +223,7 @@ export class Feed {
             ev.currentTarget.setAttribute('aria-expanded', String(open));
           } })
       : null;
-    return h('li', { className: 'msg agent', vars: { '--accent': color }, ...base, dataset: { ...base.dataset, agentId: agent.id } },
+    return h('li', { className: 'msg agent', vars: accentVars(color), ...base, dataset: { ...base.dataset, agentId: agent.id } },
       avatar(agent),
       h('div', { className: 'bubble' },
         h('div', { className: 'meta' },
@@ -305,7 +305,7 @@ export class Feed {
     if (shown === null) return;
     if (!s.el) {
       const agent = agentOf(ev.agentId) || { id: ev.agentId, name: ev.agentId };
-      s.el = h('li', { className: 'msg agent streaming', vars: { '--accent': colorFor(agent) }, dataset: { turnId: ev.turnId, agentId: ev.agentId } },
+      s.el = h('li', { className: 'msg agent streaming', vars: accentVars(colorFor(agent)), dataset: { turnId: ev.turnId, agentId: ev.agentId } },
         avatar(agent),
         h('div', { className: 'bubble' },
           h('div', { className: 'meta' }, h('span', { className: 'author', text: agent.name }), h('span', { className: 'handle', text: 'writing…' })),
@@ -338,6 +338,25 @@ export class Feed {
 
   scrollToBottom() {
     this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  /**
+   * A "New since you left" line before the first entry newer than `seq` (what the reader had seen
+   * when they last had this group open), brought into view when the news is taller than the feed.
+   * Its seq sits half-way below that entry's, so later inserts keep the list sorted around it.
+   */
+  markNewSince(seq) {
+    let first = null;
+    for (const e of this.entries.values()) if (e.seq > seq && (first === null || e.seq < first)) first = e.seq;
+    if (first === null) return;
+    const line = h('li', { className: 'new-since', role: 'separator', 'aria-label': 'New since you left' }, h('span', { text: 'New since you left' }));
+    this.insert(line, first - 0.5);
+    line.dataset.seq = String(first - 0.5);
+    const above = line.getBoundingClientRect().top - this.scroller.getBoundingClientRect().top;
+    if (above < 0) {
+      this.following = false;
+      this.scroller.scrollTop = Math.max(0, this.scroller.scrollTop + above - 8);
+    }
   }
 
   /** Scroll down now, and once more after the next layout (late size changes: fonts, composer). */
@@ -387,14 +406,19 @@ function textClass() {
 /** The entry after / before `el` in the list, skipping day lines; null at either end or at a stream. */
 function nextEntry(el) {
   let n = el.nextElementSibling;
-  while (n && n.classList.contains('day-separator')) n = n.nextElementSibling;
+  while (n && isMarker(n)) n = n.nextElementSibling;
   return n && n.dataset.seq !== undefined ? n : null;
 }
 
 function prevEntry(el) {
   let n = el.previousElementSibling;
-  while (n && n.classList.contains('day-separator')) n = n.previousElementSibling;
+  while (n && isMarker(n)) n = n.previousElementSibling;
   return n || null;
+}
+
+/** Lines that are not entries: date lines and the "new since you left" line. */
+function isMarker(n) {
+  return n.classList.contains('day-separator') || n.classList.contains('new-since');
 }
 
 /** The local day of `ts`: a key to compare and the words a date line shows. */

@@ -20,6 +20,8 @@ export class Panel {
     this.saved = $('#config-saved');
     this.dissolveBtn = $('#dissolve');
     this.armed = false;
+    /** The member whose removal waits for a confirm, or null. */
+    this.confirming = null;
 
     this.toggleBtn.addEventListener('click', () => this.setOpen(this.el.hidden));
     $('#panel-close').addEventListener('click', () => this.setOpen(false));
@@ -41,6 +43,7 @@ export class Panel {
 
   setOpen(open) {
     this.el.hidden = !open;
+    this.confirming = null;
     this.toggleBtn.setAttribute('aria-expanded', String(open));
     document.body.classList.toggle('panel-open', open);
     if (open) this.render();
@@ -50,6 +53,7 @@ export class Panel {
   render(force = false) {
     const g = state.detail;
     if (!g) return;
+    if (this.confirmingGroup !== g.id) this.confirming = null;
     this.renderMembers(g);
     if (force || !this.configForm.dataset.dirty) this.fillConfig(g.config, g.participants);
     this.renderUsage(g);
@@ -73,13 +77,49 @@ export class Panel {
         h('span', { className: 'member-name', text: a.name }),
         h('span', { className: 'member-handle', text: '@' + id }),
         notes.length ? h('span', { className: 'member-note', text: notes.join(' · ') }) : null,
-        h('button', { type: 'button', className: 'icon-btn remove', 'aria-label': `Remove ${a.name}`, title: `Remove ${a.name}`, text: '✕',
-          onclick: () => this.removeMember(id) })));
+        this.confirming === id ? this.renderConfirm(a) : h('button', { type: 'button', className: 'btn btn-small remove', 'aria-label': `Remove ${a.name}`, text: 'Remove',
+          onclick: () => this.askRemove(id) })));
     }
     clear(this.addSelect);
     const others = state.agents.filter((a) => !g.participants.includes(a.id));
     for (const a of others) this.addSelect.append(h('option', { value: a.id, text: `${a.name} (@${a.id})` }));
     this.addForm.hidden = others.length === 0;
+  }
+
+  /**
+   * Removing a member is a two-step action inside the panel: "Remove" turns the row into a
+   * question with its own confirm and cancel buttons (no window.confirm, which blocks the page and
+   * its live streams). Escape or Cancel leaves the member in place.
+   */
+  renderConfirm(a) {
+    const cancel = () => {
+      this.confirming = null;
+      this.render();
+      const again = this.members.querySelector(`.member[data-agent-id="${CSS.escape(a.id)}"] .remove`);
+      if (again) again.focus();
+    };
+    const box = h('div', { className: 'confirm-remove-box', role: 'group', 'aria-label': `Confirm removing ${a.name}`,
+      onkeydown: (ev) => {
+        if (ev.key === 'Escape') {
+          ev.stopPropagation();
+          cancel();
+        }
+      } },
+    h('span', { className: 'confirm-question', text: `Remove ${a.name} from this group?` }),
+    h('button', { type: 'button', className: 'btn btn-danger btn-small confirm-remove', text: 'Remove', onclick: () => {
+      this.confirming = null;
+      this.removeMember(a.id);
+    } }),
+    h('button', { type: 'button', className: 'btn btn-small cancel-remove', text: 'Cancel', onclick: cancel }));
+    return box;
+  }
+
+  askRemove(id) {
+    this.confirming = id;
+    this.confirmingGroup = state.detail ? state.detail.id : null;
+    this.render();
+    const btn = this.members.querySelector(`.member[data-agent-id="${CSS.escape(id)}"] .cancel-remove`);
+    if (btn) btn.focus();
   }
 
   fillConfig(cfg, participantIds) {

@@ -94,6 +94,8 @@ export class Sidebar {
       const res = await api('POST', '/api/groups', { title, participants });
       state.groups.set(res.group.id, res.group);
       $('#create-dialog').close();
+      // On a phone the new group should be in view, not behind the sidebar it was created from.
+      this.setOpen(false);
       this.render();
       this.onSelect(res.group.id);
     } catch (err) {

@@ -64,3 +64,49 @@ export function participants() {
   const ids = g ? g.participants : state.agents.map((a) => a.id);
   return ids.map((id) => agentOf(id)).filter(Boolean);
 }
+
+// What the reader has caught up on is kept in this browser, so a reload keeps the unread badges
+// and can mark where the news starts. Storage can be unavailable (private modes, quota): the page
+// then works as before, only without the memory.
+const UNREAD_KEY = 'chorus.unread';
+const SEEN_KEY = 'chorus.lastSeen';
+
+function readJson(key) {
+  try {
+    const value = JSON.parse(localStorage.getItem(key) || '{}');
+    return value && typeof value === 'object' && !Array.isArray(value) ? value : {};
+  } catch {
+    return {};
+  }
+}
+
+function writeJson(key, value) {
+  try {
+    localStorage.setItem(key, JSON.stringify(value));
+  } catch {
+    // Not remembered; nothing else depends on it.
+  }
+}
+
+/** Unread counts as they were when the page was last open. */
+export function loadUnread() {
+  state.unread = new Map(Object.entries(readJson(UNREAD_KEY)).filter(([, n]) => Number.isSafeInteger(n) && n > 0));
+}
+
+export function saveUnread() {
+  writeJson(UNREAD_KEY, Object.fromEntries(state.unread));
+}
+
+/** The newest seq the reader had on screen in `groupId`, or null if never opened here. */
+export function lastSeenSeq(groupId) {
+  const seq = readJson(SEEN_KEY)[groupId];
+  return Number.isSafeInteger(seq) && seq >= 0 ? seq : null;
+}
+
+export function markSeen(groupId, seq) {
+  if (!Number.isSafeInteger(seq) || seq <= 0) return;
+  const seen = readJson(SEEN_KEY);
+  if ((seen[groupId] || 0) >= seq) return;
+  seen[groupId] = seq;
+  writeJson(SEEN_KEY, seen);
+}
