@@ -230,6 +230,9 @@ describe('SSE heartbeats', () => {
 
   it('close a stream whose client stopped reading, and keep the one that reads', async () => {
     // The size cut is raised out of the way so that the heartbeat alone must find the stalled peer.
+    // A longer interval here: the reading client lives in this same busy process and must get
+    // each 64 KiB piece through within two intervals even on a loaded CI machine.
+    const HEARTBEAT_MS = 500;
     const { web, gw, port } = await start({}, { heartbeatMs: HEARTBEAT_MS, sseMaxBufferedBytes: 1 << 30 });
     const open = async (): Promise<Hostile> => {
       const c = await hostile(port);
