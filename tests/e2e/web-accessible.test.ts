@@ -12,26 +12,18 @@
  * Without a Chromium binary the tests are skipped with the reason printed, unless
  * CHORUS_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { silentLogger } from '../helpers/logger.js';
+import { browserSuite, CHROMIUM, HAVE_BROWSER, SHOTS, LAUNCH_ARGS, POLL } from './browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAVE_BROWSER = existsSync(CHROMIUM);
-const REQUIRE_BROWSER = process.env.CHORUS_REQUIRE_BROWSER === '1';
-const SHOTS = join(process.cwd(), 'test-output', 'screenshots');
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const suite = browserSuite('web-accessible');
 
-if (!HAVE_BROWSER && !REQUIRE_BROWSER) {
-  console.warn(`[web-accessible e2e] skipped: no Chromium at ${CHROMIUM} (install the "chromium" package or set CHROMIUM_PATH; CI sets CHORUS_REQUIRE_BROWSER=1)`);
-}
-const suite = HAVE_BROWSER || REQUIRE_BROWSER ? describe : describe.skip;
-const POLL = { timeout: 15_000, interval: 50 };
 const PHONE = { width: 390, height: 844 };
 
 /** Configured colours, some of which are unreadable as text on one theme or the other. */

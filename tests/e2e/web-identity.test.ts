@@ -6,19 +6,14 @@
  *
  * Skipped without Chromium unless CHORUS_REQUIRE_BROWSER=1 (see web-page.test.ts).
  */
-import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WebChannel } from '../../src/channels/web/WebChannel.js';
 import { silentLogger } from '../helpers/logger.js';
 import { FakeGateway, TEST_AGENTS } from '../channels/web/fake-gateway.js';
+import { browserSuite, CHROMIUM, HAVE_BROWSER, LAUNCH_ARGS, POLL } from './browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAVE_BROWSER = existsSync(CHROMIUM);
-const REQUIRE_BROWSER = process.env.CHORUS_REQUIRE_BROWSER === '1';
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const suite = HAVE_BROWSER || REQUIRE_BROWSER ? describe : describe.skip;
-const POLL = { timeout: 15_000, interval: 50 };
+const suite = browserSuite('web-identity');
 
 suite('web page: people and agents', () => {
   let browser: Browser;

@@ -5,11 +5,11 @@
  * Without a Chromium binary the tests are skipped with the reason printed, unless
  * CHORUS_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { WebChannel } from '../../src/channels/web/WebChannel.js';
 import { parseConfigText } from '../../src/config/load.js';
@@ -17,20 +17,10 @@ import type { LlmRequest } from '../../src/core/ports.js';
 import { FakeLlm } from '../helpers/fake-llm.js';
 import { silentLogger } from '../helpers/logger.js';
 import { FakeGateway, TEST_AGENTS } from '../channels/web/fake-gateway.js';
+import { browserSuite, CHROMIUM, HAVE_BROWSER, SHOTS, LAUNCH_ARGS, POLL } from './browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAVE_BROWSER = existsSync(CHROMIUM);
-const REQUIRE_BROWSER = process.env.CHORUS_REQUIRE_BROWSER === '1';
-const SHOTS = join(process.cwd(), 'test-output', 'screenshots');
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-if (!HAVE_BROWSER && !REQUIRE_BROWSER) {
-  console.warn(`[web-page e2e] skipped: no Chromium at ${CHROMIUM} (install the "chromium" package or set CHROMIUM_PATH; CI sets CHORUS_REQUIRE_BROWSER=1)`);
-}
-const suite = HAVE_BROWSER || REQUIRE_BROWSER ? describe : describe.skip;
-
+const suite = browserSuite('web-page');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const POLL = { timeout: 15_000, interval: 50 };
 
 function configYaml(dataDir: string, extra = ''): string {
   return `
