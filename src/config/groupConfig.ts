@@ -1,5 +1,5 @@
 /** Validation of `/group config` and `PATCH /api/groups/:id/config` against the file's schema. */
-import type { ConfigValidator } from '../core/router/GroupRouter.js';
+import type { ConfigValidator } from '../core/types.js';
 import { formatIssues } from './load.js';
 import { groupConfigSchema } from './schema.js';
 

@@ -53,6 +53,9 @@ export interface GroupConfig {
   budget: GroupBudget;
 }
 
+/** Validates a partial group config; returns readable problems (one per key) or the clean patch. */
+export type ConfigValidator = (patch: Record<string, unknown>) => { ok: true; value: Partial<GroupConfig> } | { ok: false; problems: string[] };
+
 /** Where a channel should post: one chat of one platform, optionally a forum topic. */
 export interface ChatRef {
   channel: ChannelKind;

@@ -2,30 +2,14 @@
  * `/group …`, `/ask …` and `/help` (SPEC §3). Commands behave the same on every channel; replies
  * come from the system voice and neither the command nor its reply is shown to agents.
  */
-import type { Channel, GroupDoc, Logger } from '../ports.js';
-import type { AgentDef, ChannelKind, InboundMessage } from '../types.js';
+import type { GroupDoc } from '../ports.js';
+import type { InboundMessage } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
-import type { GroupAdmin } from '../groups/GroupAdmin.js';
+import type { CommandContext } from './CommandContext.js';
 import type { HandleIndex } from '../router/mentions.js';
 import { formatGroupList, formatUsage } from './format.js';
 
-/** What commands may use: group management, handles, and a way to answer. Nothing else. */
-export interface CommandContext {
-  agents: readonly AgentDef[];
-  agentMap: ReadonlyMap<string, AgentDef>;
-  handles: HandleIndex;
-  admin: GroupAdmin;
-  logger: Logger;
-  now(): number;
-  channel(kind: ChannelKind): Channel | undefined;
-  /** Record `/ask`'s text (if any) and force these agents to answer. */
-  ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string | null): Promise<unknown>;
-  /** `/stop`: end the group's running and waiting rounds and cancel its model calls (records a notice). */
-  /** `seen`: the command's platform message id, remembered with the stop so a redelivery is not a second stop. */
-  stop(g: GroupDoc, by: string, seen?: string): Promise<unknown>;
-  /** Answer in the chat through the system voice (recorded when the chat has a group). */
-  reply(msg: InboundMessage, g: GroupDoc | undefined, text: string): Promise<void>;
-}
+export type { CommandContext } from './CommandContext.js';
 
 export interface ParsedCommand {
   name: 'group' | 'ask' | 'help' | 'stop';

@@ -1,6 +1,6 @@
 /** Text of `/group list` and `/group usage`: short, readable in any chat client. */
 import type { GroupDoc } from '../ports.js';
-import type { CommandContext } from './commands.js';
+import type { CommandContext } from './CommandContext.js';
 import { budgetLevel, compact, today } from '../router/budget.js';
 
 export function formatGroupList(r: CommandContext, g: GroupDoc): string {

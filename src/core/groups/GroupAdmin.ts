@@ -4,12 +4,11 @@
  * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
 import type { Channel, ChannelStatus, Clock, GatewayApi, Ownership, Store, GatewayEvent, GroupDetail, GroupDoc, GroupSummary, GroupView, Logger, Readiness } from '../ports.js';
-import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
+import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { Outbox } from '../router/Outbox.js';
 import type { Recorder } from '../router/Recorder.js';
-import type { ConfigValidator } from '../router/GroupRouter.js';
 import type { GroupManager } from './GroupManager.js';
 
 export interface GroupAdminDeps {

@@ -8,7 +8,7 @@ import PQueue from 'p-queue';
 import type { Channel, ChannelHost, Clock, ForwardedChange, GatewayApi, GroupDoc, GroupView, LlmProvider, Logger, Ownership, RegenerateResult, RoundRecord, StopResult, Store } from '../ports.js';
 import { cleanDisplayName } from '../text/displayName.js';
 import { singleOwner } from '../ownership.js';
-import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
+import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
@@ -21,9 +21,6 @@ import { RateLimiter } from './RateLimiter.js';
 import { Outbox } from './Outbox.js';
 import { Recorder, type NewEntry } from './Recorder.js';
 import { GroupAdmin } from '../groups/GroupAdmin.js';
-
-/** Validates a partial group config; returns readable problems (one per key) or the clean patch. */
-export type ConfigValidator = (patch: Record<string, unknown>) => { ok: true; value: Partial<GroupConfig> } | { ok: false; problems: string[] };
 
 /** Everything the router needs; built by the composition root (src/app.ts). */
 export interface RouterOptions {
