@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { parseEnv } from 'node:util';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
+import { unknownKeyMessage } from './keyHints.js';
 import { configSchema, refineConfig, type ChorusConfig, type ConfigProblem } from './schema.js';
 import { DEFAULT_CONFIG_YAML } from './defaults.js';
 
@@ -233,7 +234,7 @@ export function parseConfigText(
   const overrides = applyOverrides(filled, env);
   const parsed = configSchema.safeParse(normalizeEmpty(filled), { reportInput: true });
   if (!parsed.success) {
-    throw new ConfigError(source, withOverrideHint(withEnvHint(formatIssues(parsed.error.issues), missing), overrides));
+    throw new ConfigError(source, withOverrideHint(withEnvHint(formatIssues(parsed.error.issues, [], configSchema), missing), overrides));
   }
   const problems = refineConfig(parsed.data);
   if (problems.length > 0) throw new ConfigError(source, withOverrideHint(withEnvHint(problems, missing), overrides));
@@ -378,14 +379,17 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   return out || '(root)';
 }
 
-/** One readable problem per zod issue; unknown keys get one line each with a suggestion. */
-export function formatIssues(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: ReadonlyArray<PropertyKey> = []): ConfigProblem[] {
+/**
+ * One readable problem per zod issue; unknown keys get one line each, with a suggestion taken
+ * from the keys of `schema` (the schema the issues came from) at that place, if one is close.
+ */
+export function formatIssues(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: ReadonlyArray<PropertyKey> = [], schema?: unknown): ConfigProblem[] {
   const out: ConfigProblem[] = [];
   for (const issue of issues) {
     const path = [...prefix, ...issue.path];
     switch (issue.code) {
       case 'unrecognized_keys':
-        for (const key of issue.keys) out.push({ path: formatPath([...path, key]), message: unknownKeyMessage(key, issue) });
+        for (const key of issue.keys) out.push({ path: formatPath([...path, key]), message: unknownKeyMessage(key, issue.path, keysAt(schema, issue.path)) });
         break;
       case 'invalid_type':
         out.push({
@@ -403,7 +407,7 @@ export function formatIssues(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: Re
         out.push({ path: formatPath(path), message: issue.origin === 'string' || issue.origin === 'array' ? `must have at most ${String(issue.maximum)} characters/items` : `must be at most ${String(issue.maximum)}` });
         break;
       case 'invalid_union':
-        out.push({ path: formatPath(path), message: `has an unexpected type (${describeValue(issue.input)})` });
+        out.push({ path: formatPath(path), message: issue.input === undefined ? 'required' : `has an unexpected type (${describeValue(issue.input)})` });
         break;
       default:
         out.push({ path: formatPath(path), message: issue.message });
@@ -412,45 +416,12 @@ export function formatIssues(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: Re
   return out;
 }
 
-const KNOWN_KEYS = [
-  'data_dir', 'log_level', 'llm', 'agents', 'aliases', 'group_defaults', 'limits', 'channels', 'groups',
-  'provider', 'api_key', 'base_url', 'model', 'summary_model', 'max_concurrency', 'timeout_seconds', 'max_retries', 'max_tokens', 'prices',
-  'max_concurrency_per_group', 'max_concurrency_per_agent', 'max_reply_bytes', 'reply_timeout_seconds', 'context_tokens',
-  'id', 'name', 'persona', 'avatar', 'color', 'talkativeness', 'telegram', 'discord', 'token', 'avatar_url',
-  'reply_strategy', 'max_agent_turns_per_message', 'max_depth', 'cooldown_seconds', 'agent_reply_timeout_seconds',
-  'voluntary_timeout_seconds', 'max_voluntary_responders', 'sticky', 'last_speaker', 'execution', 'history_turns',
-  'voluntary_execution', 'budget', 'daily_usd', 'daily_tokens',
-  'user_messages_per_minute', 'max_message_chars', 'web', 'enabled', 'host', 'port', 'auth_token', 'api_root',
-  'headers_timeout_seconds', 'request_timeout_seconds', 'idle_timeout_seconds', 'max_connections_per_address', 'sse_heartbeat_seconds',
-  'auto_create_groups', 'admins', 'api_base', 'channels', 'allow_bots', 'webhook_name', 'emoji_avatar_base',
-  'channel', 'chat_id', 'title', 'participants', 'config', 'input', 'output', 'cache_write', 'cache_read',
-];
-
-function unknownKeyMessage(key: string, _issue: unknown): string {
-  let best: string | null = null;
-  let bestD = 3;
-  for (const k of KNOWN_KEYS) {
-    const d = editDistance(key.toLowerCase(), k);
-    if (d < bestD) {
-      bestD = d;
-      best = k;
-    }
-  }
-  return best ? `unknown key (did you mean "${best}"?)` : 'unknown key';
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length]!;
+/** The keys the schema allows in the mapping at `path` (none when it is not a fixed mapping). */
+function keysAt(root: unknown, path: ReadonlyArray<PropertyKey>): string[] {
+  let node = root as SchemaNode | undefined;
+  for (const seg of path) node = childSchema(node, typeof seg === 'number' ? seg : String(seg));
+  const n = unwrap(node);
+  return n?.def.type === 'object' ? Object.keys(n.def.shape ?? {}) : [];
 }
 
 function describeValue(v: unknown): string {

@@ -40,7 +40,15 @@ describe('config', () => {
   const table: Array<[string, string, string[]]> = [
     ['no agents', 'data_dir: x\n', ['agents: required']],
     ['unknown key with suggestion', AGENT + 'llm: { modle: x }\n', ['llm.modle: unknown key (did you mean "model"?)']],
-    ['unknown top-level key', AGENT + 'colour: red\n', ['colour: unknown key (did you mean "color"?)']],
+    // Only keys of the mapping the unknown key is in are suggested: `color` is an agent's key.
+    ['unknown top-level key', AGENT + 'colour: red\n', ['colour: unknown key']],
+    ['unknown agent key', 'agents:\n  - { id: a, name: A, persona: p, colour: red }\n', ['agents[0].colour: unknown key (did you mean "color"?)']],
+    [
+      'a declared group with an id',
+      AGENT + 'groups:\n  - { channel: web, chat_id: room, id: room, participants: [analyst] }\n',
+      ['groups[0].id: unknown key (a declared group is identified by "chat_id", together with "channel"; a web room\'s chat_id is also its group id)'],
+    ],
+    ['a declared group key misspelt', AGENT + 'groups:\n  - { channel: web, chatid: room, participants: [analyst] }\n', ['groups[0].chat_id: required', 'groups[0].chatid: unknown key (did you mean "chat_id"?)']],
     ['bad enum', AGENT + 'group_defaults: { reply_strategy: loud }\n', ['group_defaults.reply_strategy: must be one of: hybrid, mention_only, round_robin, selector']],
     ['wrong type', AGENT + 'group_defaults: { max_depth: two }\n', ['group_defaults.max_depth: expected number, got "two"']],
     ['negative number', AGENT + 'group_defaults: { cooldown_seconds: -1 }\n', ['group_defaults.cooldown_seconds: must be at least 0']],
@@ -65,6 +73,31 @@ describe('config', () => {
 
   it.each(table)('%s', (_name, yaml, expected) => {
     expect(problems(yaml).sort()).toEqual([...expected].sort());
+  });
+
+  it('an unknown key is never told to be itself, and only keys of its own mapping are suggested', () => {
+    const places: Array<{ keys: string[]; yaml: (k: string) => string; path: (k: string) => string }> = [
+      { keys: ['channel', 'chat_id', 'title', 'participants', 'config'], yaml: (k) => `${AGENT}groups:\n  - { channel: web, chat_id: room, participants: [analyst], ${k}: x }\n`, path: (k) => `groups[0].${k}` },
+      { keys: ['provider', 'api_key', 'base_url', 'model', 'max_tokens'], yaml: (k) => `${AGENT}llm: { ${k}: x }\n`, path: (k) => `llm.${k}` },
+      { keys: ['enabled', 'host', 'port', 'auth_token'], yaml: (k) => `${AGENT}channels: { web: { ${k}: x } }\n`, path: (k) => `channels.web.${k}` },
+    ];
+    const unknownThere = (place: (typeof places)[number], k: string) => problems(place.yaml(k)).find((p) => p.startsWith(`${place.path(k)}: unknown key`));
+    // Keys of other sections, and near spellings of keys.
+    const tries = ['id', 'ids', 'name', 'persona', 'token', 'color', 'chat', 'titles', 'enable', 'group_id', 'hosts', 'modle', 'ports'];
+    let hints = 0;
+    for (const place of places) {
+      for (const k of tries.filter((t) => !place.keys.includes(t))) {
+        const line = unknownThere(place, k);
+        expect(line, place.path(k)).toBeDefined();
+        const hint = /did you mean "([^"]+)"/.exec(line!)?.[1];
+        if (hint === undefined) continue;
+        hints++;
+        expect(hint, place.path(k)).not.toBe(k);
+        // The suggested key is one that mapping takes.
+        expect(unknownThere(place, hint), `${place.path(k)} → ${hint}`).toBeUndefined();
+      }
+    }
+    expect(hints).toBeGreaterThan(3);
   });
 
   it('a missing file is one clear problem', () => {
