@@ -140,6 +140,12 @@ export type GatewayEvent =
   | { type: 'config'; groupId: string; config: GroupConfig }
   | { type: 'group'; groupId: string; action: 'created' | 'updated' | 'dissolved' };
 
+/** A page of history: its entries, oldest first, and whether older ones exist. */
+export interface TranscriptPage {
+  entries: TranscriptEntry[];
+  hasMore: boolean;
+}
+
 /**
  * What the router offers user interfaces and APIs. Methods throw `UserError` (with an HTTP
  * status and a code) for bad input: unknown group, unknown agent, invalid config value, ...
@@ -154,8 +160,10 @@ export interface GatewayApi {
   updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig>;
   addMember(id: string, agentId: string): Promise<GroupView>;
   removeMember(id: string, agentId: string): Promise<GroupView>;
-  /** Transcript page, oldest first: entries with seq < before (or the newest), at most `limit`. */
+  /** Transcript page, oldest first: entries with seq < before (or the newest), at most `limit` (≤ 500). */
   messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]>;
+  /** The same page, and whether entries older than it exist (exact for every `limit` up to 500). */
+  messagePage(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptPage>;
   /** Listen to every group's events; returns the unsubscribe function. */
   subscribe(listener: (ev: GatewayEvent) => void): () => void;
   /** Readiness for `/readyz`: the store takes writes and every channel is connected. */

@@ -7,6 +7,10 @@
 import { describe, expect, it } from 'vitest';
 import type { GroupCheckpoint, GroupHead, GroupRecord, Store, StoredGroup } from '../../src/core/ports.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
+import { createApp } from '../../src/app.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { FakeLlm } from '../helpers/fake-llm.js';
+import { silentLogger } from '../helpers/logger.js';
 
 export interface StoreFactory {
   /** A fresh, empty place to store into; returns a function making stores on it (one per "start"). */
@@ -179,6 +183,41 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect(records.slice(1).map((r) => r.entries![0]!.text)).toEqual(texts);
       expect((await again.readEntries('g', { limit: 10 })).map((e) => e.text)).toEqual(texts);
       await again.close();
+    });
+
+    it('GET …/messages?limit=500 (the largest page) says hasMore while older messages exist, down to the first', async () => {
+      const make = await factory.fresh();
+      const store = make();
+      await store.open();
+      await store.append('g', rec(1, { head: HEAD }));
+      // Appended in order within each tick (the store keeps one group's appends in order).
+      for (let from = 1; from <= 1001; from += 100) {
+        await Promise.all(Array.from({ length: Math.min(100, 1002 - from) }, (_, k) => store.append('g', rec(from + k + 1, { entries: [entry(from + k)] }))));
+      }
+      await store.close();
+      const { config } = parseConfigText('agents:\n  - { id: analyst, name: Analyst, persona: p }\nllm: { provider: scripted }\nchannels: { web: { port: 0 } }\n', 'test');
+      const app = await createApp({ config, store: make(), llm: new FakeLlm(), logger: silentLogger });
+      await app.start();
+      try {
+        const page = async (query: string) => (await (await fetch(`${app.webUrl}/api/groups/g/messages?${query}`)).json()) as { messages: Array<{ seq: number }>; hasMore: boolean };
+        const seqs: number[] = [];
+        const answers: boolean[] = [];
+        for (let before: number | undefined; ; ) {
+          const p = await page(`limit=500${before === undefined ? '' : `&before=${before}`}`);
+          seqs.unshift(...p.messages.map((m) => m.seq));
+          answers.push(p.hasMore);
+          if (!p.hasMore) break;
+          before = p.messages[0]!.seq;
+        }
+        expect(answers).toEqual([true, true, false]);
+        expect(seqs).toEqual(Array.from({ length: 1001 }, (_, i) => i + 1));
+        // A page that ends exactly at the first message has nothing older.
+        expect(await page('limit=500&before=501')).toMatchObject({ hasMore: false });
+        expect((await page('limit=500&before=502')).hasMore).toBe(true);
+        expect((await page('limit=1&before=2')).hasMore).toBe(false);
+      } finally {
+        await app.stop();
+      }
     });
 
     it('is writable and healthy when nothing failed', async () => {

@@ -132,9 +132,8 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     const before = intParam(url.searchParams, 'before', { min: 0, max: SEQ_MAX });
     const limit = intParam(url.searchParams, 'limit', { min: 1, max: 500 }) ?? 50;
     // Archived groups can still be read: their history is kept.
-    const page = await gw().messages(params.id!, { before, limit: limit + 1 });
-    const hasMore = page.length > limit;
-    sendJson(res, 200, { messages: hasMore ? page.slice(page.length - limit) : page, hasMore });
+    const page = await gw().messagePage(params.id!, { before, limit });
+    sendJson(res, 200, { messages: page.entries, hasMore: page.hasMore });
   });
 
   router.add('POST', '/api/groups/:id/messages', async (ctx) => postMessage(ctx, deps, group(ctx.params.id!)));

@@ -3,13 +3,13 @@
  * added), membership, muting, memory resets, config changes, dissolving, and the read models the
  * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
-import type { Channel, ChannelStatus, Clock, GatewayApi, Ownership, Store, GatewayEvent, GroupDetail, GroupDoc, GroupSummary, GroupView, Logger, Readiness } from '../ports.js';
+import type { Channel, ChannelStatus, Clock, GatewayApi, Ownership, Store, GatewayEvent, GroupDetail, GroupDoc, GroupSummary, GroupView, Logger, Readiness, TranscriptPage } from '../ports.js';
 import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { Outbox } from '../router/Outbox.js';
 import type { Recorder } from '../router/Recorder.js';
-import type { GroupManager } from './GroupManager.js';
+import { PAGE_MAX, pageOf, type GroupManager } from './GroupManager.js';
 
 export interface GroupAdminDeps {
   groups: GroupManager;
@@ -246,12 +246,18 @@ export class GroupAdmin implements GatewayApi {
   }
 
   /** A page of the full transcript (archived groups too: their history is kept). */
-  messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
+  async messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
+    return (await this.messagePage(id, opts)).entries;
+  }
+
+  async messagePage(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptPage> {
     const g = this.d.groups.get(id);
     if (!g) throw new UserError(`unknown group "${id}"`, 'not_found', 404);
     if (this.d.ownership && !this.d.ownership.owns(id)) {
       // Another instance writes this group: the copy here may lag, the shared store does not.
-      return this.d.store.readEntries(id, { beforeSeq: opts.before, limit: Math.max(1, Math.min(opts.limit, 500)) });
+      // One entry more than the page tells whether older ones exist.
+      const limit = Math.max(1, Math.min(opts.limit, PAGE_MAX));
+      return pageOf(await this.d.store.readEntries(id, { beforeSeq: opts.before, limit: limit + 1 }), limit);
     }
     return this.d.groups.page(g, opts);
   }

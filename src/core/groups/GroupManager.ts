@@ -8,7 +8,7 @@
  * their record is durable. If a write fails, the group is reloaded from the store as after a
  * crash: what was not durable is gone without a trace.
  */
-import type { GroupCheckpoint, GroupDoc, GroupHead, GroupRecord, GroupSummary, GroupView, Logger, RoundRecord, SessionDelta, SessionDoc, Store, StoredGroup, UsageTotals } from '../ports.js';
+import type { GroupCheckpoint, GroupDoc, TranscriptPage, GroupHead, GroupRecord, GroupSummary, GroupView, Logger, RoundRecord, SessionDelta, SessionDoc, Store, StoredGroup, UsageTotals } from '../ports.js';
 import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, TranscriptEntry, Usage } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
 import { applyRecord, applySessionDelta, emptyUsage, fromCheckpoint, pruneSeen } from './replay.js';
@@ -29,6 +29,8 @@ const TRIM_BATCH = 32;
 export const JOIN_CONTEXT = 20;
 /** Observations put in one prompt after a long silence; older ones are counted, not shown. */
 export const MAILBOX_MAX = 300;
+/** The largest history page one read returns (the web API's `limit` maximum). */
+export const PAGE_MAX = 500;
 /** Records between checkpoints: bounds replay at start; its cost is spread over this many writes. */
 export const CHECKPOINT_EVERY = 256;
 /**
@@ -656,16 +658,20 @@ export class GroupManager {
   // -------------------------------------------------------------------------------------------
   // Read models
 
-  /** Transcript page, oldest first: the tail from memory, older pages from the store. */
-  async page(g: GroupDoc, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
-    const limit = Math.max(1, Math.min(opts.limit, 500));
+  /**
+   * Transcript page, oldest first: the tail from memory, older pages from the store. One entry
+   * more than the page is read, so `hasMore` is exact also for the largest page (PAGE_MAX).
+   */
+  async page(g: GroupDoc, opts: { before?: number | undefined; limit: number }): Promise<TranscriptPage> {
+    const limit = Math.max(1, Math.min(opts.limit, PAGE_MAX));
+    const want = limit + 1;
     const before = opts.before ?? g.nextSeq;
-    const fromTail = g.transcript.filter((e) => e.seq < before).slice(-limit);
+    const fromTail = g.transcript.filter((e) => e.seq < before).slice(-want);
     const tailStart = g.transcript[0]?.seq ?? g.nextSeq;
     // The tail covers the page if it has enough entries or starts at the very beginning.
-    if (fromTail.length >= limit || tailStart <= 1) return fromTail;
-    const older = await this.store.readEntries(g.id, { beforeSeq: Math.min(before, tailStart), limit: limit - fromTail.length });
-    return [...older, ...fromTail];
+    if (fromTail.length >= want || tailStart <= 1) return pageOf(fromTail, limit);
+    const older = await this.store.readEntries(g.id, { beforeSeq: Math.min(before, tailStart), limit: want - fromTail.length });
+    return pageOf([...older, ...fromTail], limit);
   }
 
   view(g: GroupDoc): GroupView {
@@ -699,6 +705,12 @@ export class GroupManager {
     for (let n = 2; this.groups.has(id) || this.reserved.has(id); n++) id = `${base.slice(0, 56)}-${n}`;
     return id;
   }
+}
+
+/** The newest `limit` of `entries` (up to `limit + 1`, oldest first), and whether older ones exist. */
+export function pageOf(entries: TranscriptEntry[], limit: number): TranscriptPage {
+  const hasMore = entries.length > limit;
+  return { entries: hasMore ? entries.slice(entries.length - limit) : entries, hasMore };
 }
 
 /** The small, whole-rewritten part of a group. */

@@ -4,7 +4,7 @@
  * It counts subscribers so tests can check that SSE clients leave no listener behind.
  */
 import { UserError } from '../../../src/core/errors.js';
-import type { ChannelHost, GatewayApi, GatewayEvent, GroupDetail, GroupSummary, GroupView } from '../../../src/core/ports.js';
+import type { ChannelHost, GatewayApi, GatewayEvent, GroupDetail, GroupSummary, GroupView, TranscriptPage } from '../../../src/core/ports.js';
 import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../../../src/core/types.js';
 import { silentLogger } from '../../helpers/logger.js';
 
@@ -148,6 +148,12 @@ export class FakeGateway implements GatewayApi, ChannelHost {
     const g = this.require(id);
     const older = opts.before === undefined ? g.transcript : g.transcript.filter((e) => e.seq < opts.before!);
     return older.slice(Math.max(0, older.length - opts.limit));
+  }
+
+  async messagePage(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptPage> {
+    const page = await this.messages(id, { ...opts, limit: opts.limit + 1 });
+    const hasMore = page.length > opts.limit;
+    return { entries: hasMore ? page.slice(1) : page, hasMore };
   }
 
   subscribe(listener: (ev: GatewayEvent) => void): () => void {
