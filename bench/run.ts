@@ -17,6 +17,7 @@ import type { ChildTask } from './child.js';
 import { describeDataRoot, diskWriteBytes, figure, round, runChild, type Figure, type Fsync } from './lib.js';
 import { overheadRun, bytesRun, type BytesPoint } from './scenarios/overhead.js';
 import { webRun } from './scenarios/web.js';
+import { daemonCpuRuns } from './scenarios/daemon.js';
 import { scalingRun } from './scenarios/scaling.js';
 import { storageRun } from './scenarios/storage.js';
 import { cacheRun, voluntaryRun } from './scenarios/tokens.js';
@@ -31,6 +32,8 @@ export interface Profile {
   runs: number;
   overhead: { messages: number; warmup: number };
   web: { messages: number; warmup: number };
+  /** A real daemon (bin/chorus.js) over HTTP: its CPU per answered message (one daemon per run). */
+  daemon: { messages: number; warmup: number };
   scaling: { groups: number; latencyMs: number; concurrency: number };
   storage: { small: number; large: number; messages: number; warmup: number };
   /** History points are fixed (figure names); `batch` fillers are sent at once to get there. */
@@ -57,6 +60,7 @@ export const FULL: Profile = {
   runs: 3,
   overhead: { messages: 300, warmup: 30 },
   web: { messages: 300, warmup: 30 },
+  daemon: { messages: 300, warmup: 30 },
   scaling: { groups: 1000, latencyMs: 50, concurrency: 256 },
   storage: { small: 10, large: 2000, messages: 200, warmup: 20 },
   bytes: { window: 50, batch: 50 },
@@ -74,6 +78,7 @@ export const QUICK: Profile = {
   runs: 3,
   overhead: { messages: 60, warmup: 10 },
   web: { messages: 60, warmup: 10 },
+  daemon: { messages: 100, warmup: 20 },
   scaling: { groups: 200, latencyMs: 50, concurrency: 64 },
   storage: { small: 10, large: 200, messages: 40, warmup: 5 },
   bytes: { window: 20, batch: 100 },
@@ -92,6 +97,7 @@ export const TINY: Profile = {
   runs: 1,
   overhead: { messages: 5, warmup: 1 },
   web: { messages: 5, warmup: 1 },
+  daemon: { messages: 5, warmup: 1 },
   scaling: { groups: 8, latencyMs: 10, concurrency: 4 },
   storage: { small: 2, large: 6, messages: 4, warmup: 1 },
   bytes: { window: 2, batch: 500 },
@@ -115,6 +121,7 @@ export const TARGETS: Record<string, Target> = {
   overhead_p99_ms: { op: '<=', value: 5 },
   e2e_web_p50_ms: { op: 'report' },
   e2e_web_p99_ms: { op: '<=', value: 15 },
+  daemon_cpu_ms_per_answered_message: { op: 'report', note: 'CPU (user + system) of the daemon process per @analyst message over HTTP, fake OpenAI model' },
   group_scaling_ratio: { op: '<=', value: 1.5, note: 'goal 1.2' },
   storage_scaling_ratio: { op: '<=', value: 1.5 },
   ...Object.fromEntries(BYTES_POINTS.map((h) => [`bytes_written_per_message_${h}`, BYTES_TARGET])),
@@ -192,6 +199,19 @@ export async function runBench(p: Profile, log: Log = () => undefined): Promise<
   const web = await runs(p.runs, 'web', log, () => webRun(p.web));
   raw['e2e_web_p50_ms'] = web.map((r) => r.p50);
   raw['e2e_web_p99_ms'] = web.map((r) => r.p99);
+
+  log(`daemon CPU per answered message (bin/chorus.js over HTTP, ${p.daemon.messages} messages per run after ${p.daemon.warmup} warm-up, fake OpenAI model)`);
+  const dc = await daemonCpuRuns({ runs: p.runs, ...p.daemon }, log);
+  raw['daemon_cpu_ms_per_answered_message'] = dc.map((r) => r.cpuMsPerMessage);
+  details['daemon_cpu'] = dc.map((r) => ({
+    messages: r.answered,
+    cpu_ticks: r.ticks,
+    clk_tck: r.clkTck,
+    wall_ms: round(r.wallMs, 0),
+    model_calls_per_message: round(r.modelCallsPerMessage, 3),
+    check_proc_cpu_s: round(r.check.procCpuS, 2),
+    check_metrics_cpu_s: round(r.check.metricsCpuS, 2),
+  }));
 
   log(`group scaling (${p.scaling.groups} groups at once, LLM ${p.scaling.latencyMs} ms, concurrency ${p.scaling.concurrency})`);
   const sc = await runs(p.runs, 'scaling', log, () => scalingRun(p.scaling));

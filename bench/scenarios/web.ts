@@ -8,7 +8,7 @@ import { FakeLlm } from '../../tests/helpers/fake-llm.js';
 import { benchApp, now, percentile } from '../lib.js';
 
 /** Reads an SSE stream and calls `onAgentMessage` when an agent reply arrives. */
-function openEvents(base: string, groupId: string, onAgentMessage: (t: number) => void): Promise<() => void> {
+export function openEvents(base: string, groupId: string, onAgentMessage: (t: number) => void): Promise<() => void> {
   return new Promise((resolve, reject) => {
     const req = http.get(`${base}/api/groups/${groupId}/events`, { headers: { accept: 'text/event-stream' } }, (res) => {
       if (res.statusCode !== 200) return reject(new Error(`SSE answered ${res.statusCode}`));
@@ -40,7 +40,7 @@ function openEvents(base: string, groupId: string, onAgentMessage: (t: number) =
   });
 }
 
-function post(agent: http.Agent, base: string, groupId: string, text: string): Promise<number> {
+export function post(agent: http.Agent, base: string, groupId: string, text: string): Promise<number> {
   const body = JSON.stringify({ text, author_name: 'Maya' });
   return new Promise((resolve, reject) => {
     const req = http.request(`${base}/api/groups/${groupId}/messages`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
