@@ -196,10 +196,16 @@ export interface ChannelStatus {
   channels?: Record<string, ChannelPartStatus> | undefined;
 }
 
+/** A group the store did not load because its data could not be read, and what is wrong with it. */
+export interface UnreadableGroup {
+  group: string;
+  problem: string;
+}
+
 /** What `/readyz` answers: ready when the store takes writes and every channel is connected. */
 export interface Readiness {
   ready: boolean;
-  store: { ok: boolean; writable: boolean; error: string | null };
+  store: { ok: boolean; writable: boolean; error: string | null; unreadableGroups?: UnreadableGroup[] | undefined };
   channels: Partial<Record<ChannelKind, ChannelStatus>>;
   /** Several instances on one database: this instance's leases (absent for a single instance). */
   cluster?: ClusterStatus | undefined;
@@ -559,8 +565,11 @@ export interface Store {
   readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]>;
   /** Try a small durable write; throws StoreUnavailableError when the store cannot write. */
   checkWritable(): Promise<void>;
-  /** False after a write failed, until a write succeeds again. */
-  health(): { writable: boolean; error: string | null };
+  /**
+   * False after a write failed, until a write succeeds again. `unreadableGroups`: groups left
+   * out at open because their data could not be read or contradicts itself (kept untouched).
+   */
+  health(): { writable: boolean; error: string | null; unreadableGroups?: UnreadableGroup[] | undefined };
   /** Wait for every pending append and checkpoint. */
   flush(): Promise<void>;
   close(): Promise<void>;

@@ -47,6 +47,9 @@ export async function runDoctor(loaded: LoadedConfig, write: (line: string) => v
       const peek = await peekGroups(resolve(config.data_dir));
       stored = peek.groups;
       if (peek.unreadable.length) emit([warn('data_dir', `groups that cannot be read: ${peek.unreadable.join(', ')}`, 'check their files\' permissions; Chorus leaves them untouched')]);
+      for (const d of peek.damaged) {
+        emit([warn('data_dir', `group ${d.id} is damaged: ${d.problem}; Chorus does not load it and leaves its files untouched`, `restore groups/${d.id}/log from a backup; to give up its history instead, move groups/${d.id} out of data_dir`)]);
+      }
     } catch (err) {
       emit([warn('data_dir', `could not list its groups (${describeError(err)})`, 'check the folder\'s permissions')]);
     }

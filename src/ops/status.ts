@@ -64,6 +64,8 @@ export async function runStatus(config: ChorusConfig, write: (line: string) => v
     return ready ? 0 : 1;
   }
   write(`  ${mark(body.store.ok)} store: ${body.store.ok ? 'writable' : `not writable — ${body.store.error ?? 'unknown error'}`}`);
+  // Not a reason to be unready (every other group works), but nobody should miss it.
+  for (const u of body.store.unreadableGroups ?? []) write(`  ! group ${u.group} is not loaded, its files are left untouched: ${u.problem}`);
   for (const [kind, ch] of Object.entries(body.channels) as Array<[string, ChannelStatus]>) {
     write(`  ${mark(ch.ok)} ${kind}${ch.state && ch.state !== 'ready' ? ` (${ch.state})` : ''}${ch.error ? `: ${ch.error}` : ''}`);
     for (const [id, part] of Object.entries(ch.bots ?? {})) write(partLine(id, part));

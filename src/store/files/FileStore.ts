@@ -1,19 +1,21 @@
 /**
- * The file Store (SPEC §6): one append-only log per group (see GroupLog) and a lowdb checkpoint
- * beside it. Appends made while a flush is running are gathered and written together: one write
- * per group file, then one `fdatasync` per file written, all in parallel (group commit across
- * groups), and only then does anyone hear "durable". A checkpoint is written only after every
- * record it covers is durable, so it can never be ahead of the log.
+ * The file Store (SPEC §6): one append-only log per group (see GroupLog) and a checkpoint
+ * (`state.json`) beside it. Appends made while a flush is running are gathered and written
+ * together: one write per group file (written whole, see writeFully), then one `fdatasync` per
+ * file written, all in parallel (group commit across groups), and only then does anyone hear
+ * "durable". A checkpoint is written only after every record it covers is durable, so it can
+ * never be ahead of the log.
  */
-import { mkdir, open, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { TextFile } from 'lowdb/node';
-import type { GroupCheckpoint, GroupRecord, Logger, Store, StoredGroup } from '../../core/ports.js';
+import type { GroupCheckpoint, GroupRecord, Logger, Store, StoredGroup, UnreadableGroup } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { StoreFormatError, StoreUnavailableError, describeError } from '../../core/errors.js';
 import { GroupLog } from './GroupLog.js';
 import { migrateV1 } from './migrateV1.js';
-import { CHECKPOINT_VERSION, DATA_FORMAT, checkpointSchema, firstIssue } from './schema.js';
+import { DATA_FORMAT } from './schema.js';
+import { DamagedGroupError, checkLogReaches, readCheckpoint } from './groupFiles.js';
+import { plainWrite, replaceFile, truncateBack, writeFully, type WriteFn } from './writeFully.js';
 
 const SAFE_ID = /^[a-z0-9][a-z0-9_-]{0,79}$/;
 
@@ -26,6 +28,8 @@ export interface FileStoreOptions {
   logger: Logger;
   /** Test hook: runs before each write; may write part of `data` itself and throw (a full disk). */
   beforeWrite?: ((path: string, data: Buffer, fh: import('node:fs/promises').FileHandle) => Promise<void>) | undefined;
+  /** Test hook: every write(2) of the store goes through it; it may take less than asked, as a full disk does. */
+  write?: WriteFn | undefined;
 }
 
 /** Write counters, read by the benchmarks. */
@@ -66,9 +70,13 @@ export class FileStore implements Store {
   private writeError: string | null = null;
   private closed = false;
   private readonly segmentBytes: number;
+  private readonly write: WriteFn;
+  /** Groups found unreadable or damaged at open, with what is wrong (for `/readyz`). */
+  private readonly unreadable = new Map<string, string>();
 
   constructor(private readonly o: FileStoreOptions) {
     this.segmentBytes = o.segmentBytes ?? 8 * 1024 * 1024;
+    this.write = o.write ?? plainWrite;
   }
 
   private get groupsDir(): string {
@@ -92,7 +100,9 @@ export class FileStore implements Store {
       } catch (err) {
         if (err instanceof StoreFormatError) throw err;
         unreadable.push(name);
-        this.o.logger.error({ group: name, path: join(this.groupsDir, name), err: describeError(err) }, 'group data cannot be read; left untouched and not loaded');
+        this.unreadable.set(name, err instanceof DamagedGroupError ? err.message : describeError(err));
+        if (err instanceof DamagedGroupError) this.o.logger.error({ group: name, path: err.path, problem: err.problem }, 'group data is damaged; left untouched and not loaded');
+        else this.o.logger.error({ group: name, path: join(this.groupsDir, name), err: describeError(err) }, 'group data cannot be read; left untouched and not loaded');
       }
     }
     return { groups, unreadable };
@@ -107,7 +117,7 @@ export class FileStore implements Store {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
     if (text === null) {
-      await writeFile(path, `${JSON.stringify({ format: DATA_FORMAT })}\n`);
+      await replaceFile(path, `${JSON.stringify({ format: DATA_FORMAT })}\n`, this.write);
       return;
     }
     let format: unknown;
@@ -120,42 +130,21 @@ export class FileStore implements Store {
     if (format > DATA_FORMAT) throw new StoreFormatError(`data_dir ${this.o.dataDir} was written by a newer Chorus (format ${format}); this version reads format ${DATA_FORMAT}. Upgrade Chorus or point data_dir elsewhere.`);
   }
 
-  /** Read one group's checkpoint and log; the log is scanned (torn tail cut) here. */
-  private async load(id: string): Promise<StoredGroup> {
+  /**
+   * Read one group's checkpoint and log; the log is scanned (torn tail cut) here. `acked`: where
+   * this process's last acknowledged write to the group ended, when it knows (a reopen).
+   */
+  private async load(id: string, acked?: { path: string; size: number }): Promise<StoredGroup> {
     const dir = join(this.groupsDir, id);
     const log = new GroupLog(id, dir, this.o.logger);
-    await log.scan();
+    await log.scan(acked);
     const old = this.logs.get(id);
     if (old) await old.close();
     this.logs.set(id, log);
-    const checkpoint = await this.readCheckpoint(join(dir, 'state.json'));
+    const checkpoint = await readCheckpoint(join(dir, 'state.json'), this.o.logger);
+    if (checkpoint) await checkLogReaches(log, checkpoint.n);
     this.durableN.set(id, 0);
     return { id, checkpoint, records: () => log.records(checkpoint?.n ?? 0) };
-  }
-
-  private async readCheckpoint(path: string): Promise<GroupCheckpoint | null> {
-    let text: string;
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
-    }
-    let problem: string;
-    try {
-      const json = JSON.parse(text) as { version?: unknown };
-      if (typeof json.version === 'number' && json.version > CHECKPOINT_VERSION) throw new StoreFormatError(`${path} was written by a newer Chorus (checkpoint version ${json.version}); this version reads ${CHECKPOINT_VERSION}`);
-      const res = checkpointSchema.safeParse(json);
-      if (res.success) return res.data as unknown as GroupCheckpoint;
-      problem = firstIssue(res.error);
-    } catch (err) {
-      if (err instanceof StoreFormatError) throw err;
-      problem = 'not valid JSON';
-    }
-    const aside = `${path}.corrupt-${Date.now()}`;
-    await rename(path, aside);
-    this.o.logger.error({ path, problem, movedTo: aside }, 'checkpoint is damaged; moved aside, replaying the whole log');
-    return null;
   }
 
   append(groupId: string, record: GroupRecord): Promise<void> {
@@ -202,7 +191,7 @@ export class FileStore implements Store {
             } catch (err) {
               // Whether the data reached the disk is unknown: take it back, so a refused record
               // cannot reappear at the next start.
-              await w.log.fh!.truncate(w.before).catch(() => undefined);
+              await truncateBack(w.log.fh!, w.before).catch(() => undefined);
               this.fail(w.log, err);
               for (const it of w.items) it.reject(this.refusal(w.id, err));
               w.items = [];
@@ -213,6 +202,7 @@ export class FileStore implements Store {
       for (const w of ok) {
         if (w.items.length === 0) continue;
         this.writeError = null;
+        w.log.acked = { path: w.log.activePath!, size: w.log.size };
         this.durableN.set(w.id, w.items.at(-1)!.rec.n);
         for (const it of w.items) it.resolve();
         this.releaseCheckpoint(w.id);
@@ -245,10 +235,11 @@ export class FileStore implements Store {
       }
       before = log.size;
       if (this.o.beforeWrite) await this.o.beforeWrite(log.activePath!, data, log.fh!);
-      await log.fh!.write(data, 0, data.length);
+      await writeFully(log.fh!, data, log.activePath!, this.write);
     } catch (err) {
-      // Leave no partial line behind: the next record must start on a clean line.
-      if (log.fh) await log.fh.truncate(before).catch(() => undefined);
+      // Leave no partial line behind: the next record must start on a clean line. Back to the
+      // length before this write, which held only whole records, and never past the real end.
+      if (log.fh) await truncateBack(log.fh, before).catch(() => undefined);
       this.fail(log, err);
       for (const it of items) it.reject(this.refusal(id, err));
       return null;
@@ -275,7 +266,7 @@ export class FileStore implements Store {
     this.logs.delete(groupId);
     this.waitingCheckpoints.get(groupId)?.resolve();
     this.waitingCheckpoints.delete(groupId);
-    return this.load(groupId);
+    return this.load(groupId, log?.acked ?? undefined);
   }
 
   checkpoint(groupId: string, cp: GroupCheckpoint): Promise<void> {
@@ -303,8 +294,7 @@ export class FileStore implements Store {
   private async writeCheckpoint(groupId: string, text: string): Promise<void> {
     const path = join(this.groupsDir, groupId, 'state.json');
     try {
-      // lowdb's TextFile writes a temporary file and renames it over the old one.
-      await new TextFile(path).write(text);
+      await replaceFile(path, text, this.write);
       this.stats.checkpoints++;
       this.stats.checkpointBytes += Buffer.byteLength(text);
     } catch (err) {
@@ -324,7 +314,7 @@ export class FileStore implements Store {
     try {
       const fh = await open(path, 'w');
       try {
-        await fh.write('probe\n');
+        await writeFully(fh, Buffer.from('probe\n'), path, this.write);
         if (this.o.fsync === 'always') await fh.datasync();
       } finally {
         await fh.close();
@@ -336,8 +326,10 @@ export class FileStore implements Store {
     }
   }
 
-  health(): { writable: boolean; error: string | null } {
-    return { writable: this.writeError === null, error: this.writeError };
+  health(): { writable: boolean; error: string | null; unreadableGroups?: UnreadableGroup[] } {
+    const out = { writable: this.writeError === null, error: this.writeError };
+    if (this.unreadable.size === 0) return out;
+    return { ...out, unreadableGroups: [...this.unreadable].map(([group, problem]) => ({ group, problem })) };
   }
 
   async flush(): Promise<void> {
@@ -361,9 +353,10 @@ export class FileStore implements Store {
   /** Migration writes a group's whole log at once into a fresh directory (see migrateV1). */
   private async writeMigrated(dir: string, records: GroupRecord[]): Promise<void> {
     await mkdir(join(dir, 'log'), { recursive: true });
-    const fh = await open(join(dir, 'log', '000000000001.jsonl'), 'w');
+    const path = join(dir, 'log', '000000000001.jsonl');
+    const fh = await open(path, 'w');
     try {
-      await fh.write(records.map((r) => `${JSON.stringify(r)}\n`).join(''));
+      await writeFully(fh, Buffer.from(records.map((r) => `${JSON.stringify(r)}\n`).join(''), 'utf8'), path, this.write);
       await fh.datasync();
     } finally {
       await fh.close();

@@ -5,12 +5,13 @@
  * read, and the active segment's index grows with every append, so reading a page of history is
  * one positional read, never a scan of the whole history.
  */
-import { open, readdir, readFile, truncate, writeFile, type FileHandle } from 'node:fs/promises';
+import { open, readdir, readFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GroupRecord, Logger } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { StoreFormatError } from '../../core/errors.js';
 import { RECORD_VERSION, firstIssue, recordSchema } from './schema.js';
+import { cutTornTail } from './tornTail.js';
 
 /**
  * Byte ranges of log lines with the seq range each covers, in columns of typed arrays: 24 bytes a
@@ -112,6 +113,8 @@ export class GroupLog {
   size = 0;
   /** Set after a failed write: every append is refused until the group is reopened. */
   failed: Error | null = null;
+  /** Where the last acknowledged write ended (the active segment and its length then). */
+  acked: { path: string; size: number } | null = null;
   /** The active segment's index, maintained as lines are appended. */
   private activeIndex: SegmentIndex | null = null;
 
@@ -134,8 +137,11 @@ export class GroupLog {
     return start === undefined ? null : this.path(start);
   }
 
-  /** List segments, cut a torn tail of the last one, index it. Throws when the group is unreadable. */
-  async scan(): Promise<void> {
+  /**
+   * List segments, cut a torn tail of the last one, index it. Throws when the group is unreadable.
+   * `acked`: where the last acknowledged write ended, when this process knows it (a reopen).
+   */
+  async scan(acked?: { path: string; size: number }): Promise<void> {
     let names: string[] = [];
     try {
       names = (await readdir(this.logDir)).filter((n) => /^\d{12}\.jsonl$/.test(n));
@@ -145,34 +151,21 @@ export class GroupLog {
     this.segments = names.map((n) => Number(n.slice(0, 12))).sort((a, b) => a - b);
     const last = this.activePath;
     if (!last) return;
-    await this.repairTail(last);
+    await cutTornTail(last, this.logger, acked?.path === last ? acked.size : undefined);
     const idx = await this.index(this.segments.at(-1)!);
     this.activeIndex = idx;
     this.size = idx.size;
+    this.acked = { path: last, size: idx.size };
     this.maxSeq = Math.max(this.segments.at(-1)! - 1, idx.entries.count ? idx.entries.hiAt(idx.entries.count - 1) : 0);
   }
 
-  /**
-   * Cut what follows the last complete, parseable line: only a record that was never acknowledged
-   * can be there (an acknowledged one was written and synced whole). The cut bytes are kept.
-   */
-  private async repairTail(path: string): Promise<void> {
-    const buf = await readFile(path);
-    let end = buf.length;
-    // An unterminated last line was being written when the process died.
-    if (end > 0 && buf[end - 1] !== 0x0a) end = buf.lastIndexOf(0x0a, end - 1) + 1;
-    // Complete last lines that do not parse (garbage left by a power cut) cannot be replayed.
-    while (end > 0) {
-      // (A negative offset would search from the end of the buffer.)
-      const start = end >= 2 ? buf.lastIndexOf(0x0a, end - 2) + 1 : 0;
-      if (parses(buf.subarray(start, end - 1))) break;
-      end = start;
+  /** The number of the last record in the log (0 when it holds none). */
+  async lastN(): Promise<number> {
+    for (let i = this.segments.length - 1; i >= 0; i--) {
+      const n = (await this.index(this.segments[i]!)).lastN;
+      if (n > 0) return n;
     }
-    if (end === buf.length) return;
-    const aside = `${path}.torn-${Date.now()}`;
-    await writeFile(aside, buf.subarray(end));
-    await truncate(path, end);
-    this.logger.warn({ path, bytes: buf.length - end, keptIn: aside }, 'cut a torn last line of a log (never acknowledged)');
+    return 0;
   }
 
   /** Open the active segment for appending, creating the first one. */
@@ -185,6 +178,7 @@ export class GroupLog {
     }
     this.fh = await open(this.activePath!, 'a');
     if (!this.activeIndex) this.activeIndex = emptyIndex();
+    if (created) this.acked = { path: this.activePath!, size: 0 };
     return { created };
   }
 
@@ -198,6 +192,7 @@ export class GroupLog {
     this.segments.push(next);
     this.activeIndex = emptyIndex();
     this.size = 0;
+    this.acked = { path: this.activePath!, size: 0 };
     this.fh = await open(this.activePath!, 'a');
     return true;
   }
@@ -367,7 +362,8 @@ export class GroupLog {
     try {
       json = JSON.parse(line.toString('utf8'));
     } catch {
-      if (report) this.logger.error({ path, line: lineNo, problem: 'not valid JSON' }, 'log line is damaged; skipped');
+      const problem = line.includes(0) ? 'not valid JSON (it holds NUL bytes)' : 'not valid JSON';
+      if (report) this.logger.error({ path, line: lineNo, problem }, 'log line is damaged; skipped');
       return null;
     }
     const v = (json as { v?: unknown } | null)?.v;
@@ -397,14 +393,5 @@ function noteRecord(idx: SegmentIndex, rec: GroupRecord, offset: number, length:
       hi = Math.max(hi, d.seq);
     }
     idx.deliveries.push(offset, length, lo, hi);
-  }
-}
-
-function parses(line: Buffer): boolean {
-  try {
-    JSON.parse(line.toString('utf8'));
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -3,7 +3,8 @@
  * `chorus doctor` (can each bot read the groups it is in?). Unlike `FileStore.open` it never
  * writes — no migration, no torn-tail repair, no format stamp — so it is safe to run beside a
  * running daemon. The answer is the newest group head found: the last one in the newest log
- * segment that has one, else the checkpoint's.
+ * segment that has one, else the checkpoint's. A group whose log ends before its checkpoint is
+ * reported as damaged, as `FileStore.open` would find it (see groupFiles.ts).
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -24,19 +25,25 @@ export interface PeekedGroup {
 const SEGMENTS_SEARCHED = 3;
 
 /** Groups found under `dataDir/groups`; a missing directory is simply none. */
-export async function peekGroups(dataDir: string): Promise<{ groups: PeekedGroup[]; unreadable: string[] }> {
+export async function peekGroups(dataDir: string): Promise<{ groups: PeekedGroup[]; unreadable: string[]; damaged: Array<{ id: string; problem: string }> }> {
   const dir = join(dataDir, 'groups');
   let names: string[];
   try {
     names = (await readdir(dir)).filter((n) => !n.startsWith('.')).sort();
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { groups: [], unreadable: [] };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { groups: [], unreadable: [], damaged: [] };
     throw err;
   }
   const groups: PeekedGroup[] = [];
   const unreadable: string[] = [];
+  const damaged: Array<{ id: string; problem: string }> = [];
   for (const id of names) {
     try {
+      const problem = await logBehindCheckpoint(join(dir, id));
+      if (problem) {
+        damaged.push({ id, problem });
+        continue;
+      }
       const head = (await headFromLog(join(dir, id, 'log'))) ?? (await headFromCheckpoint(join(dir, id, 'state.json')));
       if (!head) continue;
       groups.push({
@@ -52,7 +59,46 @@ export async function peekGroups(dataDir: string): Promise<{ groups: PeekedGroup
       unreadable.push(id);
     }
   }
-  return { groups, unreadable };
+  return { groups, unreadable, damaged };
+}
+
+/** Why the group's log cannot be what its checkpoint covers, or null when it can be. */
+async function logBehindCheckpoint(groupDir: string): Promise<string | null> {
+  let n: unknown;
+  try {
+    n = (JSON.parse(await readFile(join(groupDir, 'state.json'), 'utf8')) as { n?: unknown }).n;
+  } catch {
+    return null; // no checkpoint, or a damaged one: the store replays the whole log
+  }
+  if (typeof n !== 'number' || n <= 0) return null;
+  const last = await lastRecordN(join(groupDir, 'log'));
+  if (last >= n) return null;
+  return last === 0
+    ? `its log holds no record (empty or missing), but its checkpoint state.json covers records 1 to ${n}`
+    : `its log ends at record ${last}, but its checkpoint state.json covers records up to ${n}`;
+}
+
+/** The number of the newest complete record in a group's log (0 for none). */
+async function lastRecordN(logDir: string): Promise<number> {
+  let segments: string[];
+  try {
+    segments = (await readdir(logDir)).filter((n) => /^\d{12}\.jsonl$/.test(n)).sort().reverse();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw err;
+  }
+  for (const name of segments) {
+    const lines = (await readFile(join(logDir, name), 'utf8')).split('\n');
+    for (let i = lines.length - 1; i >= 0; i--) {
+      try {
+        const n = (JSON.parse(lines[i]!) as { n?: unknown } | null)?.n;
+        if (typeof n === 'number') return n;
+      } catch {
+        continue; // a torn or damaged line
+      }
+    }
+  }
+  return 0;
 }
 
 async function headFromCheckpoint(path: string): Promise<GroupHead | null> {
