@@ -24,6 +24,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
+import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -337,12 +338,15 @@ async function main(): Promise<void> {
   const o = { runs: Number(values.runs), messages: Number(values.messages), warmup: Number(values.warmup) };
   for (const [k, v] of Object.entries(o)) if (!Number.isInteger(v) || v < (k === 'warmup' ? 0 : 1)) throw new Error(`--${k} must be a whole number`);
   const log = (s: string) => process.stderr.write(s + '\n');
+  const load0 = loadavg().map((x) => round(x, 2));
   log(`daemon cpu: ${o.runs} runs × ${o.messages} messages (+${o.warmup} warm-up), 3 agents, @analyst over HTTP, fake OpenAI model, data under ${dataRoot()}; code ${codeState()}`);
   const rs = await daemonCpuRuns(o, log);
   const f = figure(rs.map((r) => round(r.cpuMsPerMessage)));
   console.log('\n| figure | median | min | max | runs |\n|---|---|---|---|---|');
   console.log(`| daemon_cpu_ms_per_answered_message | ${round(f.median)} | ${f.min} | ${f.max} | ${f.runs.join(', ')} |`);
   console.log(`\n${o.messages} messages per run; CPU of the daemon process (utime + stime, /proc/<pid>/stat, ${rs[0]!.clkTck} ticks/s)`);
+  // Contention still shows in CPU time (caches, context switches), far less than in elapsed time.
+  console.log(`load average ${JSON.stringify(load0)} → ${JSON.stringify(loadavg().map((x) => round(x, 2)))}, ${cpus().length} cores`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
