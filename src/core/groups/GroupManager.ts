@@ -698,9 +698,14 @@ export class GroupManager {
     };
   }
 
+  /** Ids of groups whose data could not be read: left untouched, not loaded, never created over. */
+  unreadable(): string[] {
+    return [...this.reserved];
+  }
+
   private freshId(channel: ChannelKind, chatId: string, title: string): string {
-    const base = channel === 'web' ? slugify(title) || 'room' : `${channel === 'telegram' ? 'tg' : 'dc'}-${slugify(chatId) || 'chat'}`;
-    let id = base.slice(0, 60);
+    const base = naturalGroupId(channel, chatId, title);
+    let id = base;
     // Archived and unreadable ids stay taken: their data keeps the old history.
     for (let n = 2; this.groups.has(id) || this.reserved.has(id); n++) id = `${base.slice(0, 56)}-${n}`;
     return id;
@@ -711,6 +716,14 @@ export class GroupManager {
 export function pageOf(entries: TranscriptEntry[], limit: number): TranscriptPage {
   const hasMore = entries.length > limit;
   return { entries: hasMore ? entries.slice(entries.length - limit) : entries, hasMore };
+}
+
+/**
+ * The id a new group of this chat is given when it is free (else a `-2`, `-3`… is added). A
+ * declared web room's id is its chat id instead.
+ */
+export function naturalGroupId(channel: ChannelKind, chatId: string, title: string): string {
+  return (channel === 'web' ? slugify(title) || 'room' : `${channel === 'telegram' ? 'tg' : 'dc'}-${slugify(chatId) || 'chat'}`).slice(0, 60);
 }
 
 /** The small, whole-rewritten part of a group. */

@@ -21,6 +21,7 @@ import { RateLimiter } from './RateLimiter.js';
 import { Outbox } from './Outbox.js';
 import { Recorder, type NewEntry } from './Recorder.js';
 import { GroupAdmin } from '../groups/GroupAdmin.js';
+import { createDeclaredGroups, type DeclaredGroup } from './declaredGroups.js';
 
 /** Everything the router needs; built by the composition root (src/app.ts). */
 export interface RouterOptions {
@@ -36,7 +37,7 @@ export interface RouterOptions {
   clock: Clock;
   logger: Logger;
   /** Groups from the config file, created on first start. */
-  declaredGroups?: Array<{ channel: ChannelKind; chatId: string; title?: string | undefined; participants: string[]; config?: Partial<GroupConfig> | undefined }>;
+  declaredGroups?: DeclaredGroup[];
   scripted?: boolean;
   /** Records between checkpoints of a group (tests make it small to crash around checkpoints). */
   checkpointEvery?: number | undefined;
@@ -183,25 +184,7 @@ export class GroupRouter implements ChannelHost {
     this.started = true;
     await this.groups.load();
     for (const g of this.groups.all()) for (const e of g.transcript) this.outbox.indexPosted(g, e);
-    for (const d of this.opts.declaredGroups ?? []) {
-      if (this.groups.find(d.channel, d.chatId)) continue;
-      const g = this.groups.create({ channel: d.channel, chatId: d.chatId, title: d.title ?? d.chatId, participants: d.participants, config: d.config, id: d.channel === 'web' ? d.chatId : undefined });
-      try {
-        await this.gateway.persistNew(g);
-      } catch (err) {
-        // Another instance sharing the database created it at the same moment: it is theirs.
-        if (err instanceof UserError && err.code === 'conflict') continue;
-        // Its first record was refused (the store cannot write, or another instance took the new
-        // group's lease first): nothing of it was kept. One declared group must not stop the
-        // others from running; it is declared again at the next start (or by its owner's start).
-        if (err instanceof StoreUnavailableError) {
-          this.groups.forget(g);
-          this.logger.warn({ group: g.id, err: describeError(err) }, 'a declared group could not be created now; nothing was kept, the others start');
-          continue;
-        }
-        throw err;
-      }
-    }
+    await createDeclaredGroups({ groups: this.groups, gateway: this.gateway, logger: this.logger }, this.opts.declaredGroups ?? []);
     if (opts.resume !== false) this.resume();
   }
 

@@ -1,0 +1,73 @@
+/**
+ * The groups of the config file's `groups:`, created at start when their chat has none yet. One
+ * declared group that cannot be made must never stop the others, nor the daemon: it is left out
+ * with a log line saying why, and declared again at the next start.
+ */
+import type { Logger } from '../ports.js';
+import type { ChannelKind, GroupConfig } from '../types.js';
+import { StoreUnavailableError, UserError, describeError } from '../errors.js';
+import { naturalGroupId, type GroupManager } from '../groups/GroupManager.js';
+import type { GroupAdmin } from '../groups/GroupAdmin.js';
+
+/** A group as the config file declares it. */
+export interface DeclaredGroup {
+  channel: ChannelKind;
+  chatId: string;
+  title?: string | undefined;
+  participants: string[];
+  config?: Partial<GroupConfig> | undefined;
+}
+
+export async function createDeclaredGroups(d: { groups: GroupManager; gateway: GroupAdmin; logger: Logger }, declared: readonly DeclaredGroup[]): Promise<void> {
+  for (const decl of declared) {
+    if (d.groups.find(decl.channel, decl.chatId)) continue;
+    const title = decl.title ?? decl.chatId;
+    // A web room's id is its chat id; other chats get an id made from theirs.
+    const id = decl.channel === 'web' ? decl.chatId : undefined;
+    const unreadable = unreadableGroupOf(d.groups.unreadable(), decl, id ?? naturalGroupId(decl.channel, decl.chatId, title));
+    if (unreadable) {
+      // Its data is there but cannot be read (the store's error line named the file and the
+      // problem). A new group in its place would split the chat's history, and writing over the
+      // files would lose it: the group is left out until its files can be read again.
+      d.logger.warn({ group: unreadable, channel: decl.channel, chatId: decl.chatId }, 'a declared group whose data cannot be read is left out; its files are kept untouched, the other groups start');
+      continue;
+    }
+    let g;
+    try {
+      g = d.groups.create({ channel: decl.channel, chatId: decl.chatId, title, participants: decl.participants, config: decl.config, id });
+    } catch (err) {
+      // Its id is taken by a group kept for its history (a dissolved web room, still declared).
+      if (err instanceof UserError) {
+        d.logger.warn({ group: id, channel: decl.channel, chatId: decl.chatId, err: err.message }, 'a declared group was not created; the other groups start');
+        continue;
+      }
+      throw err;
+    }
+    try {
+      await d.gateway.persistNew(g);
+    } catch (err) {
+      // Another instance sharing the database created it at the same moment: it is theirs.
+      if (err instanceof UserError && err.code === 'conflict') continue;
+      // Its first record was refused (the store cannot write, or another instance took the new
+      // group's lease first): nothing of it was kept. It is declared again at the next start (or
+      // by its owner's start).
+      if (err instanceof StoreUnavailableError) {
+        d.groups.forget(g);
+        d.logger.warn({ group: g.id, err: describeError(err) }, 'a declared group could not be created now; nothing was kept, the others start');
+        continue;
+      }
+      throw err;
+    }
+  }
+}
+
+/**
+ * The unreadable group that holds this declared chat's data, if any: the id it has — or for
+ * chats other than web rooms, that id with the `-2`, `-3`… added when it was first taken.
+ */
+function unreadableGroupOf(unreadable: readonly string[], decl: DeclaredGroup, id: string): string | undefined {
+  if (unreadable.includes(id)) return id;
+  if (decl.channel === 'web') return undefined;
+  const stem = `${id.slice(0, 56)}-`;
+  return unreadable.find((x) => x.startsWith(stem) && /^\d+$/.test(x.slice(stem.length)));
+}
