@@ -12,6 +12,7 @@ import { chooseProvider } from '../app.js';
 import type { LoadedConfig } from '../config/load.js';
 import { describeError } from '../core/errors.js';
 import { silentLogger } from '../core/silentLogger.js';
+import { mayHoldDeclared } from '../core/router/declaredGroups.js';
 import { peekGroups, type PeekedGroup } from '../store/files/peek.js';
 import { checkModels } from './checks/model.js';
 import { checkDataDir, checkPort } from './checks/system.js';
@@ -46,9 +47,12 @@ export async function runDoctor(loaded: LoadedConfig, write: (line: string) => v
     try {
       const peek = await peekGroups(resolve(config.data_dir));
       stored = peek.groups;
-      if (peek.unreadable.length) emit([warn('data_dir', `groups that cannot be read: ${peek.unreadable.join(', ')}`, 'check their files\' permissions; Chorus leaves them untouched')]);
+      for (const u of peek.unreadable) {
+        const fix = 'make its files readable by the user Chorus runs as again (owner, permissions; a file where a folder belongs), or restore them from a backup';
+        emit([groupFinding(u.id, `group ${u.id} is damaged: its files cannot be read (${u.problem}); Chorus does not load it and leaves its files untouched`, fix, config)]);
+      }
       for (const d of peek.damaged) {
-        emit([warn('data_dir', `group ${d.id} is damaged: ${d.problem}; Chorus does not load it and leaves its files untouched`, `restore groups/${d.id}/log from a backup; to give up its history instead, move groups/${d.id} out of data_dir`)]);
+        emit([groupFinding(d.id, `group ${d.id} is damaged: ${d.problem}; Chorus does not load it and leaves its files untouched`, `restore groups/${d.id}/log from a backup; to give up its history instead, move groups/${d.id} out of data_dir`, config)]);
       }
     } catch (err) {
       emit([warn('data_dir', `could not list its groups (${describeError(err)})`, 'check the folder\'s permissions')]);
@@ -79,6 +83,15 @@ export async function runDoctor(loaded: LoadedConfig, write: (line: string) => v
   write('');
   write(failures ? `${failures} problem(s) to fix${warnings ? `, ${warnings} warning(s)` : ''}.` : warnings ? `No problems; ${warnings} warning(s).` : 'No problems found.');
   return { findings, code: failures ? 1 : 0 };
+}
+
+/**
+ * A group Chorus does not load is never written over; the others run. One declared in `groups:`
+ * is then left out at start, so the config does not do what it says: a failure, not a warning.
+ */
+function groupFinding(id: string, what: string, fix: string, config: LoadedConfig['config']): Finding {
+  const declared = config.groups.find((g) => mayHoldDeclared(id, { channel: g.channel, chatId: g.chat_id, title: g.title }));
+  return declared ? fail('data_dir', `${what} — it is declared in groups: (${declared.channel} ${declared.chat_id}) and left out at start`, fix) : warn('data_dir', what, fix);
 }
 
 /** A check that throws becomes one failed finding instead of ending the whole run. */

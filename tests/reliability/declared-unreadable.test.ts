@@ -159,8 +159,12 @@ describe('a declared group whose data cannot be read', () => {
     }
 
     const lines: string[] = [];
-    await runDoctor(loadConfig(configPath, {}), (l) => lines.push(l));
-    expect(lines.filter((l) => l.includes('lobby') && /cannot be read|damaged/.test(l))).toHaveLength(1);
+    const { code } = await runDoctor(loadConfig(configPath, {}), (l) => lines.push(l));
+    // A failure: the config declares a group that does not run.
+    const about = lines.filter((l) => l.includes('lobby'));
+    expect(about).toHaveLength(1);
+    expect(about[0]).toMatch(/^✘ data_dir: group lobby is damaged: its files cannot be read \((EACCES|EISDIR|ENOTDIR).*\).* declared in groups: \(web lobby\) and left out at start — fix: /);
+    expect(code).toBe(1);
 
     expect(snapshot(damaged)).toEqual(before);
   });

@@ -24,7 +24,8 @@ export async function createDeclaredGroups(d: { groups: GroupManager; gateway: G
     const title = decl.title ?? decl.chatId;
     // A web room's id is its chat id; other chats get an id made from theirs.
     const id = decl.channel === 'web' ? decl.chatId : undefined;
-    const unreadable = unreadableGroupOf(d.groups.unreadable(), decl, id ?? naturalGroupId(decl.channel, decl.chatId, title));
+    // Sorted, the id without a -2, -3… comes first.
+    const [unreadable] = d.groups.unreadable().filter((x) => mayHoldDeclared(x, decl)).sort();
     if (unreadable) {
       // Its data is there but cannot be read (the store's error line named the file and the
       // problem). A new group in its place would split the chat's history, and writing over the
@@ -62,12 +63,12 @@ export async function createDeclaredGroups(d: { groups: GroupManager; gateway: G
 }
 
 /**
- * The unreadable group that holds this declared chat's data, if any: the id it has — or for
- * chats other than web rooms, that id with the `-2`, `-3`… added when it was first taken.
+ * Whether group `id` may hold this declared chat's data: a web room's id is its chat id; other
+ * chats' is made from theirs, with a `-2`, `-3`… added when that was taken when it was created.
  */
-function unreadableGroupOf(unreadable: readonly string[], decl: DeclaredGroup, id: string): string | undefined {
-  if (unreadable.includes(id)) return id;
-  if (decl.channel === 'web') return undefined;
-  const stem = `${id.slice(0, 56)}-`;
-  return unreadable.find((x) => x.startsWith(stem) && /^\d+$/.test(x.slice(stem.length)));
+export function mayHoldDeclared(id: string, decl: Pick<DeclaredGroup, 'channel' | 'chatId' | 'title'>): boolean {
+  if (decl.channel === 'web') return id === decl.chatId;
+  const natural = naturalGroupId(decl.channel, decl.chatId, decl.title ?? decl.chatId);
+  const stem = `${natural.slice(0, 56)}-`;
+  return id === natural || (id.startsWith(stem) && /^\d+$/.test(id.slice(stem.length)));
 }

@@ -25,7 +25,7 @@ export interface PeekedGroup {
 const SEGMENTS_SEARCHED = 3;
 
 /** Groups found under `dataDir/groups`; a missing directory is simply none. */
-export async function peekGroups(dataDir: string): Promise<{ groups: PeekedGroup[]; unreadable: string[]; damaged: Array<{ id: string; problem: string }> }> {
+export async function peekGroups(dataDir: string): Promise<{ groups: PeekedGroup[]; unreadable: Array<{ id: string; problem: string }>; damaged: Array<{ id: string; problem: string }> }> {
   const dir = join(dataDir, 'groups');
   let names: string[];
   try {
@@ -35,7 +35,7 @@ export async function peekGroups(dataDir: string): Promise<{ groups: PeekedGroup
     throw err;
   }
   const groups: PeekedGroup[] = [];
-  const unreadable: string[] = [];
+  const unreadable: Array<{ id: string; problem: string }> = [];
   const damaged: Array<{ id: string; problem: string }> = [];
   for (const id of names) {
     try {
@@ -55,8 +55,9 @@ export async function peekGroups(dataDir: string): Promise<{ groups: PeekedGroup
         archived: head.state?.archived ?? false,
         dm: head.dmAgentId !== undefined,
       });
-    } catch {
-      unreadable.push(id);
+    } catch (err) {
+      // The error names the file (EACCES … open '…/000000000001.jsonl', ENOTDIR … scandir '…/log').
+      unreadable.push({ id, problem: err instanceof Error ? err.message : String(err) });
     }
   }
   return { groups, unreadable, damaged };
