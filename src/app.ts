@@ -8,12 +8,13 @@ import { configDeprecations, idleTimeoutSeconds, replyTimeoutSeconds, summaryMod
 import { DEFAULT_CONTEXT_TOKENS } from './core/session/contextBudget.js';
 import { validateGroupConfig } from './config/groupConfig.js';
 import { systemClock } from './core/clock.js';
-import type { Channel, Clock, ConnectionGate, GatewayApi, LlmProvider, Logger, Store } from './core/ports.js';
+import type { Channel, Clock, ConnectionGate, DeadLetters, GatewayApi, LlmProvider, Logger, Store } from './core/ports.js';
 import type { AgentDef } from './core/types.js';
 import { GroupRouter } from './core/router/GroupRouter.js';
 import { defaultShares } from './core/router/FairSlots.js';
 import { describeError } from './core/errors.js';
 import { FileStore } from './store/files/FileStore.js';
+import { FileDeadLetters } from './store/files/deadLetters.js';
 import { ScriptedProvider } from './llm/ScriptedProvider.js';
 import { createProvider } from './llm/createProvider.js';
 import { addLogSecrets, createLogger } from './logger.js';
@@ -98,6 +99,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
   const pgParts = !opts.store && config.storage.kind === 'postgres' ? await buildPostgres(config, logger, metrics) : undefined;
   const store = opts.store ?? pgParts?.store ?? new FileStore({ dataDir: resolve(config.data_dir), fsync: config.storage.fsync, logger: logger.child({ part: 'store' }) });
   const cluster = pgParts?.cluster;
+  const deadLetters = countedDeadLetters(pgParts?.deadLetters ?? new FileDeadLetters({ dataDir: resolve(config.data_dir), fsync: config.storage.fsync }), metrics);
   const router = new GroupRouter({
     agents,
     aliases: config.aliases,
@@ -127,7 +129,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     scripted: chosen.provider.name === 'scripted',
   });
   metrics.watch({ load: () => router.load(), readiness: () => router.gateway.readiness() });
-  const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => metrics.text(), cluster));
+  const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => metrics.text(), cluster, deadLetters));
   for (const c of channels) router.addChannel(c);
   let started = false;
 
@@ -191,6 +193,17 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
   };
 }
 
+/** Each dead letter kept is counted on `/metrics` (`chorus_dead_letters_total`). */
+function countedDeadLetters(inner: DeadLetters, metrics: PromMetrics): DeadLetters {
+  return {
+    async keep(letter) {
+      const where = await inner.keep(letter);
+      metrics.deadLettered(letter.channel);
+      return where;
+    },
+  };
+}
+
 /** Loaded only for storage.kind "postgres": the pg driver is not needed otherwise. */
 async function buildPostgres(config: ChorusConfig, logger: Logger, metrics: PromMetrics) {
   const { createPostgresParts } = await import('./cluster/setup.js');
@@ -198,7 +211,7 @@ async function buildPostgres(config: ChorusConfig, logger: Logger, metrics: Prom
 }
 
 /** Channel modules are loaded only when enabled: discord.js alone costs a second at start-up. */
-async function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: Logger, metrics: () => Promise<string>, connections?: ConnectionGate): Promise<Channel[]> {
+async function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: Logger, metrics: () => Promise<string>, connections?: ConnectionGate, deadLetters?: DeadLetters): Promise<Channel[]> {
   const out: Channel[] = [];
   const ch = config.channels;
   // Paths other channels serve on the web channel's HTTP server (Telegram webhooks).
@@ -209,7 +222,7 @@ async function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: L
   }
   if (ch.telegram.enabled) {
     const { TelegramChannel } = await import('./channels/telegram/TelegramChannel.js');
-    out.push(new TelegramChannel({ config: ch.telegram, agents, logger, mounts, connections }));
+    out.push(new TelegramChannel({ config: ch.telegram, agents, logger, mounts, connections, deadLetters }));
   }
   if (ch.discord.enabled) {
     const { DiscordChannel } = await import('./channels/discord/DiscordChannel.js');

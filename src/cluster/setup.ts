@@ -9,11 +9,14 @@ import type { ChorusConfig } from '../config/schema.js';
 import type { Logger } from '../core/ports.js';
 import { describeError } from '../core/errors.js';
 import { PostgresStore } from '../store/postgres/PostgresStore.js';
+import { PgDeadLetters } from '../store/postgres/deadLetters.js';
 import { PgCluster } from './PgCluster.js';
 
 export interface PostgresParts {
   store: PostgresStore;
   cluster: PgCluster;
+  /** Dead letters go to the same database, where every instance's operator finds them. */
+  deadLetters: PgDeadLetters;
   /** Ends the shared pool (after the store and the cluster are closed). */
   end(): Promise<void>;
 }
@@ -44,5 +47,5 @@ export function createPostgresParts(config: ChorusConfig, logger: Logger, regist
     logger,
     registry,
   });
-  return { store, cluster, end: () => pool.end() };
+  return { store, cluster, deadLetters: new PgDeadLetters(pool), end: () => pool.end() };
 }

@@ -538,6 +538,29 @@ export interface StoredGroup {
   records(): AsyncIterable<GroupRecord>;
 }
 
+/**
+ * An inbound item a channel can never hand over, such as a platform update of the wrong shape.
+ * Refusing it would make the platform deliver it again forever, holding up everything behind it;
+ * dropping it would lose it without a trace. It is kept for an operator to read instead.
+ */
+export interface DeadLetter {
+  channel: ChannelKind;
+  /** The part of the channel that received it: for Telegram, the agent whose bot it came to. */
+  part: string;
+  /** The platform's id for it (Telegram's update_id). */
+  id: string;
+  /** Why it can never be handed over. */
+  reason: string;
+  /** The item as it arrived. */
+  raw: unknown;
+}
+
+/** Where dead letters are kept: one JSON-lines file per channel part under data_dir, or a table. */
+export interface DeadLetters {
+  /** Keep one durably; resolves with where it went (for the log line), throws when it was not kept. */
+  keep(letter: DeadLetter): Promise<string>;
+}
+
 /** Durable storage (SPEC §6): an append-only log per group plus checkpoints. */
 export interface Store {
   /**

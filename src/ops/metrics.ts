@@ -51,6 +51,7 @@ export class PromMetrics implements Metrics {
   private readonly tokens: Counter<'model' | 'kind'>;
   private readonly cost: Counter<'model'>;
   private readonly unpriced: Counter<'model'>;
+  private readonly deadLetters: Counter<'channel'>;
 
   constructor(setup: MetricsSetup) {
     const registers = [this.registry];
@@ -77,7 +78,17 @@ export class PromMetrics implements Metrics {
       registers,
     });
 
-    for (const channel of setup.channels) this.messages.inc({ channel }, 0);
+    this.deadLetters = new Counter({
+      name: 'chorus_dead_letters_total',
+      help: 'Inbound updates that could never be handed over (wrong shape), kept as dead letters instead of refused forever, by channel.',
+      labelNames: ['channel'],
+      registers,
+    });
+
+    for (const channel of setup.channels) {
+      this.messages.inc({ channel }, 0);
+      this.deadLetters.inc({ channel }, 0);
+    }
     for (const agent of setup.agents) {
       this.replies.inc({ agent }, 0);
       this.passes.inc({ agent }, 0);
@@ -134,6 +145,11 @@ export class PromMetrics implements Metrics {
     }
     if (typeof r.costUsd === 'number') this.cost.inc({ model: r.model }, Math.max(0, r.costUsd));
     else this.unpriced.inc({ model: r.model });
+  }
+
+  /** An inbound item was kept as a dead letter (see DeadLetters). */
+  deadLettered(channel: ChannelKind): void {
+    this.deadLetters.inc({ channel });
   }
 
   replied(agentId: string): void {

@@ -12,6 +12,7 @@ import type { GroupRecord } from '../../src/core/ports.js';
 import { StoreFormatError, StoreUnavailableError } from '../../src/core/errors.js';
 import { FencedError, PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/PostgresStore.js';
 import { MIGRATIONS, migrate } from '../../src/store/postgres/migrations.js';
+import { PgDeadLetters } from '../../src/store/postgres/deadLetters.js';
 import { CapturingLogger, silentLogger } from '../helpers/logger.js';
 import { testDatabase, withDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { HEAD, all, cp, entry, rec, storeContract } from './store-contract.js';
@@ -328,6 +329,25 @@ describe.skipIf(!db)('postgres store', () => {
       await lazy.close();
       // The pool belongs to whoever made it.
       expect((await shared.query('SELECT count(*)::int AS c FROM chorus_records')).rows[0]).toEqual({ c: 3 });
+    });
+  });
+
+  describe('dead letters', () => {
+    it('keeps an update that can never be handed over in chorus_dead_letters, once per id, as it arrived', async () => {
+      const url = await freshUrl();
+      const p = pool(url);
+      await migrate(p, silentLogger);
+      const letters = new PgDeadLetters(p);
+      const raw = { update_id: 17, message: { message_id: 1, date: 2, text: 'no chat \u0000 "quoted" 🎉' } };
+      expect(await letters.keep({ channel: 'telegram', part: 'writer', id: '17', reason: 'message.chat is missing', raw })).toBe('table chorus_dead_letters');
+      // Offered again (its confirmation was lost): still one row.
+      await letters.keep({ channel: 'telegram', part: 'writer', id: '17', reason: 'message.chat is missing', raw });
+      await letters.keep({ channel: 'telegram', part: 'analyst', id: '17', reason: 'message.chat is missing', raw });
+      const { rows } = await p.query('SELECT channel, part, item_id, reason, raw FROM chorus_dead_letters ORDER BY part');
+      expect(rows).toEqual([
+        { channel: 'telegram', part: 'analyst', item_id: '17', reason: 'message.chat is missing', raw },
+        { channel: 'telegram', part: 'writer', item_id: '17', reason: 'message.chat is missing', raw },
+      ]);
     });
   });
 

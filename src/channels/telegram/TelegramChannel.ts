@@ -8,7 +8,7 @@
  */
 import type { Message, ChatMemberUpdated, Update } from 'grammy/types';
 import type { ChorusConfig } from '../../config/schema.js';
-import type { Channel, ChannelCapabilities, ChannelHost, ChannelPartStatus, ChannelStatus, ConnectionGate, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
+import type { Channel, ChannelCapabilities, ChannelHost, ChannelPartStatus, ChannelStatus, ConnectionGate, DeadLetters, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { AdminCache } from './admins.js';
 import { AgentBot, botWarning } from './bots.js';
@@ -18,6 +18,7 @@ import { membershipDirection, normalizeMessage, parseChatId, messageKey, type Bo
 import { ChatQueues, sendText, TELEGRAM_LIMIT } from './sender.js';
 import type { HttpMounts } from '../web/mounts.js';
 import { createWebhookHandler, webhookEndpoint } from './webhook.js';
+import { MalformedUpdateError, checkUpdateShape, deadLetterKeeper } from './deadLetters.js';
 
 type TelegramConfig = ChorusConfig['channels']['telegram'];
 /** Tests may build the channel by hand without the webhook keys: polling is the default. */
@@ -35,6 +36,8 @@ export interface TelegramChannelOptions {
   webhookCheckMs?: number | undefined;
   /** Polling mode with several instances: each bot's long poll is held by one instance (a lease). */
   connections?: ConnectionGate | undefined;
+  /** Where updates that can never be handed over are kept; without it, in their log line. */
+  deadLetters?: DeadLetters | undefined;
 }
 
 /** How long start() waits for the bots before letting the rest of Chorus go on. */
@@ -105,7 +108,10 @@ export class TelegramChannel implements Channel {
       }
       seen.set(token, agent.id);
       const endpoint = settings ? webhookEndpoint(settings, agent.id, token) : undefined;
-      const ab = new AgentBot(agent, token, apiRoot, this.log, opts.pollTimeoutSeconds ?? 25, endpoint && settings ? { url: endpoint.url, secretToken: settings.secretToken } : undefined, settings ? undefined : opts.connections);
+      const deadLetter = deadLetterKeeper({ agentId: agent.id, store: opts.deadLetters, log: this.log, secrets: [token] });
+      const ab = new AgentBot(agent, token, apiRoot, this.log, opts.pollTimeoutSeconds ?? 25, endpoint && settings ? { url: endpoint.url, secretToken: settings.secretToken } : undefined, settings ? undefined : opts.connections, deadLetter);
+      // Before any handler reads it: a malformed update fails here, as a MalformedUpdateError.
+      ab.bot.use((ctx, next) => (checkUpdateShape(ctx.update), next()));
       ab.bot.on('message', (ctx) => this.onMessage(ab, ctx.message));
       ab.bot.on('my_chat_member', (ctx) => this.onMembership(ab, ctx.myChatMember));
       this.bots.push(ab);
@@ -116,6 +122,7 @@ export class TelegramChannel implements Channel {
           secrets: [token, settings.secretToken],
           bot: () => (this.accepting && ab.me !== undefined && ab.status !== 'unauthorized' ? ab.bot : undefined),
           run: (update, handle) => this.inboundQueues.run(updateChatKey(update), handle),
+          deadLetter,
         });
         // Mounted for the channel's lifetime: before start and after stop it answers 503, so
         // Telegram keeps the update and delivers it again.
@@ -217,9 +224,8 @@ export class TelegramChannel implements Channel {
       if (msg.chat.type === 'group') this.noteBasicId(msg, b.agent.id);
       inbound = normalizeMessage(msg, b.agent.id, this.directory, (chatId, id) => host.agentForPostedMessage('telegram', chatId, id));
     } catch (err) {
-      // A message we cannot read must not block the bot's queue; it is skipped and logged.
-      this.log.error({ agent: b.agent.id, err: describeError(err, [b.token]) }, 'telegram: could not read a message; skipped');
-      return;
+      // A message we cannot read must not block the bot's queue: kept as a dead letter, confirmed.
+      throw new MalformedUpdateError(`could not read the message: ${describeError(err, [b.token])}`, { cause: err });
     }
     if (!inbound) return;
     const res = await host.receive(inbound);

@@ -10,6 +10,7 @@ import type { ChannelPartStatus, ConnectionGate, Logger } from '../../core/ports
 import type { AgentDef } from '../../core/types.js';
 import { apiErrorCode, describeError } from './errors.js';
 import { UpdatePoller } from './poller.js';
+import type { KeepDeadLetter } from './deadLetters.js';
 import { ALLOWED_UPDATES, ensureWebhook } from './webhook.js';
 
 /** Commands shown in Telegram's "/" menu; set once per bot, not per message. */
@@ -47,9 +48,11 @@ export class AgentBot {
     private readonly log: Logger,
     pollTimeoutSeconds: number,
     /** Set in webhook mode: updates are POSTed to us instead of polled. */
-    readonly webhook?: BotWebhook | undefined,
+    readonly webhook: BotWebhook | undefined,
     /** Several instances (polling mode): poll only while this instance holds the bot's lease. */
-    private readonly gate?: ConnectionGate | undefined,
+    private readonly gate: ConnectionGate | undefined,
+    /** Where a polled update that can never be handed over goes (webhook mode: see webhook.ts). */
+    deadLetter: KeepDeadLetter,
   ) {
     this.bot = new Bot(token, { client: { apiRoot, timeoutSeconds: pollTimeoutSeconds + 30 } });
     // 429 → wait retry_after and repeat the same call; the caller sees one slow success, so
@@ -65,6 +68,7 @@ export class AgentBot {
       onHealth: (problem) => {
         this.problem = problem;
       },
+      deadLetter,
     });
   }
 

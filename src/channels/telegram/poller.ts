@@ -9,6 +9,7 @@ import type { Bot } from 'grammy';
 import type { Update } from 'grammy/types';
 import type { Logger } from '../../core/ports.js';
 import { apiErrorCode, describeError } from './errors.js';
+import { MalformedUpdateError, handlerError, type KeepDeadLetter } from './deadLetters.js';
 
 export interface PollerOptions {
   /** Seconds a getUpdates call may wait for news. */
@@ -21,6 +22,8 @@ export interface PollerOptions {
    * failure is not reported: a single dropped long poll is routine and retried at once.
    */
   onHealth?: ((problem: string | null) => void) | undefined;
+  /** Where an update that can never be handed over goes before its offset is passed. */
+  deadLetter: KeepDeadLetter;
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -116,12 +119,19 @@ export class UpdatePoller {
         // Stopped mid-batch: leave the rest unconfirmed; they come again after a restart.
         if (signal.aborted) return;
         try {
-          await this.bot.handleUpdate(update);
+          try {
+            await this.bot.handleUpdate(update);
+          } catch (err) {
+            const cause = handlerError(err);
+            // Fetched again it would fail again, and the updates after it would never come:
+            // kept as a dead letter and passed. If it cannot be kept, it is fetched again.
+            if (!(cause instanceof MalformedUpdateError)) throw cause;
+            await this.opts.deadLetter(update, cause.message);
+          }
           this.offset = update.update_id + 1;
         } catch (err) {
           // The router could not record it (e.g. storage trouble): fetch it again later.
-          const cause = err instanceof Error && 'error' in err ? (err as { error: unknown }).error : err;
-          this.log.warn({ updateId: update.update_id, err: describeError(cause, [this.bot.token]) }, 'telegram: update not handed over; will retry');
+          this.log.warn({ updateId: update.update_id, err: describeError(err, [this.bot.token]) }, 'telegram: update not handed over; will retry');
           await sleep(2000, signal);
           break;
         }

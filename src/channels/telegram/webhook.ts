@@ -5,8 +5,10 @@
  *
  * The handler answers 200 only after the update's handler resolved, i.e. after the router
  * recorded the message durably; anything else (store trouble, shutting down, the bot not up yet)
- * is a 5xx, so Telegram delivers the update again and the router's dedupe absorbs repeats. It
- * keeps no state of its own beyond the bot, so any instance behind a load balancer can answer.
+ * is a 5xx, so Telegram delivers the update again and the router's dedupe absorbs repeats. The
+ * exception is an update that can never be handed over (malformed): it is answered 200 once it
+ * is kept as a dead letter (see deadLetters.ts). The handler keeps no state of its own beyond the
+ * bot, so any instance behind a load balancer can answer.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -15,6 +17,7 @@ import type { Update } from 'grammy/types';
 import type { Logger } from '../../core/ports.js';
 import { HttpError, readJsonObject, sendJson } from '../web/http.js';
 import { describeError } from './errors.js';
+import { MalformedUpdateError, handlerError, type KeepDeadLetter } from './deadLetters.js';
 
 /** Update types Chorus asks for, in both modes. */
 export const ALLOWED_UPDATES = ['message', 'my_chat_member'] as const;
@@ -92,6 +95,8 @@ export interface WebhookHandlerOptions {
   run: (update: Update, handle: () => Promise<void>) => Promise<void>;
   /** Secrets to keep out of log lines. */
   secrets: readonly string[];
+  /** Where an update that can never be handed over goes before it is answered 200. */
+  deadLetter: KeepDeadLetter;
 }
 
 /** The route for one bot: POST with the right secret header and a JSON update → 200 once recorded. */
@@ -125,12 +130,26 @@ export function createWebhookHandler(o: WebhookHandlerOptions): (req: IncomingMe
     try {
       await o.run(update, () => bot.handleUpdate(update));
     } catch (err) {
-      // Not recorded (storage trouble, shutting down): a 5xx makes Telegram deliver it again.
-      const cause = err instanceof Error && 'error' in err ? (err as { error: unknown }).error : err;
-      o.log.warn({ updateId: update.update_id, err: describeError(cause, o.secrets) }, 'telegram: webhook update not handed over; Telegram will deliver it again');
-      throw new HttpError(503, 'not_recorded', 'the update was not recorded; deliver it again', { 'retry-after': '2' });
+      const cause = handlerError(err);
+      // It would fail the same way at every delivery while Telegram held the bot's later updates
+      // back: kept as a dead letter, then answered 200. If it cannot be kept, it is not answered.
+      if (cause instanceof MalformedUpdateError) await keepOr503(o, update, cause);
+      else {
+        // Not recorded (storage trouble, shutting down): a 5xx makes Telegram deliver it again.
+        o.log.warn({ updateId: update.update_id, err: describeError(cause, o.secrets) }, 'telegram: webhook update not handed over; Telegram will deliver it again');
+        throw new HttpError(503, 'not_recorded', 'the update was not recorded; deliver it again', { 'retry-after': '2' });
+      }
     }
     // Telegram reads only the status; an empty object keeps the body valid JSON.
     sendJson(res, 200, {});
   };
+}
+
+async function keepOr503(o: WebhookHandlerOptions, update: Update, cause: MalformedUpdateError): Promise<void> {
+  try {
+    await o.deadLetter(update, cause.message);
+  } catch (err) {
+    o.log.warn({ updateId: update.update_id, err: describeError(err, o.secrets) }, 'telegram: a malformed update could not be kept as a dead letter; Telegram will deliver it again');
+    throw new HttpError(503, 'not_recorded', 'the update was not kept; deliver it again', { 'retry-after': '2' });
+  }
 }

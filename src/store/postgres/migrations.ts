@@ -10,6 +10,7 @@ import type { Logger } from '../../core/ports.js';
 import { StoreFormatError } from '../../core/errors.js';
 import { STORE_SQL } from './schema.js';
 import { CLUSTER_SQL } from '../../cluster/schema.js';
+import { DEAD_LETTERS_SQL } from './deadLetters.js';
 
 export interface Migration {
   version: number;
@@ -23,6 +24,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'store', sql: STORE_SQL },
   // Leases, instances and the inbox of several instances sharing the database (src/cluster/).
   { version: 2, name: 'cluster', sql: CLUSTER_SQL },
+  // Inbound items a channel can never hand over (malformed platform updates), kept for an operator.
+  { version: 3, name: 'dead letters', sql: DEAD_LETTERS_SQL },
 ];
 
 /** Key of the transaction-level advisory lock held while migrating ("Chor", 1). */
