@@ -108,6 +108,12 @@ export interface InboundMessage {
   ephemeral?: boolean | undefined;
   /** The transcript entry this message replies to (web `reply_to`); `/ask <agent>` answers about it. */
   replyToEntryId?: string | undefined;
+  /**
+   * Web: a tag for the browser that sent the message, derived from a key only that browser holds
+   * (channels/web/client.ts). Recorded on the entry so a page can tell its own messages from
+   * other people's under any name. For display only: never a basis for limits or permissions.
+   */
+  clientTag?: string | undefined;
 }
 
 /** An answer shown only to the person who asked (web), never stored or shown to agents. */
@@ -204,6 +210,8 @@ export interface TranscriptEntry {
   hiddenFromAgents?: boolean | undefined;
   /** Human messages sent as a reply (web `reply_to`): the entry replied to, shown above the text. */
   replyTo?: string | undefined;
+  /** Human messages from the web page: which browser sent it (see InboundMessage.clientTag). */
+  clientTag?: string | undefined;
 }
 
 /** A message exactly as sent to the model. */

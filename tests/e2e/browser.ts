@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { BrowserContext } from 'playwright-core';
 import { describe } from 'vitest';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -19,4 +20,15 @@ export function browserSuite(name: string): typeof describe | typeof describe.sk
   if (HAVE_BROWSER || REQUIRE_BROWSER) return describe;
   console.warn(`[${name} e2e] skipped: no Chromium at ${CHROMIUM} (install the "chromium" package or set CHROMIUM_PATH; CI sets CHORUS_REQUIRE_BROWSER=1)`);
   return describe.skip;
+}
+
+/**
+ * Pages of `context` start with a name already chosen, as a returning reader's do: the page asks
+ * a newcomer for a name before the first message, which tests about other things skip this way.
+ */
+export async function withName(context: BrowserContext, name = 'Tester'): Promise<BrowserContext> {
+  await context.addInitScript((n: string) => {
+    if (!localStorage.getItem('chorus.name')) localStorage.setItem('chorus.name', n);
+  }, name);
+  return context;
 }

@@ -12,7 +12,8 @@
  * Without a Chromium binary the tests are skipped with the reason printed, unless
  * CHORUS_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -20,7 +21,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { silentLogger } from '../helpers/logger.js';
-import { browserSuite, CHROMIUM, HAVE_BROWSER, SHOTS, LAUNCH_ARGS, POLL } from './browser.js';
+import { browserSuite, CHROMIUM, HAVE_BROWSER, SHOTS, LAUNCH_ARGS, POLL, withName } from './browser.js';
 
 const suite = browserSuite('web-accessible');
 
@@ -79,6 +80,52 @@ function writeHistory(dataDir: string): void {
   writeFileSync(join(dir, '000000000001.jsonl'), lines.join('\n') + '\n');
 }
 
+/**
+ * A group with one of everything the feed draws: people and agents, a reply, a table, coloured
+ * code, a long folded reply, a system line and the decision lines (hidden by default).
+ */
+function writeShowcase(dataDir: string): void {
+  const dir = join(dataDir, 'groups', 'showcase', 'log');
+  mkdirSync(dir, { recursive: true });
+  const state = { muted: [], lastSpoke: {}, sticky: null, rrIndex: 0, archived: false, usage: {} };
+  const head = { id: 'showcase', title: 'Showcase', channel: 'web', chatId: 'showcase', participants: ['analyst', 'writer', 'critic'], config: { reply_strategy: 'mention_only' }, createdAt: 0, state };
+  const now = Date.now() - 60_000;
+  const agent = (seq: number, agentId: string, name: string, text: string, extra: Record<string, unknown> = {}) =>
+    ({ id: `showcase.${seq}`, seq, kind: 'agent', ts: now + seq, authorId: `agent:${agentId}`, authorName: name, agentId, text, ...extra });
+  const meta = { model: 'scripted', usage: { inputTokens: 10, outputTokens: 20, cacheReadTokens: 0, cacheWriteTokens: 0 }, latencyMs: 500, costUsd: null, depth: 0, reason: 'addressed' };
+  const entries: Record<string, unknown>[] = [
+    { id: 'showcase.1', seq: 1, kind: 'human', ts: now, authorId: 'web:maya', authorName: 'Maya', text: '@analyst the numbers, as a table please', platformMessageId: 'h1' },
+    agent(2, 'analyst', 'Analyst', '| Quarter | Revenue |\n|---|---|\n| Q1 | 1.2 M |\n| Q2 | 1.4 M |', { meta }),
+    { id: 'showcase.3', seq: 3, kind: 'human', ts: now + 3, authorId: 'telegram:7', authorName: 'Ravi', text: 'and the script?', platformMessageId: 'h3', replyTo: 'showcase.2' },
+    agent(4, 'writer', 'Writer', '```python\ndef total(items):\n    # every price, once\n    return sum(i.price for i in items)\n```'),
+    agent(5, 'critic', 'Critic', Array.from({ length: 60 }, (_, i) => `Point ${i + 1}: a long review line that goes on for a while.`).join('\n\n')),
+    { id: 'showcase.6', seq: 6, kind: 'system', ts: now + 6, authorId: 'system', authorName: 'Chorus', text: 'Critic joined the group.' },
+    { id: 'showcase.7', seq: 7, kind: 'decision', ts: now + 7, authorId: 'system', authorName: 'Chorus', text: '', decision: { type: 'cooldown', agentId: 'writer' }, hiddenFromAgents: true },
+  ];
+  const lines = [JSON.stringify({ v: 1, n: 1, ts: 0, head }), JSON.stringify({ v: 1, n: 2, ts: 0, entries })];
+  writeFileSync(join(dir, '000000000001.jsonl'), lines.join('\n') + '\n');
+}
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  nodes: number;
+  where: string[];
+}
+
+/** axe-core's violations on the page as it is now (WCAG 2.0-2.2 A/AA and best practices). */
+async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  // Evaluated rather than added as a <script>: the page's CSP allows no inline scripts.
+  await page.evaluate(AXE_SOURCE);
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(ctx: Document, o: object): Promise<{ violations: { id: string; impact: string | null; nodes: { target: unknown[]; failureSummary?: string }[] }[] }> } }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length, where: v.nodes.slice(0, 4).map((n) => `${n.target.join(' ')} — ${(n.failureSummary || '').replace(/\s+/g, ' ').slice(0, 160)}`) }));
+  });
+}
+
 /** WCAG 2 contrast of two '#rrggbb' colours, to show the configured colours really fail. */
 function contrast(a: string, b: string): number {
   const lum = (hex: string) => {
@@ -101,6 +148,7 @@ suite('accessible, phone-friendly and catching up, in Chromium', () => {
     mkdirSync(SHOTS, { recursive: true });
     dataDir = mkdtempSync(join(tmpdir(), 'chorus-web-a11y-'));
     writeHistory(dataDir);
+    writeShowcase(dataDir);
     const { config } = parseConfigText(configYaml(dataDir), 'test');
     app = await createApp({ config, logger: silentLogger });
     await app.start();
@@ -121,7 +169,7 @@ suite('accessible, phone-friendly and catching up, in Chromium', () => {
   async function newContext(opts: { dark?: boolean; phone?: boolean } = {}): Promise<BrowserContext> {
     const context = await browser.newContext({ viewport: opts.phone ? PHONE : { width: 1280, height: 800 }, colorScheme: opts.dark ? 'dark' : 'light', deviceScaleFactor: 1 });
     contexts.push(context);
-    return context;
+    return withName(context, 'Tester');
   }
 
   async function openPage(opts: { dark?: boolean; phone?: boolean; url?: string; context?: BrowserContext } = {}): Promise<{ page: Page; errors: string[] }> {
@@ -387,11 +435,104 @@ suite('accessible, phone-friendly and catching up, in Chromium', () => {
     expect(at('before you left')).toBeLessThan(at('DIVIDER'));
     expect(at('DIVIDER')).toBeLessThan(at('while you were away 2'));
     await page.screenshot({ path: join(SHOTS, 'a11y-new-since-light.png') });
+    // The divider and date lines are list items of the feed's list, as axe-core checks.
+    const listRules = (await axeViolations(page)).filter((v) => v.id.startsWith('list') || v.impact === 'critical' || v.impact === 'serious');
+    expect(listRules).toEqual([]);
     // Read now: reopening shows no divider.
     await openGroup(page, 'Crew');
     await openGroup(page, 'Lobby');
     await expect.poll(() => page.locator('.msg.human .text', { hasText: 'while you were away 2' }).count(), POLL).toBe(1);
     expect(await divider.count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it('has no critical or serious axe-core violations on desktop and phone, light and dark', async () => {
+    const report: string[] = [];
+    const found: Record<string, AxeViolation[]> = {};
+    for (const view of [{ phone: false, dark: false }, { phone: false, dark: true }, { phone: true, dark: false }, { phone: true, dark: true }]) {
+      const name = `${view.phone ? 'phone' : 'desktop'} ${view.dark ? 'dark' : 'light'}`;
+      const { page, errors } = await openPage({ ...view, url: base + '/#/g/showcase' });
+      await expect.poll(() => page.locator('#group-title').textContent(), POLL).toBe('Showcase');
+      await expect.poll(() => page.locator('#messages > .msg').count(), POLL).toBeGreaterThanOrEqual(6);
+      // Code colours arrive a moment later (their script loads on demand): check them too.
+      await expect.poll(() => page.locator('#messages code.hljs').count(), POLL).toBe(1);
+      const violations = await axeViolations(page);
+      found[name] = violations;
+      const count = (impact: string) => violations.filter((v) => v.impact === impact).reduce((n, v) => n + v.nodes, 0);
+      report.push(`${name}: ${count('critical')} critical, ${count('serious')} serious, ${count('moderate')} moderate, ${count('minor')} minor`);
+      await page.screenshot({ path: join(SHOTS, `a11y-axe-${name.replace(' ', '-')}.png`) });
+      // The same with the panel open, and on a phone with the drawer open.
+      await page.locator('#panel-toggle').click();
+      await page.locator('#members .member').first().waitFor();
+      found[`${name}, panel open`] = await axeViolations(page);
+      await page.keyboard.press('Escape');
+      if (view.phone) {
+        await page.locator('#menu-toggle').click();
+        await expect.poll(() => page.locator('#sidebar').evaluate((el) => el.getBoundingClientRect().left), POLL).toBeGreaterThanOrEqual(0);
+        found[`${name}, drawer open`] = await axeViolations(page);
+        await page.keyboard.press('Escape');
+      }
+      expect(errors).toEqual([]);
+    }
+    console.log('[axe] ' + report.join('; '));
+    for (const [name, violations] of Object.entries(found)) {
+      const bad = violations.filter((v) => v.impact === 'critical' || v.impact === 'serious');
+      expect(bad, `${name}: ${JSON.stringify(bad, null, 2)}`).toEqual([]);
+    }
+  }, 90_000);
+
+  it('Escape closes the panel and the drawer and gives focus back; a closed drawer has no tab stops', async () => {
+    // Desktop: the panel.
+    const desk = await openPage({ url: base + '/#/g/crew' });
+    await expect.poll(() => desk.page.locator('#group-title').textContent(), POLL).toBe('Crew');
+    await desk.page.locator('#panel-toggle').focus();
+    await desk.page.keyboard.press('Enter');
+    await desk.page.locator('#panel').waitFor();
+    expect(await desk.page.evaluate(() => document.activeElement?.id)).toBe('panel-close');
+    await desk.page.keyboard.press('Escape');
+    await expect.poll(() => desk.page.locator('#panel').isVisible(), POLL).toBe(false);
+    expect(await desk.page.evaluate(() => document.activeElement?.id)).toBe('panel-toggle');
+    expect(await desk.page.locator('#panel-toggle').getAttribute('aria-expanded')).toBe('false');
+    // The sidebar is not a drawer on a desktop: it stays reachable.
+    expect(await desk.page.locator('#sidebar').evaluate((el) => (el as HTMLElement).inert)).toBe(false);
+    expect(desk.errors).toEqual([]);
+
+    // Phone: the drawer, then the panel.
+    const { page, errors } = await openPage({ phone: true, url: base + '/#/g/crew' });
+    await expect.poll(() => page.locator('#group-title').textContent(), POLL).toBe('Crew');
+    const sidebar = page.locator('#sidebar');
+    expect(await sidebar.evaluate((el) => (el as HTMLElement).inert)).toBe(true);
+    // Tab through the whole page: focus never lands in the closed drawer.
+    const stops: string[] = [];
+    await page.locator('#menu-toggle').focus();
+    for (let i = 0; i < 40; i++) {
+      await page.keyboard.press('Tab');
+      const where = await page.evaluate(() => {
+        const el = document.activeElement as HTMLElement | null;
+        return el ? `${el.closest('#sidebar') ? 'SIDEBAR ' : ''}${el.id || el.className || el.tagName}` : 'none';
+      });
+      stops.push(where);
+    }
+    expect(stops.filter((s) => s.startsWith('SIDEBAR'))).toEqual([]);
+
+    await page.locator('#menu-toggle').click();
+    await expect.poll(() => sidebar.evaluate((el) => el.getBoundingClientRect().left), POLL).toBeGreaterThanOrEqual(0);
+    expect(await sidebar.evaluate((el) => (el as HTMLElement).inert)).toBe(false);
+    expect(await page.locator('#menu-toggle').getAttribute('aria-expanded')).toBe('true');
+    // Focus moved into the drawer; Escape closes it and returns focus to the menu button.
+    expect(await page.evaluate(() => Boolean(document.activeElement?.closest('#sidebar')))).toBe(true);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => sidebar.evaluate((el) => el.getBoundingClientRect().right), POLL).toBeLessThanOrEqual(0);
+    expect(await sidebar.evaluate((el) => (el as HTMLElement).inert)).toBe(true);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('menu-toggle');
+
+    // The phone's ⚙ button has a name, and Escape closes the full-screen panel it opens.
+    expect(await page.locator('#panel-toggle').getAttribute('aria-label')).toBe('Members & settings');
+    await page.locator('#panel-toggle').click();
+    await page.locator('#panel').waitFor();
+    await page.keyboard.press('Escape');
+    await expect.poll(() => page.locator('#panel').isVisible(), POLL).toBe(false);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('panel-toggle');
     expect(errors).toEqual([]);
   });
 });

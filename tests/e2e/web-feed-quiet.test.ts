@@ -19,7 +19,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { silentLogger } from '../helpers/logger.js';
-import { browserSuite, CHROMIUM, HAVE_BROWSER, SHOTS, LAUNCH_ARGS, POLL } from './browser.js';
+import { browserSuite, CHROMIUM, HAVE_BROWSER, SHOTS, LAUNCH_ARGS, POLL, withName } from './browser.js';
 
 const suite = browserSuite('web-feed-quiet');
 
@@ -125,6 +125,8 @@ suite('a quiet feed and help while typing, in Chromium', () => {
 
   async function openPage(): Promise<{ page: Page; errors: string[] }> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, timezoneId: 'UTC' }); // the History group's times are in UTC; separators use the browser's day
+    // A returning reader: the page asks a newcomer for a name before the first message.
+    await withName(context);
     contexts.push(context);
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
@@ -149,6 +151,8 @@ suite('a quiet feed and help while typing, in Chromium', () => {
 
   it('folds the passes of a live round into one line that opens on click', async () => {
     const { page, errors } = await openPage();
+    // Decisions start hidden; a reader who wants the passes turns them on.
+    await page.locator('#show-decisions').check();
     await openGroup(page, 'Quiet room');
     await send(page, 'lovely weather today');
     const folded = page.locator('#messages > .msg.decision-round');

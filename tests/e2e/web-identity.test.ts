@@ -1,8 +1,9 @@
 /**
  * People never look like agents on the page (issue 13, item 4), in real Chromium: a Telegram
- * person called "Analyst" is shown as a person (right-hand bubble, "person" tag, no avatar or
- * @handle) next to the agent Analyst; a name with a right-to-left override shows its real
- * letters; and the composer refuses an agent's name with the reason while keeping the text.
+ * person called "Analyst" is shown as a person ("person" tag, no avatar or @handle) next to the
+ * agent Analyst; a name with a right-to-left override shows its real letters; and the composer
+ * refuses an agent's name with the reason while keeping the text. (Which side a person's message
+ * sits on depends on who is reading: web-people.test.ts.)
  *
  * Skipped without Chromium unless CHORUS_REQUIRE_BROWSER=1 (see web-page.test.ts).
  */
@@ -54,10 +55,13 @@ suite('web page: people and agents', () => {
     expect(await person.locator('.avatar').count()).toBe(0);
     expect(await agent.locator('.handle').textContent()).toBe('@analyst');
     expect(await agent.locator('.role-tag').count()).toBe(0);
-    // Laid out differently: people on the right, agents on the left.
+    // Someone else's message: on the left like the agents', but drawn as a person's.
+    expect(await person.evaluate((el) => el.classList.contains('other'))).toBe(true);
     const side = (sel: typeof person) => sel.evaluate((el) => getComputedStyle(el).justifyContent);
-    expect(await side(person)).toBe('flex-end');
-    expect(await side(agent)).not.toBe('flex-end');
+    expect(await side(person)).not.toBe('flex-end');
+    expect(await person.locator('.bubble').evaluate((el) => getComputedStyle(el).borderLeftWidth)).not.toBe(
+      await agent.locator('.bubble').evaluate((el) => getComputedStyle(el).borderLeftWidth),
+    );
 
     const rtl = page.locator('.msg.human', { hasText: 'hello' }).locator('.author');
     expect(await rtl.textContent()).toBe('tsylanA');
@@ -70,14 +74,22 @@ suite('web page: people and agents', () => {
     const page = await context.newPage();
     await page.goto(web.url + '/#/g/lobby');
     await page.locator('body[data-ready="true"]').waitFor({ timeout: 15_000 });
-    await page.locator('#author-name').fill('Analyst (bot)');
     await page.locator('#input').fill('As the analyst I now recommend selling everything');
     await page.locator('#send').click();
+    // A newcomer is asked for a name first.
+    await page.locator('#name-dialog[open]').waitFor();
+    await page.locator('#author-name').fill('Analyst (bot)');
+    await page.locator('#name-save').click();
     await expect.poll(() => page.locator('#composer-error').textContent(), POLL).toContain('agent Analyst');
     expect(await page.locator('#input').inputValue()).toBe('As the analyst I now recommend selling everything');
     expect(gw.received).toHaveLength(0);
 
+    // The error offers to change the name right there.
+    await page.locator('#composer-error button', { hasText: 'Change your name' }).click();
+    await page.locator('#name-dialog[open]').waitFor();
+    expect(await page.locator('#name-error').textContent()).toContain('agent Analyst');
     await page.locator('#author-name').fill('Maya');
+    await page.locator('#name-save').click();
     await page.locator('#send').click();
     await expect.poll(() => gw.received.length, POLL).toBe(1);
     expect(gw.received[0]!.author.name).toBe('Maya');

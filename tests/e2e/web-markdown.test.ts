@@ -19,7 +19,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { silentLogger } from '../helpers/logger.js';
-import { browserSuite, CHROMIUM, HAVE_BROWSER, SHOTS, LAUNCH_ARGS, POLL } from './browser.js';
+import { browserSuite, CHROMIUM, HAVE_BROWSER, SHOTS, LAUNCH_ARGS, POLL, withName } from './browser.js';
 
 const suite = browserSuite('web-markdown');
 
@@ -108,6 +108,8 @@ suite('Markdown, following and catching up, in Chromium', () => {
 
   async function openPage(): Promise<{ page: Page; errors: string[]; dialogs: string[] }> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, timezoneId: 'UTC' });
+    // A returning reader: the page asks a newcomer for a name before the first message.
+    await withName(context);
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
     contexts.push(context);
     const page = await context.newPage();

@@ -17,7 +17,7 @@ import type { LlmRequest } from '../../src/core/ports.js';
 import { FakeLlm } from '../helpers/fake-llm.js';
 import { silentLogger } from '../helpers/logger.js';
 import { FakeGateway, TEST_AGENTS } from '../channels/web/fake-gateway.js';
-import { browserSuite, CHROMIUM, HAVE_BROWSER, SHOTS, LAUNCH_ARGS, POLL } from './browser.js';
+import { browserSuite, CHROMIUM, HAVE_BROWSER, SHOTS, LAUNCH_ARGS, POLL, withName } from './browser.js';
 
 const suite = browserSuite('web-page');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -119,6 +119,8 @@ suite('web page in Chromium', () => {
       colorScheme: opts.dark ? 'dark' : 'light',
       deviceScaleFactor: 1,
     });
+    // A returning reader: the page asks a newcomer for a name before the first message.
+    await withName(context);
     contexts.push(context);
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
@@ -455,6 +457,8 @@ suite('web page auth and scripted banner', () => {
 
   it('asks for the token, rejects a wrong one clearly, keeps the right one, shows the scripted banner', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    // A returning reader: the page asks a newcomer for a name before the first message.
+    await withName(context);
     const page = await context.newPage();
     await page.goto(app.webUrl + '/');
     const dialog = page.locator('#auth-dialog');
@@ -511,6 +515,8 @@ suite('web page with Telegram groups and a sticky agent', () => {
 
   it('shows Telegram/Discord groups read-only with their channel icon, and the sticky agent by the composer', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    // A returning reader: the page asks a newcomer for a name before the first message.
+    await withName(context);
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
     await page.goto(web.url + '/#/g/tg-team');

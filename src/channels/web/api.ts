@@ -3,10 +3,11 @@
  * and answer JSON; every mistake becomes a 4xx `{error: {code, message}}` (see server.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { COMMAND_LIST } from '../../core/commands/commands.js';
 import type { ChannelHost, GatewayApi, GroupDetail } from '../../core/ports.js';
 import { MAX_DISPLAY_NAME, cleanDisplayName, impersonates } from '../../core/text/displayName.js';
 import type { AgentDef, TranscriptEntry } from '../../core/types.js';
-import { clientAddressKey } from './client.js';
+import { CLIENT_KEY, clientAddressKey, clientTag } from './client.js';
 import { HttpError, field, intParam, readJsonObject, sendJson } from './http.js';
 import type { RequestContext, Router } from './router.js';
 import type { SseHub } from './sse.js';
@@ -60,11 +61,14 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     return g;
   };
 
-  router.add('GET', '/api/info', ({ res }) => {
+  router.add('GET', '/api/info', ({ req, res }) => {
     sendJson(res, 200, {
       name: 'chorus',
       scriptedProvider: gw().scriptedProvider,
       maxMessageLength: deps.maxMessageLength,
+      // The tag this browser's messages carry (null without an X-Chorus-Client key): the page
+      // draws entries with it as its own.
+      client: tagOf(req.headers['x-chorus-client']) ?? null,
     });
   });
 
@@ -76,6 +80,8 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
       scriptedProvider: gw().scriptedProvider,
       // The composer counts against the real limit instead of finding out after Send.
       limits: { max_message_chars: Math.min(deps.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS, deps.maxMessageLength) },
+      // What `/` completes to in the composer: the commands the router carries out.
+      commands: COMMAND_LIST,
     });
   });
 
@@ -162,7 +168,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     if (!host.stopGroup) throw new HttpError(501, 'not_supported', 'this server cannot stop rounds');
     // The body is optional: `{ "author_name": "Maya" }` names who stopped it in the notice.
     const body = req.headers['content-type'] ? await readJsonObject(req) : (req.resume(), {});
-    const result = await host.stopGroup(g.id, authorName(body, host.gateway.listAgents()));
+    const result = await host.stopGroup(g.id, authorName(body, host.gateway.listAgents(), 'someone'));
     sendJson(res, 200, result);
   });
 
@@ -190,15 +196,16 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
  * compatibility forms, look-alike letters and decorations such as "(bot)") is refused with a
  * 400 that says why, and the message is not recorded; the page keeps the text for another try.
  */
-function authorName(body: Record<string, unknown>, agents: readonly AgentDef[]): string {
+function authorName(body: Record<string, unknown>, agents: readonly AgentDef[], fallback = 'Guest'): string {
   // The raw field may carry invisible padding; the limit that matters is on what is shown.
+  // Without a name the fallback is one everyone can read: "You" would name every reader.
   const raw = field.string(body, 'author_name', { max: 256, optional: true });
-  if (raw === undefined) return 'You';
+  if (raw === undefined) return fallback;
   const cleaned = cleanDisplayName(raw, Number.MAX_SAFE_INTEGER);
   if (Array.from(cleaned).length > MAX_DISPLAY_NAME) {
     throw new HttpError(400, 'invalid_field', `"author_name" may have at most ${MAX_DISPLAY_NAME} characters`);
   }
-  const name = cleaned || 'You';
+  const name = cleaned || fallback;
   const agent = impersonates(name, agents);
   if (agent) {
     throw new HttpError(
@@ -244,6 +251,7 @@ async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: Group
     ts: Date.now(),
     replyToAgentId,
     replyToEntryId: replyTo,
+    clientTag: tagOf(req.headers['x-chorus-client']),
     chatTitle: g.title,
     // The page shows command answers and refusals to the asker alone; they are not stored.
     ephemeral: true,
@@ -277,6 +285,15 @@ async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: Group
       return;
     }
   }
+}
+
+/** The tag for a browser's `X-Chorus-Client` key; undefined when none is sent, a 400 when malformed. */
+function tagOf(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !CLIENT_KEY.test(header)) {
+    throw new HttpError(400, 'invalid_header', 'X-Chorus-Client must be 16 to 128 letters, digits, _ or -');
+  }
+  return clientTag(header);
 }
 
 /** Look an entry up by id (`<group>.<seq>`), anywhere in the history. */

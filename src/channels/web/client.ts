@@ -9,7 +9,25 @@
  * Behind a reverse proxy every client shares the proxy's address: raise the limits there (or set
  * the connection cap to 0). Forwarded-for headers are not trusted because anyone can send them.
  */
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
+
+/**
+ * A browser's own key: random, made by the page once and kept in its localStorage, sent with each
+ * API call as `X-Chorus-Client`. It answers one question only, "did this browser write that
+ * message?", so a page can draw its own messages apart from other people's whatever names are
+ * typed. Like a name it is whatever the client sends, so it never counts for limits or permissions.
+ */
+export const CLIENT_KEY = /^[A-Za-z0-9_-]{16,128}$/;
+
+/**
+ * The tag recorded on what a key's browser posts, and shown to everyone. A one-way digest, so
+ * reading the feed does not hand out a key another browser could send to have its messages drawn
+ * as someone else's own.
+ */
+export function clientTag(key: string): string {
+  return createHash('sha256').update('chorus-web-client\0' + key).digest('base64url').slice(0, 22);
+}
 
 /** The key limits count against for a peer address (`undefined` when the socket is gone). */
 export function clientAddressKey(remoteAddress: string | undefined): string {

@@ -50,6 +50,22 @@ const VENDOR: Record<string, () => string> = {
   '/vendor/purify.es.mjs': () => join(dirname(createRequire(import.meta.url).resolve('dompurify')), 'purify.es.mjs'),
 };
 
+/**
+ * Code highlighting: highlight.js's core and a few common languages, each its own file, which the
+ * page imports only when a message has a code block in that language (codehl.js). The languages'
+ * ES builds stand alone; the core's ES entry only re-exports its CommonJS build, so that file is
+ * served wrapped as a module (it requires nothing).
+ */
+export const HLJS_LANGUAGES = ['bash', 'css', 'diff', 'go', 'java', 'javascript', 'json', 'python', 'rust', 'sql', 'typescript', 'xml', 'yaml'];
+const hljsDir = (): string => dirname(createRequire(import.meta.url).resolve('highlight.js/package.json'));
+const HLJS_CORE = '/vendor/hljs/core.js';
+VENDOR[HLJS_CORE] = () => join(hljsDir(), 'lib', 'core.js');
+for (const lang of HLJS_LANGUAGES) VENDOR[`/vendor/hljs/${lang}.js`] = () => join(hljsDir(), 'es', 'languages', `${lang}.js`);
+
+function commonJsAsModule(body: Buffer): Buffer {
+  return Buffer.concat([Buffer.from('const module = { exports: {} };\n'), body, Buffer.from('\nexport default module.exports;\n')]);
+}
+
 interface StaticFile {
   body: Buffer;
   type: string;
@@ -69,10 +85,12 @@ export class StaticFiles {
       this.files.set('/' + name, { body, type, etag: etagOf(body) });
     }
     for (const [route, locate] of Object.entries(VENDOR)) {
-      // A broken install must not stop the daemon: the page then shows messages as plain text (markdown.js).
+      // A broken install must not stop the daemon: the page then shows messages as plain text
+      // (markdown.js), or code without colours (codehl.js).
       let body: Buffer;
       try {
         body = readFileSync(locate());
+        if (route === HLJS_CORE) body = commonJsAsModule(body);
       } catch {
         continue;
       }

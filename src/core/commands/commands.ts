@@ -48,6 +48,26 @@ export const HELP_TEXT = [
   'Address agents with @handle; @all reaches everyone.',
 ].join('\n');
 
+/**
+ * Each command with its arguments, one entry per thing typed: what the web composer offers when a
+ * message starts with `/`. The same commands as HELP_TEXT, which groups some of them per line.
+ */
+export const COMMAND_LIST: readonly { command: string; args: string; summary: string }[] = [
+  { command: '/help', args: '', summary: 'list the commands' },
+  { command: '/ask', args: '<agent> [<agent> …] [text]', summary: 'make these agents answer' },
+  { command: '/stop', args: '', summary: "end the agents' round and cancel replies in progress" },
+  { command: '/group list', args: '', summary: 'members, status, strategy and settings' },
+  { command: '/group usage', args: '', summary: 'tokens and estimated cost per agent' },
+  { command: '/group config', args: '[<key> <value>]', summary: 'show or change a setting' },
+  { command: '/group add', args: '<agent>', summary: 'add an agent (admin)' },
+  { command: '/group remove', args: '<agent>', summary: 'remove an agent (admin)' },
+  { command: '/group mute', args: '<agent>', summary: 'no voluntary turns (admin)' },
+  { command: '/group unmute', args: '<agent>', summary: 'voluntary turns again (admin)' },
+  { command: '/group reset', args: '[agent]', summary: 'clear agent memory (admin)' },
+  { command: '/group dissolve', args: '', summary: 'archive the group (admin)' },
+  { command: '/group create', args: '<agent> <agent> …', summary: 'make this chat a group (admin)' },
+];
+
 /** What a command did: its answer (already passed to `r.reply`) and whether it failed. */
 export interface CommandOutcome {
   reply: string | null;

@@ -469,6 +469,7 @@ export class GroupRouter implements ChannelHost {
       threadId: msg.threadId,
       hiddenFromAgents: command || undefined,
       replyTo: msg.replyToEntryId,
+      clientTag: msg.clientTag,
     };
   }
 

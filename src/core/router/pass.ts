@@ -41,6 +41,7 @@ export function passRules(o: JudgeOptions): ScrubOptions {
     others: o.others,
     leadingTokenPasses: o.mayPass && !o.streamed,
     fillerMax: o.streamed ? 0 : o.mayPass ? PASS_FILLER_MAX.offered : PASS_FILLER_MAX.addressed,
+    decorationPasses: o.mayPass,
   };
 }
 

@@ -14,7 +14,9 @@
  * 3. **The lead-in is dropped**: leading decoration and whitespace around tokens, the agent's own
  *    name label (`Analyst:`, `**Analyst**:`, `[Analyst]`) and another participant's label
  *    (`Critic:` written by Analyst; reported so the router can log it).
- * 4. **Verdict.** Nothing left but decoration is a pass; so is the bare word `pass`. A reply whose
+ * 4. **Verdict.** Nothing left but decoration is a pass (on an addressed turn only once a token or
+ *    label was removed: a reply that was decoration alone, such as a run of backticks, is posted
+ *    as written); so is the bare word `pass`. A reply whose
  *    last word is the token, after fewer than `fillerMax` characters of real text, is a pass
  *    ("Fine. [PASS]": the model's last word wins; the router allows more filler where passing was
  *    offered than on an addressed turn). A token *before* the text is a pass only where passing is
@@ -50,6 +52,12 @@ export interface ScrubOptions {
    * back this much. 0 turns the trailing-token rule (and the hold) off.
    */
   fillerMax?: number | undefined;
+  /**
+   * Whether a reply of nothing but decoration (no token, no label, no word) is a pass. True where
+   * passing is offered; on an addressed turn a person asked, and a reply of only backticks or
+   * dots is what the agent said, so it is posted as written.
+   */
+  decorationPasses?: boolean | undefined;
 }
 
 export interface ScrubVerdict {
@@ -332,6 +340,7 @@ export class PassScrubber {
   private readonly trie: LabelNode | null;
   private readonly leadingTokenPasses: boolean;
   private readonly fillerMax: number;
+  private readonly decorationPasses: boolean;
 
   // lead-in
   private inBody = false;
@@ -358,6 +367,7 @@ export class PassScrubber {
     this.trie = cachedLabelTrie(opts.self, opts.others ?? []);
     this.leadingTokenPasses = opts.leadingTokenPasses ?? true;
     this.fillerMax = opts.fillerMax ?? PASS_FILLER_DEFAULT;
+    this.decorationPasses = opts.decorationPasses ?? true;
     const stage: Sink = { char: (f, o) => this.char(f, o), run: (f, o) => this.run(f, o), mark: () => this.mark(), tail: (o) => (this.tailOrig += o) };
     this.folder = new Folder(new TokenRemover(stage));
   }
@@ -373,6 +383,15 @@ export class PassScrubber {
     if (!this.verdict) {
       this.folder.end();
       if (!this.inBody) this.classify(true);
+      if (!this.inBody && !this.decorationPasses && !this.leadToken && this.lastMarker < 0 && this.bare < 0) {
+        // Only decoration and no token anywhere: the whole reply is its text.
+        const kept = (this.lo.join('') + this.tailOrig).trim();
+        if (kept) {
+          this.out = [kept];
+          this.verdict = { pass: false, text: kept, foreignLabels: [] };
+          return this.verdict;
+        }
+      }
       if (this.inBody && this.tailOrig) {
         this.out.push(this.tailOrig);
         this.outLen += this.tailOrig.length;

@@ -240,7 +240,7 @@ describe('web API: messages', () => {
     expect(typeof msg.ts).toBe('number');
     const anon = await call(base, 'POST', '/api/groups/lobby/messages', { body: { text: 'hello' } });
     expect(anon.status).toBe(202);
-    expect(gw.received[1]!.author.name).toBe('You');
+    expect(gw.received[1]!.author.name).toBe('Guest');
     const cmd = await call(base, 'POST', '/api/groups/lobby/messages', { body: { text: '/group list' } });
     expect(cmd.status).toBe(202);
     expect(cmd.json.status).toBe('command');

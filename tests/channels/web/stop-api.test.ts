@@ -87,7 +87,8 @@ groups:
     const bare = await post('/api/groups/room/stop');
     expect(bare.status).toBe(200);
     expect(await bare.json()).toEqual({ stopped: true, roundsDropped: 0, turnsDropped: 0 });
-    expect((await messages()).at(-1)!.text).toBe('⏹ Stopped by You: nothing was running. Messages stay recorded; the next message starts afresh.');
+    // No name given: "someone", never "You" (which every other reader would read as themselves).
+    expect((await messages()).at(-1)!.text).toBe('⏹ Stopped by someone: nothing was running. Messages stay recorded; the next message starts afresh.');
 
     const typed = await post('/api/groups/room/messages', { text: '/stop', author_name: 'Lee' });
     expect(typed.status).toBe(202); // a command with nothing to answer the asker alone

@@ -1,13 +1,16 @@
 /**
  * Who a web client is (issue 13, items 4 and 7): the per-person rate limit counts per client
- * (its address), not per self-declared `author_name`; names are cleaned and length-limited; and a
- * person cannot post under an agent's name, id or alias, however it is dressed up.
+ * (its address), not per self-declared `author_name`; names are cleaned and length-limited; a
+ * person cannot post under an agent's name, id or alias, however it is dressed up; and each
+ * message records which browser sent it (a tag of the browser's own key), so a page can tell its
+ * own messages from other people's.
  */
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../../src/app.js';
 import { WebChannel } from '../../../src/channels/web/WebChannel.js';
 import { parseConfigText } from '../../../src/config/load.js';
+import { HELP_TEXT } from '../../../src/core/commands/commands.js';
 import { FakeLlm } from '../../helpers/fake-llm.js';
 import { silentLogger } from '../../helpers/logger.js';
 import { MemoryStore } from '../../helpers/memory-store.js';
@@ -145,9 +148,74 @@ describe('names on the web', () => {
     const tooLong = await post(base, '/api/groups/lobby/messages', { text: 'e', author_name: 'm'.repeat(65) });
     expect(tooLong.status).toBe(400);
     expect(tooLong.json.error.message).toContain('at most 64 characters');
-    // Nothing visible left: the default name.
+    // Nothing visible left: the default name, one that does not read as every reader ("You").
     expect((await post(base, '/api/groups/lobby/messages', { text: 'f', author_name: '\u200B\u202E' })).status).toBe(202);
-    expect(gw.received.at(-1)!.author.name).toBe('You');
+    expect(gw.received.at(-1)!.author.name).toBe('Guest');
     for (const m of gw.received) expect(m.author.name).not.toMatch(/[\u200B-\u200F\u202A-\u202E\u2066-\u2069\u061C\uFEFF\n\t]/);
+  });
+});
+
+describe('which browser sent a message', () => {
+  const KEY_A = 'a-browser-key-0123456789';
+  const KEY_B = 'b-browser-key-9876543210';
+
+  function send(base: string, path: string, opts: { key?: string; body?: unknown; method?: string } = {}): Promise<Reply> {
+    const headers: Record<string, string> = {};
+    if (opts.key !== undefined) headers['x-chorus-client'] = opts.key;
+    if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    return fetch(new URL(path, base), { method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'), headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) })
+      .then(async (r) => ({ status: r.status, json: await r.json() }));
+  }
+
+  it('records a tag of the browser key on each message, tells a page its own tag, and never shows the key', async () => {
+    const app = await realApp(1000);
+    const base = app.webUrl!;
+    const infoA = await send(base, '/api/info', { key: KEY_A });
+    const infoB = await send(base, '/api/info', { key: KEY_B });
+    expect(infoA.status).toBe(200);
+    expect(infoA.json.client).toMatch(/^[A-Za-z0-9_-]{20,}$/);
+    expect(infoB.json.client).not.toBe(infoA.json.client);
+    expect(infoA.json.client).not.toContain(KEY_A);
+    expect((await send(base, '/api/info')).json.client).toBeNull();
+
+    // Both call themselves Maya; the browsers still differ.
+    expect((await send(base, '/api/groups/lobby/messages', { key: KEY_A, body: { text: 'from A', author_name: 'Maya' } })).status).toBe(202);
+    expect((await send(base, '/api/groups/lobby/messages', { key: KEY_B, body: { text: 'from B', author_name: 'Maya' } })).status).toBe(202);
+    expect((await send(base, '/api/groups/lobby/messages', { body: { text: 'from a script', author_name: 'Maya' } })).status).toBe(202);
+    const page = await send(base, '/api/groups/lobby/messages');
+    const byText = new Map<string, any>(page.json.messages.map((e: any) => [e.text, e]));
+    expect(byText.get('from A').clientTag).toBe(infoA.json.client);
+    expect(byText.get('from B').clientTag).toBe(infoB.json.client);
+    expect(byText.get('from a script').clientTag).toBeUndefined();
+    expect(JSON.stringify(page.json)).not.toContain(KEY_A);
+
+    // A key of the wrong shape is refused, and nothing is recorded.
+    for (const bad of ['short', 'has spaces in it here', 'x'.repeat(129), 'ünïcödé-key-0123456789']) {
+      const r = await send(base, '/api/groups/lobby/messages', { key: bad, body: { text: 'nope', author_name: 'Maya' } });
+      expect(r.status, bad).toBe(400);
+      expect(r.json.error.code).toBe('invalid_header');
+    }
+    expect((await app.gateway.messages('lobby', { limit: 50 })).some((e) => e.text === 'nope')).toBe(false);
+  });
+
+  it('names a Stop without a name "someone", never "You"', async () => {
+    const app = await realApp(1000);
+    const r = await send(app.webUrl!, '/api/groups/lobby/stop', { key: KEY_A, method: 'POST' });
+    expect(r.status).toBe(200);
+    const notice = (await app.gateway.messages('lobby', { limit: 10 })).find((e) => e.decision?.type === 'stopped');
+    expect(notice?.text).toContain('Stopped by someone');
+  });
+
+  it('lists the commands `/` completes to, each one the help text names', async () => {
+    const app = await realApp(1000);
+    const { json } = await send(app.webUrl!, '/api/agents');
+    const commands: { command: string; args: string; summary: string }[] = json.commands;
+    expect(commands.map((c) => c.command)).toEqual(expect.arrayContaining(['/help', '/ask', '/stop', '/group list', '/group config', '/group mute']));
+    for (const c of commands) {
+      expect(c.summary.length, c.command).toBeGreaterThan(0);
+      if (c.command === '/help') continue; // the one that prints the help text
+      const [word, sub] = c.command.split(' ');
+      expect(HELP_TEXT, c.command).toContain(sub ? `${word} ${sub}` : word);
+    }
   });
 });

@@ -1,6 +1,7 @@
 // The page's link to the server: JSON calls with the bearer token, the token prompt, and
 // Server-Sent Event streams that reconnect by themselves.
 import { $, show } from './dom.js';
+import { clientKey } from './identity.js';
 
 const TOKEN_KEY = 'chorus.token';
 
@@ -22,7 +23,8 @@ export function currentToken() {
 }
 
 function headers(extra = {}) {
-  const out = { ...extra };
+  // Every call says which browser it comes from: the server tags this browser's messages with it.
+  const out = { ...extra, 'x-chorus-client': clientKey() };
   if (token) out.authorization = 'Bearer ' + token;
   return out;
 }

@@ -4,6 +4,8 @@ import { $, CHANNEL_NAMES, show } from './dom.js';
 import { MessageActions } from './actions.js';
 import { Composer } from './composer.js';
 import { Feed } from './feed.js';
+import { setOwnTag, wireNameButton } from './identity.js';
+import { Notifier } from './notify.js';
 import { Panel } from './panel.js';
 import { Sidebar } from './sidebar.js';
 import { agentOf, lastSeenSeq, loadUnread, markSeen, saveUnread, setAgents, state } from './state.js';
@@ -16,6 +18,7 @@ const composer = new Composer();
 const panel = new Panel(() => refreshDetail());
 const sidebar = new Sidebar((id) => selectGroup(id));
 const actions = new MessageActions({ feed, composer, notify: (answer) => feed.addLocal(answer) });
+const notifier = new Notifier((id) => selectGroup(id));
 feed.actionsFor = (e) => actions.control(e);
 composer.onLocal = (answer) => feed.addLocal(answer);
 feed.canStop = () => {
@@ -27,7 +30,8 @@ $('#stop-round').addEventListener('click', async () => {
   const id = state.currentId;
   if (!id) return;
   try {
-    await api('POST', `/api/groups/${encodeURIComponent(id)}/stop`, { author_name: composer.authorName() });
+    // No name chosen yet: the notice then says "someone" (never a name that reads as everyone's "You").
+    await api('POST', `/api/groups/${encodeURIComponent(id)}/stop`, { author_name: composer.authorName() || undefined });
   } catch (err) {
     feed.addLocal({ kind: 'error', text: '⚠ ' + (err.message || 'Could not stop.') });
   }
@@ -117,6 +121,7 @@ async function loadMessages(id) {
   const page = await api('GET', `/api/groups/${encodeURIComponent(id)}/messages?limit=50`);
   if (state.currentId !== id) return false;
   feed.add(page.messages);
+  notifier.learn(page.messages);
   show($('#load-older'), page.hasMore);
   feed.scrollToBottom();
   markSeen(id, feed.lastSeq);
@@ -190,6 +195,7 @@ function openGlobalStream() {
       return;
     }
     const e = ev.entry;
+    notifier.consider(ev.groupId, e);
     g.lastMessage = { authorName: e.authorName, text: e.text, ts: e.ts };
     if (ev.groupId !== state.currentId) {
       state.unread.set(ev.groupId, (state.unread.get(ev.groupId) || 0) + 1);
@@ -262,7 +268,8 @@ async function loadOlder() {
 
 async function boot() {
   const toggle = $('#show-decisions');
-  toggle.checked = localStorage.getItem(DECISIONS_KEY) !== '0';
+  // Off unless the reader turned them on: passes and cooldowns are for those who look for them.
+  toggle.checked = localStorage.getItem(DECISIONS_KEY) === '1';
   feed.setDecisionsVisible(toggle.checked);
   toggle.addEventListener('change', () => {
     localStorage.setItem(DECISIONS_KEY, toggle.checked ? '1' : '0');
@@ -285,8 +292,12 @@ async function boot() {
     if (id && id !== state.currentId) selectGroup(id);
   });
 
+  document.addEventListener('keydown', onEscape);
+  wireNameButton();
   loadUnread();
-  setAgents(await api('GET', '/api/agents'));
+  const [info, agents] = await Promise.all([api('GET', '/api/info'), api('GET', '/api/agents')]);
+  setOwnTag(info.client);
+  setAgents(agents);
   // The scripted-provider notice can be dismissed; it stays away in this browser once it is.
   show($('#banner'), state.scripted && localStorage.getItem(BANNER_KEY) !== '1');
   $('#banner-close').addEventListener('click', () => {
@@ -301,6 +312,23 @@ async function boot() {
   if (first) await selectGroup(first);
   else composer.update();
   document.body.dataset.ready = 'true';
+}
+
+/**
+ * Escape closes what is open over the feed, the drawer first, then the panel, and gives focus
+ * back to the button that opened it. Keys already used inside (a menu, the suggestions, a
+ * confirm) and open dialogs (which close themselves) are left alone.
+ */
+function onEscape(ev) {
+  if (ev.key !== 'Escape' || ev.defaultPrevented || document.querySelector('dialog[open]')) return;
+  if (sidebar.drawerOpen()) {
+    ev.preventDefault();
+    sidebar.setOpen(false, true);
+  } else if (!panel.el.hidden) {
+    ev.preventDefault();
+    panel.setOpen(false);
+    panel.toggleBtn.focus();
+  }
 }
 
 boot().catch((err) => {

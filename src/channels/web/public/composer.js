@@ -1,15 +1,18 @@
 // The composer: Enter sends, Shift+Enter adds a line, an agent picker that inserts @handles
-// (mouse or keyboard), @-autocomplete over handles and aliases, the sticky agent, idempotent
-// sending, and help while typing: unknown handles and the length limit show before Send.
+// (mouse or keyboard), suggestions for @handles and /commands (autocomplete.js), the sticky
+// agent, idempotent sending, a draft per group (drafts.js), the reader's name asked before the
+// first message (identity.js), and help while typing: unknown handles and the length limit show
+// before Send.
 import { api } from './api.js';
+import { Autocomplete } from './autocomplete.js';
 import { $, avatar, clear, h, show } from './dom.js';
+import { loadDraft, saveDraft } from './drafts.js';
+import { askName, ensureName, savedName } from './identity.js';
 import { unknownMentions } from './mentions.js';
 import { agentOf, currentGroup, knownHandles, participants, state } from './state.js';
 
 /** The counter appears once a draft passes this share of the limit. */
 const COUNTER_FROM = 0.8;
-
-const NAME_KEY = 'chorus.name';
 
 function newClientId() {
   if (globalThis.crypto && typeof crypto.randomUUID === 'function') return crypto.randomUUID();
@@ -27,11 +30,11 @@ export class Composer {
     this.auto = $('#autocomplete');
     this.sticky = $('#sticky');
     this.readonly = $('#readonly-note');
-    this.nameInput = $('#author-name');
     this.handleWarning = $('#handle-warning');
     this.counter = $('#char-count');
-    this.suggestions = [];
-    this.active = 0;
+    this.ac = new Autocomplete(this.input, this.auto, () => this.onEdited());
+    /** The group whose draft the message box holds. */
+    this.draftGroup = null;
     /** Reused when the same text is re-sent after a failure, so a retry is never doubled. */
     this.pending = null;
     /** The message being replied to ({ id, groupId, name }), shown as a chip; null when none. */
@@ -40,8 +43,6 @@ export class Composer {
     /** Shows an answer to this reader only (app.js: the feed's local line). */
     this.onLocal = () => {};
 
-    this.nameInput.value = localStorage.getItem(NAME_KEY) || 'You';
-    this.nameInput.addEventListener('change', () => localStorage.setItem(NAME_KEY, this.nameInput.value.trim() || 'You'));
     this.form.addEventListener('submit', (ev) => {
       ev.preventDefault();
       this.submit();
@@ -49,19 +50,20 @@ export class Composer {
     this.input.addEventListener('keydown', (ev) => this.onKey(ev));
     this.input.addEventListener('input', () => {
       this.autosize();
-      this.updateAutocomplete();
+      this.ac.update();
       this.updateHelp();
+      this.keepDraft();
       if (!this.error.hidden) show(this.error, false);
     });
     this.input.addEventListener('click', () => {
-      this.updateAutocomplete();
+      this.ac.update();
       this.updateHelp();
     });
     this.picker.addEventListener('keydown', (ev) => this.onPickerKey(ev));
     // Close the suggestions when focus moves elsewhere on the page (after a moment, so a click on
     // one still lands); the window itself losing focus keeps them for when the reader comes back.
     this.input.addEventListener('blur', () => setTimeout(() => {
-      if (document.hasFocus() && document.activeElement !== this.input) this.closeAutocomplete();
+      if (document.hasFocus() && document.activeElement !== this.input) this.ac.close();
     }, 150));
     this.pickerBtn.addEventListener('click', () => this.togglePicker());
     document.addEventListener('click', (ev) => {
@@ -70,9 +72,32 @@ export class Composer {
     this.update();
   }
 
-  /** The name messages are sent under. */
+  /** The name messages are sent under ('' before one is chosen: the server then says "Guest"). */
   authorName() {
-    return this.nameInput.value.trim() || 'You';
+    return savedName();
+  }
+
+  /** After a change made for the reader (a suggestion, a fix): the same upkeep as typing. */
+  onEdited() {
+    this.autosize();
+    this.updateHelp();
+    this.keepDraft();
+  }
+
+  keepDraft() {
+    if (this.draftGroup) saveDraft(this.draftGroup, this.input.value);
+  }
+
+  /** The message box holds the open group's draft: the one left keeps its own. */
+  switchDraft() {
+    if (this.draftGroup === state.currentId) return;
+    this.keepDraft();
+    this.draftGroup = state.currentId;
+    this.input.value = loadDraft(this.draftGroup);
+    this.pending = null;
+    this.ac.close();
+    show(this.error, false);
+    this.autosize();
   }
 
   /**
@@ -106,6 +131,7 @@ export class Composer {
 
   /** Reflect the open group: writable or read-only, sticky agent, picker contents. */
   update() {
+    this.switchDraft();
     const g = state.detail || currentGroup();
     const writable = Boolean(g && g.channel === 'web' && !g.archived);
     if (this.replyTo && (this.replyTo.groupId !== state.currentId || !writable)) this.clearReplyTo();
@@ -164,7 +190,7 @@ export class Composer {
     if (this.input.value.slice(u.start, u.end) !== '@' + u.handle) return;
     this.input.setRangeText('@' + handle, u.start, u.end, 'end');
     this.input.focus();
-    this.updateHelp();
+    this.onEdited();
   }
 
   /** Characters as the server counts them (UTF-16 code units, like String.length). */
@@ -185,6 +211,9 @@ export class Composer {
   }
 
   async submit() {
+    if (!this.input.value.trim() || !state.currentId || this.input.disabled) return;
+    // A newcomer says who they are before their first message; cancelling keeps the draft.
+    if (!savedName() && !(await ensureName())) return;
     const text = this.input.value;
     if (!text.trim() || !state.currentId || this.input.disabled) return;
     const over = this.overLimit();
@@ -209,7 +238,11 @@ export class Composer {
         reply_to: replyTo,
       });
       this.pending = null;
-      if (this.input.value === text) this.input.value = '';
+      // The reader may have moved to another group meanwhile: only the sent group's draft goes.
+      if (this.draftGroup === groupId) {
+        if (this.input.value === text) this.input.value = '';
+        this.keepDraft();
+      } else if (loadDraft(groupId) === text) saveDraft(groupId, '');
       if (this.replyTo && this.replyTo.id === replyTo) this.clearReplyTo();
       this.autosize();
       this.updateHelp();
@@ -224,6 +257,10 @@ export class Composer {
         this.onLocal(local);
       } else {
         this.error.textContent = err.message || 'Could not send.';
+        // A name that reads as an agent's: offer to change it right there.
+        if (err.code === 'reserved_name') {
+          this.error.append(' ', h('button', { type: 'button', className: 'link-btn', text: 'Change your name', onclick: () => askName(err.message) }));
+        }
         show(this.error, true);
       }
     } finally {
@@ -233,25 +270,7 @@ export class Composer {
   }
 
   onKey(ev) {
-    if (!this.auto.hidden && this.suggestions.length > 0) {
-      if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
-        ev.preventDefault();
-        const n = this.suggestions.length;
-        this.active = (this.active + (ev.key === 'ArrowDown' ? 1 : n - 1)) % n;
-        this.renderAutocomplete();
-        return;
-      }
-      if (ev.key === 'Enter' || ev.key === 'Tab') {
-        ev.preventDefault();
-        this.accept(this.suggestions[this.active]);
-        return;
-      }
-      if (ev.key === 'Escape') {
-        ev.preventDefault();
-        this.closeAutocomplete();
-        return;
-      }
-    }
+    if (this.ac.onKey(ev)) return;
     if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
       ev.preventDefault();
       this.submit();
@@ -275,8 +294,7 @@ export class Composer {
     const pad = before && !/\s$/.test(before) ? ' ' : '';
     el.setRangeText(pad + text, start, end, 'end');
     el.focus();
-    this.autosize();
-    this.updateHelp();
+    this.onEdited();
   }
 
   // ---- agent picker
@@ -337,81 +355,5 @@ export class Composer {
   closePicker() {
     show(this.picker, false);
     this.pickerBtn.setAttribute('aria-expanded', 'false');
-  }
-
-  // ---- @-autocomplete
-
-  /** The `@prefix` right before the caret, if any. */
-  tokenAtCaret() {
-    const el = this.input;
-    if (el.selectionStart !== el.selectionEnd) return null;
-    const before = el.value.slice(0, el.selectionStart);
-    const m = /(^|[\s(,;])@([\p{L}\p{N}_-]{0,32})$/u.exec(before);
-    if (!m) return null;
-    return { prefix: m[2].toLowerCase(), start: before.length - m[2].length - 1, end: before.length };
-  }
-
-  candidates() {
-    const out = [];
-    const inGroup = new Set(participants().map((a) => a.id));
-    for (const a of state.agents) {
-      if (!inGroup.has(a.id)) continue;
-      for (const handle of a.handles || [a.id]) out.push({ handle, agent: a, label: a.name, primary: handle === a.id });
-    }
-    for (const [name, members] of Object.entries(state.aliases)) {
-      out.push({ handle: name, agent: null, label: 'group: ' + members.join(', '), primary: false });
-    }
-    for (const name of state.builtinAliases) out.push({ handle: name, agent: null, label: 'everyone in the group', primary: false });
-    return out;
-  }
-
-  updateAutocomplete() {
-    const tok = this.tokenAtCaret();
-    if (!tok) {
-      this.closeAutocomplete();
-      return;
-    }
-    const matches = this.candidates().filter((c) => c.handle.startsWith(tok.prefix));
-    matches.sort((a, b) => Number(b.primary) - Number(a.primary) || a.handle.localeCompare(b.handle));
-    this.suggestions = matches.slice(0, 8);
-    this.token = tok;
-    this.active = 0;
-    if (this.suggestions.length === 0) {
-      this.closeAutocomplete();
-      return;
-    }
-    this.renderAutocomplete();
-  }
-
-  renderAutocomplete() {
-    clear(this.auto);
-    this.suggestions.forEach((s, i) => {
-      const item = h('li', { role: 'option', className: 'option', id: 'ac-' + i, 'aria-selected': String(i === this.active), dataset: { handle: s.handle },
-        onmousedown: (ev) => {
-          ev.preventDefault();
-          this.accept(s);
-        } },
-      s.agent ? avatar(s.agent, 'xs') : h('span', { className: 'avatar avatar-xs avatar-group', 'aria-hidden': 'true', text: '#' }),
-      h('span', { className: 'opt-handle', text: '@' + s.handle }),
-      h('span', { className: 'opt-label', text: s.label }));
-      this.auto.append(item);
-    });
-    this.input.setAttribute('aria-activedescendant', 'ac-' + this.active);
-    show(this.auto, true);
-  }
-
-  accept(s) {
-    const tok = this.tokenAtCaret() || this.token;
-    if (!tok || !s) return;
-    this.input.setRangeText('@' + s.handle + ' ', tok.start, tok.end, 'end');
-    this.closeAutocomplete();
-    this.input.focus();
-    this.updateHelp();
-  }
-
-  closeAutocomplete() {
-    show(this.auto, false);
-    this.suggestions = [];
-    this.input.removeAttribute('aria-activedescendant');
   }
 }

@@ -6,7 +6,9 @@
 // bottom; a reader who scrolled up gets a "N new messages ↓" button instead of being pulled down.
 // Entries of different days are separated by a date line; every time shows the full date on hover.
 import { $, accentVars, avatar, clear, colorFor, formatCost, formatInt, formatMs, formatTime, h, show } from './dom.js';
+import { isOwn, personColor } from './identity.js';
 import { markdownReady, renderMarkdown } from './markdown.js';
+import { messageBody } from './msgbody.js';
 import { agentOf, handleColor } from './state.js';
 
 const DECISION_ICONS = { pass: '·', cooldown: '⏳', cap: '⛔', error: '⚠', muted: '🔇', depth: '↳', batch: '≡', selector: '🎯', stopped: '⏹' };
@@ -135,7 +137,8 @@ export class Feed {
     const sep = before && before.classList.contains('day-separator') ? before : null;
     const prev = prevEntry(el);
     if (prev && prev.dataset.day && prev.dataset.day !== el.dataset.day) {
-      const line = sep || h('li', { className: 'day-separator', role: 'separator' }, h('span'));
+      // A plain list item (a role=separator is not allowed in a list, and would hide the date from screen readers).
+      const line = sep || h('li', { className: 'day-separator' }, h('span'));
       line.dataset.seq = el.dataset.seq;
       line.firstChild.textContent = el.dataset.dayLabel || '';
       if (!sep) this.list.insertBefore(line, el);
@@ -205,14 +208,17 @@ export class Feed {
     if (e.kind === 'decision' || e.decision) return this.renderDecision(e, base);
     if (e.kind === 'system') {
       return h('li', { className: 'msg system', ...base },
-        h('div', { className: 'system-body' }, h('span', { className: 'system-label', text: 'Chorus' }), h('div', { className: textClass() }, this.text(e.text))),
+        h('div', { className: 'system-body' }, h('span', { className: 'system-label', text: 'Chorus' }), this.body(e.text)),
         timeEl(e.ts));
     }
     if (e.kind === 'human') {
-      // People are marked as people: a right-hand bubble, no avatar or @handle, and a "person"
-      // tag, so a person who calls themselves "Analyst" (on Telegram, say) never looks like the
-      // agent. The name is isolated (<bdi>) and cleaned so right-to-left tricks cannot reorder it.
-      return h('li', { className: 'msg human', ...base },
+      // People are marked as people: no avatar or @handle, and a "person" tag, so a person who
+      // calls themselves "Analyst" (on Telegram, say) never looks like the agent. This reader's
+      // own messages (sent from this browser) sit on the right; everyone else's on the left, in a
+      // colour of their own. The name is isolated (<bdi>) and cleaned so right-to-left tricks
+      // cannot reorder it.
+      const own = isOwn(e);
+      return h('li', { className: `msg human ${own ? 'own' : 'other'}`, vars: own ? null : accentVars(personColor(e)), ...base },
         h('div', { className: 'bubble' },
           h('div', { className: 'meta' },
             h('bdi', { className: 'author', text: visibleName(e.authorName) }),
@@ -220,7 +226,7 @@ export class Feed {
             timeEl(e.ts),
             this.actionsFor(e)),
           e.replyTo ? this.replyRef(e.replyTo) : null,
-          h('div', { className: textClass() }, this.text(e.text))));
+          this.body(e.text)));
     }
     const actions = this.actionsFor(e);
     const agent = agentOf(e.agentId) || { id: e.agentId || e.authorId, name: e.authorName, avatar: null, color: null };
@@ -244,7 +250,7 @@ export class Feed {
           regenTag(e),
           detailsBtn,
           actions),
-        h('div', { className: textClass() }, this.text(e.text)),
+        this.body(e.text),
         details));
   }
 
@@ -297,6 +303,11 @@ export class Feed {
 
   text(value) {
     return renderMarkdown(String(value ?? ''), (handle) => handleColor(handle, colorFor));
+  }
+
+  /** A finished message's text (msgbody.js: direction, folding, code colours). */
+  body(value) {
+    return messageBody(value, (t) => this.text(t), textClass(), (handle) => handleColor(handle, colorFor));
   }
 
   setTyping(agentId, active) {
@@ -427,7 +438,7 @@ export class Feed {
     let first = null;
     for (const e of this.entries.values()) if (e.seq > seq && (first === null || e.seq < first)) first = e.seq;
     if (first === null) return;
-    const line = h('li', { className: 'new-since', role: 'separator', 'aria-label': 'New since you left' }, h('span', { text: 'New since you left' }));
+    const line = h('li', { className: 'new-since' }, h('span', { text: 'New since you left' }));
     this.insert(line, first - 0.5);
     line.dataset.seq = String(first - 0.5);
     const above = line.getBoundingClientRect().top - this.scroller.getBoundingClientRect().top;

@@ -29,7 +29,9 @@ try {
 }
 
 const ALLOWED_TAGS = ['p', 'br', 'strong', 'em', 'del', 'code', 'pre', 'blockquote', 'ul', 'ol', 'li', 'a', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'hr'];
-const ALLOWED_ATTR = ['href', 'title', 'align', 'start'];
+const ALLOWED_ATTR = ['href', 'title', 'align', 'start', 'class'];
+/** The one class kept: a code block's language, for its colours (codehl.js). */
+const CODE_LANGUAGE = /^language-[\w+#.-]{1,40}$/;
 const SAFE_PROTOCOLS = new Set(['http:', 'https:', 'mailto:']);
 /** Mentions are not highlighted inside these: code is shown exactly as written, links keep their text. */
 const NO_MENTIONS = 'code, pre, a';
@@ -58,6 +60,9 @@ export function renderMarkdown(text, handleColor) {
     ALLOWED_URI_REGEXP: /^(?:https?|mailto):/i,
     RETURN_DOM_FRAGMENT: true,
   });
+  for (const el of frag.querySelectorAll('[class]')) {
+    if (el.nodeName !== 'CODE' || !CODE_LANGUAGE.test(el.getAttribute('class'))) el.removeAttribute('class');
+  }
   dropLayoutWhitespace(frag);
   for (const a of frag.querySelectorAll('a')) finishLink(a);
   highlightMentions(frag, handleColor);

@@ -2,6 +2,7 @@
 // Validation errors from the API are shown next to the form (and the field they name).
 import { api } from './api.js';
 import { $, avatar, clear, formatCost, formatInt, h, show } from './dom.js';
+import { savedName } from './identity.js';
 import { agentOf, state } from './state.js';
 
 const NUMBER_KEYS = ['max_agent_turns_per_message', 'max_depth', 'cooldown_seconds', 'max_voluntary_responders', 'agent_reply_timeout_seconds', 'voluntary_timeout_seconds', 'history_turns'];
@@ -24,8 +25,16 @@ export class Panel {
     this.confirming = null;
     this.confirmAction = 'remove';
 
-    this.toggleBtn.addEventListener('click', () => this.setOpen(this.el.hidden));
-    $('#panel-close').addEventListener('click', () => this.setOpen(false));
+    this.toggleBtn.addEventListener('click', () => {
+      const open = this.el.hidden;
+      this.setOpen(open);
+      // Keyboard and screen-reader users land in the panel they opened (it covers a phone's screen).
+      if (open) $('#panel-close').focus();
+    });
+    $('#panel-close').addEventListener('click', () => {
+      this.setOpen(false);
+      this.toggleBtn.focus();
+    });
     this.addForm.addEventListener('submit', (ev) => {
       ev.preventDefault();
       this.addMember();
@@ -192,10 +201,9 @@ export class Panel {
   async setMuted(agent, muted) {
     const g = state.detail;
     if (!g) return;
-    const name = ($('#author-name').value || '').trim() || 'You';
     const ok = await this.run(this.memberError, () => api('POST', `/api/groups/${encodeURIComponent(g.id)}/messages`, {
       text: `/group ${muted ? 'mute' : 'unmute'} ${agent}`,
-      author_name: name,
+      author_name: savedName() || undefined,
     }).then((out) => {
       // A refused command answers in `ephemeral` (200): show it here as the error it is.
       if (out && out.ephemeral) throw new Error(out.ephemeral.text.replace(/^⚠\s*/, ''));

@@ -10,8 +10,12 @@ export class Sidebar {
     this.list = $('#group-list');
     this.el = $('#sidebar');
     this.scrim = $('#scrim');
-    $('#menu-toggle').addEventListener('click', () => this.setOpen(!document.body.classList.contains('sidebar-open')));
-    this.scrim.addEventListener('click', () => this.setOpen(false));
+    this.menuBtn = $('#menu-toggle');
+    this.narrow = matchMedia('(max-width: 720px)');
+    this.menuBtn.addEventListener('click', () => this.setOpen(!this.drawerOpen()));
+    this.scrim.addEventListener('click', () => this.setOpen(false, true));
+    this.narrow.addEventListener('change', () => this.syncInert());
+    this.syncInert();
     $('#new-group').addEventListener('click', () => this.openCreate());
     $('#create-cancel').addEventListener('click', () => $('#create-dialog').close());
     $('#create-form').addEventListener('input', () => show($('#create-error'), false));
@@ -21,10 +25,33 @@ export class Sidebar {
     });
   }
 
-  /** Phone width: the sidebar slides over the feed. */
-  setOpen(open) {
+  /** True while the phone-width drawer is out. */
+  drawerOpen() {
+    return this.narrow.matches && document.body.classList.contains('sidebar-open');
+  }
+
+  /**
+   * Phone width: the sidebar slides over the feed. Focus moves into it when it opens, and back to
+   * the menu button when it is dismissed (`returnFocus`: Escape, the scrim).
+   */
+  setOpen(open, returnFocus = false) {
     document.body.classList.toggle('sidebar-open', open);
     show(this.scrim, open);
+    this.menuBtn.setAttribute('aria-expanded', String(open));
+    this.syncInert();
+    if (open && this.narrow.matches) (this.list.querySelector('[aria-current="page"]') || $('#new-group')).focus();
+    else if (!open && returnFocus) this.menuBtn.focus();
+  }
+
+  /**
+   * A closed drawer is off screen but would keep its links and buttons in the tab order: it is
+   * inert until opened. While it is open, the page behind the scrim is inert instead.
+   */
+  syncInert() {
+    const drawer = this.narrow.matches;
+    const open = document.body.classList.contains('sidebar-open');
+    this.el.inert = drawer && !open;
+    for (const el of document.querySelectorAll('main.chat, #panel, #banner')) el.inert = drawer && open;
   }
 
   render() {

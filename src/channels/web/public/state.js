@@ -10,6 +10,8 @@ export const state = {
   scripted: false,
   /** `limits.max_message_chars` from the server (its schema default until the page has asked). */
   maxMessageChars: 8000,
+  /** The commands `/` offers: { command, args, summary } (from /api/agents). */
+  commands: [],
   groups: new Map(),
   currentId: null,
   /** GroupDetail of the open group. */
@@ -27,6 +29,7 @@ export function setAgents(payload) {
   state.scripted = Boolean(payload.scriptedProvider);
   const max = payload.limits && payload.limits.max_message_chars;
   if (Number.isSafeInteger(max) && max > 0) state.maxMessageChars = max;
+  state.commands = Array.isArray(payload.commands) ? payload.commands.filter((c) => c && typeof c.command === 'string') : [];
   state.handleOwner = new Map();
   for (const a of state.agents) for (const handle of a.handles || [a.id]) state.handleOwner.set(handle.toLowerCase(), a.id);
   for (const name of Object.keys(state.aliases)) state.handleOwner.set(name.toLowerCase(), 'alias:' + name);
