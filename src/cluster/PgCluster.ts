@@ -98,6 +98,7 @@ export class PgCluster implements Ownership, ConnectionGate {
   private tickTimer: NodeJS.Timeout | null = null;
   private watchdog: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
+  private renewing: Promise<boolean> | null = null;
   private lastRenewOk = 0;
   private healthy = false;
   private lastError: string | undefined;
@@ -348,12 +349,13 @@ export class PgCluster implements Ownership, ConnectionGate {
     this.healthy = true;
     // Events of the groups this instance runs go out to the others.
     this.unsubscribe = this.router.events.subscribe((ev) => this.publish(ev));
-    await this.tick();
+    // Renewals keep their pace while the first tick's claims and loads run.
     this.tickTimer = setInterval(() => void this.tick(), this.tickMs);
     this.tickTimer.unref?.();
     // Independent of the tick (which may hang on a dead database): stop running groups in time.
     this.watchdog = setInterval(() => this.checkRenewal(), Math.max(25, Math.round(this.tickMs / 2)));
     this.watchdog.unref?.();
+    await this.tick();
   }
 
   /** First step of a shutdown (before the router stops): take no more groups. */
@@ -374,7 +376,7 @@ export class PgCluster implements Ownership, ConnectionGate {
     this.refreshTimers.clear();
     this.unsubscribe?.();
     this.unsubscribe = null;
-    await this.ticking?.catch(() => undefined);
+    await Promise.all([this.renewing, this.ticking]);
     await this.sending?.catch(() => undefined);
     const keys = [...this.held.keys()];
     this.held.clear();
@@ -393,34 +395,36 @@ export class PgCluster implements Ownership, ConnectionGate {
   // -------------------------------------------------------------------------------------------
   // Leases
 
+  /**
+   * The renewal never waits for the rest of a tick, which is slow on a busy machine: behind it,
+   * renewals came too late for the watchdog, which stopped every group (to be claimed, and stopped again).
+   */
   private tick(): Promise<void> {
-    if (this.ticking || this.stopped) return this.ticking ?? Promise.resolve();
-    this.ticking = this.runTick()
+    if (this.stopped) return this.ticking ?? Promise.resolve();
+    const failed = (err: unknown) => this.log.warn({ err: describeError(err) }, 'lease tick failed');
+    this.renewing ??= this.renew()
       .catch((err: unknown) => {
         this.lastError = `lease renewal failed: ${describeError(err)}`;
-        this.log.warn({ err: describeError(err) }, 'lease tick failed');
+        failed(err);
+        return false;
       })
-      .finally(() => {
-        this.ticking = null;
-      });
+      .finally(() => (this.renewing = null));
+    this.ticking ??= this.renewing.then((ok) => (ok ? this.balance() : undefined)).catch(failed).finally(() => (this.ticking = null));
     return this.ticking;
   }
 
-  private async runTick(): Promise<void> {
-    const pool = this.o.pool;
-    const me = this.o.instanceId;
-    this.tickCount++;
-    await pool.query('UPDATE chorus_instances SET heartbeat_at = now() WHERE id = $1', [me]);
-    // Renew everything held; a row that did not come back was taken by someone else.
+  /** Heartbeat and renewal of everything held, in one statement; a row not renewed was taken. */
+  private async renew(): Promise<boolean> {
     const keys = [...this.held.keys()];
     const epochs = keys.map((k) => this.held.get(k)!.epoch);
     const started = Date.now();
-    const { rows: renewed } = await pool.query<{ key: string }>(
-      `UPDATE chorus_group_leases l SET expires_at = now() + $1 * interval '1 millisecond'
+    const { rows: renewed } = await this.o.pool.query<{ key: string }>(
+      `WITH beat AS (UPDATE chorus_instances SET heartbeat_at = now() WHERE id = $4)
+       UPDATE chorus_group_leases l SET expires_at = now() + $1 * interval '1 millisecond'
        FROM unnest($2::text[], $3::bigint[]) AS m(key, epoch)
        WHERE l.key = m.key AND l.epoch = m.epoch AND l.owner = $4
        RETURNING l.key`,
-      [this.ttlMs, keys, epochs, me],
+      [this.ttlMs, keys, epochs, this.o.instanceId],
     );
     const back = new Set(renewed.map((r) => r.key));
     keys.forEach((k, i) => {
@@ -431,15 +435,22 @@ export class PgCluster implements Ownership, ConnectionGate {
     if (!this.healthy) this.log.info('lease renewal works again');
     this.healthy = true;
     this.lastError = undefined;
-    if (this.tickCount % 10 === 0) await this.ensureRows();
+    return !this.stopped;
+  }
 
-    const { rows: counts } = await pool.query<{ live: string; total: string }>(
-      `SELECT (SELECT count(*) FROM chorus_instances WHERE heartbeat_at > now() - $1 * interval '1 millisecond') AS live,
-              (SELECT count(*) FROM chorus_group_leases WHERE position(':' in key) = 0) AS total`,
-      // Stale after the same time as a lease: a dead instance stops counting when its groups free up.
-      [this.ttlMs],
+  /** Take or hand over groups and connections; look for inbox rows whose NOTIFY was missed. */
+  private async balance(): Promise<void> {
+    const pool = this.o.pool;
+    if (++this.tickCount % 10 === 0) await this.ensureRows();
+    // Groups held by each other live instance (stale after a lease's ttl: a dead one stops counting as its groups free up).
+    const { rows: counts } = await pool.query<{ total: string; others: string[] }>(
+      `SELECT (SELECT count(*) FROM chorus_group_leases WHERE position(':' in key) = 0) AS total,
+              ARRAY(SELECT (SELECT count(*) FROM chorus_group_leases l WHERE l.owner = i.id AND l.expires_at > now() AND position(':' in l.key) = 0)
+                    FROM chorus_instances i WHERE i.heartbeat_at > now() - $1 * interval '1 millisecond' AND i.id <> $2) AS others`,
+      [this.ttlMs, this.o.instanceId],
     );
-    this.liveInstances = Math.max(1, Number(counts[0]?.live ?? 1));
+    const others = (counts[0]?.others ?? []).map(Number);
+    this.liveInstances = 1 + others.length;
     const total = Number(counts[0]?.total ?? 0);
     const target = Math.ceil(total / this.liveInstances);
     const mine = [...this.held.keys()].filter((k) => !k.includes(':')).length;
@@ -447,8 +458,10 @@ export class PgCluster implements Ownership, ConnectionGate {
     else {
       if (mine > target && this.liveInstances > 1) this.shedOne();
       // Groups nobody took for two ticks (their instance's heartbeat still looked fresh, or the
-      // others are full): run them here rather than leave them unanswered.
-      await this.claim(100, this.tickMs * 2);
+      // others are full): run them here rather than leave them unanswered. While a live instance is
+      // below its share they are its to take, however late its tick (taking them back here would
+      // only hand them over again); free for a whole lease, they are taken anyway.
+      await this.claim(100, others.some((n) => n < target) ? this.leaseMs : this.tickMs * 2);
     }
 
     const { rows: leases } = await pool.query<{ key: string; owner: string | null; live: boolean }>(`SELECT key, owner, expires_at > now() AS live FROM chorus_group_leases`);

@@ -4,9 +4,13 @@
  * refused inside the store's transaction and its message answered 503, nothing kept); the new
  * owner continues the same log; a message posted to the instance that does not run the group is
  * handed over through the inbox and recorded by the owner, once; a group created on one instance
- * is listed by the other; admin changes on a non-owner answer 409 naming the owner.
+ * is listed by the other; admin changes on a non-owner answer 409 naming the owner. Groups spread
+ * over the instances that join, and a slow tick never holds back the renewal of the leases.
+ *
+ * Each test stops the instances it started (the spreading tests have databases of their own):
+ * none counts on what an earlier test left running.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
@@ -17,20 +21,25 @@ import { testDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { toWire } from '../../src/cluster/PgCluster.js';
 
 let db: TestDatabase | null = null;
+/** Databases of single tests, dropped at the end. */
+const ownDbs: TestDatabase[] = [];
 const apps: App[] = [];
 
 beforeAll(async () => {
   db = await testDatabase('fencing');
 }, 120_000);
 
-afterAll(async () => {
-  for (const a of apps) await a.stop().catch(() => undefined);
-  await db?.drop().catch(() => undefined);
+afterEach(async () => {
+  for (const a of apps.splice(0)) await a.stop().catch(() => undefined);
 });
 
-async function instance(id: string): Promise<App> {
+afterAll(async () => {
+  for (const d of [db, ...ownDbs]) await d?.drop().catch(() => undefined);
+});
+
+async function instance(id: string, url = db!.url): Promise<App> {
   const { config } = parseConfigText(
-    `storage: { kind: postgres, url: "${db!.url}" }
+    `storage: { kind: postgres, url: "${url}" }
 cluster: { instance_id: ${id}, lease_seconds: 3 }
 llm: { provider: scripted }
 agents:
@@ -120,15 +129,20 @@ describe('cluster leases and fencing (PostgreSQL)', () => {
 describe('spreading groups (PostgreSQL)', () => {
   it('groups created on one instance spread over three; each is run by exactly one', async (ctx) => {
     if (!db) return ctx.skip();
+    // A database of its own: only these three instances and these six groups.
+    const own = (await testDatabase('spreading'))!;
+    ownDbs.push(own);
+    const url = own.url;
     const ids = ['s1', 's2', 's3', 's4', 's5', 's6'];
-    const x = await instance('x');
+    const x = await instance('x', url);
     for (const id of ids) await x.gateway.createGroup({ title: id, participants: ['analyst'], id });
-    expect(x.cluster!.ownedGroups().filter((g) => ids.includes(g))).toHaveLength(6);
-    const [y, z] = await Promise.all([instance('y'), instance('z')]);
-    const mine = (a: App) => a.cluster!.ownedGroups().filter((g) => ids.includes(g)).sort();
-    // (Instance b of the test above still runs g1 in the same database: 7 groups, 4 live instances,
-    // so each takes at most 2 and x hands 4 of its 6 over.)
-    await until('the groups to spread', () => [x, y, z].every((a) => mine(a).length >= 2), 30_000);
+    // Alone, x holds every group whatever its ticks did meanwhile (its share is all of them).
+    expect(x.cluster!.ownedGroups().sort()).toEqual(ids);
+    const [y, z] = await Promise.all([instance('y', url), instance('z', url)]);
+    const mine = (a: App) => a.cluster!.ownedGroups().sort();
+    // Three live instances: each takes at most 2, so x hands 4 of its 6 over, one per tick (half a
+    // second). The deadline is only there to end a run that never converges.
+    await until('the groups to spread', () => [x, y, z].every((a) => mine(a).length === 2), 30_000);
     const all = [x, y, z].flatMap(mine).sort();
     expect(all).toEqual(ids); // each exactly once
     // Handed-over groups keep working on their new owner, and a message to any instance lands once.
@@ -143,6 +157,77 @@ describe('spreading groups (PostgreSQL)', () => {
       expect(humans.map((e) => e.platformMessageId)).toEqual([`spread-${id}`]);
     }
   }, 90_000);
+});
+
+describe('spreading to a slow instance (PostgreSQL)', () => {
+  it('a group handed over waits for the instance below its share instead of coming back', async (ctx) => {
+    if (!db) return ctx.skip();
+    const own = (await testDatabase('slow_taker'))!;
+    ownDbs.push(own);
+    const x = await instance('x', own.url);
+    for (const id of ['h1', 'h2']) await x.gateway.createGroup({ title: id, participants: ['analyst'], id });
+    const c = new pg.Client({ connectionString: own.url });
+    await c.connect();
+    // A second instance that is alive (its heartbeat is fresh) but whose ticks come late: it has
+    // not taken anything yet. x's share drops to one group, so x hands one over.
+    const beat = () => c.query(`INSERT INTO chorus_instances (id) VALUES ('slow') ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`);
+    await beat();
+    const timer = setInterval(() => void beat().catch(() => undefined), 200);
+    try {
+      const lease = async (key: string) => (await c.query<{ owner: string | null; free_ms: string }>(`SELECT owner, extract(epoch FROM now() - expires_at) * 1000 AS free_ms FROM chorus_group_leases WHERE key = $1`, [key])).rows[0]!;
+      let freed = '';
+      await until('x to hand a group over', async () => {
+        for (const id of ['h1', 'h2']) if ((await lease(id)).owner === null) freed = id;
+        return freed !== '';
+      });
+      // Free for two seconds (four of x's ticks; before, x took a group back after two): it is
+      // the slow instance's to take, not x's.
+      await until('the group to be free for 2 s (or taken)', async () => {
+        const l = await lease(freed);
+        return l.owner !== null || Number(l.free_ms) > 2000;
+      });
+      expect((await lease(freed)).owner).toBeNull();
+      expect(x.cluster!.owns(freed)).toBe(false);
+    } finally {
+      clearInterval(timer);
+      await c.end();
+    }
+  }, 60_000);
+});
+
+describe('lease renewal (PostgreSQL)', () => {
+  it('goes on while the rest of a tick is held up (a connection slow to start)', async (ctx) => {
+    if (!db) return ctx.skip();
+    const r = await instance('r');
+    await r.gateway.createGroup({ title: 'R', participants: ['analyst'], id: 'gr' });
+    let release!: () => void;
+    let startedAt: Date | null = null;
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    try {
+      // The tick takes this connection and waits for it to start: a login that takes its time.
+      r.cluster!.hold('probe:slow', {
+        start: () => {
+          void c.query<{ t: Date }>('SELECT clock_timestamp() AS t').then((q) => (startedAt = q.rows[0]!.t));
+          return new Promise<void>((resolve) => (release = resolve));
+        },
+        stop: async () => undefined,
+      });
+      await until('the connection to start', () => startedAt !== null);
+      // Renewed at least once after a whole ttl (0.7 × lease) of the hold-up: before then, waiting
+      // renewals would have made the watchdog stop every group here.
+      const renewedPast = new Date(startedAt!.getTime() + 2 * 0.7 * 3000);
+      await until('a renewal during the hold-up', async () => {
+        const { rows } = await c.query<{ expires_at: Date }>(`SELECT expires_at FROM chorus_group_leases WHERE key = 'gr'`);
+        return rows[0]!.expires_at > renewedPast;
+      });
+      expect(r.cluster!.owns('gr')).toBe(true);
+      expect(r.cluster!.status()).toMatchObject({ ok: true });
+    } finally {
+      release?.();
+      await c.end();
+    }
+  }, 60_000);
 });
 
 describe('live events over NOTIFY', () => {
