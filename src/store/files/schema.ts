@@ -32,13 +32,26 @@ const entry = z.looseObject({
   text: z.string(),
 });
 
-const state = z.object({
+const dayUsage = z.looseObject({
+  day: z.string(),
+  tokens: z.number(),
+  costUsd: z.number(),
+  costUnknown: z.boolean(),
+  warned: z.boolean(),
+  refused: z.boolean(),
+});
+
+// Loose, like the head around it: a state field this schema does not list must survive a read,
+// not be dropped silently (replay must give back the state that was written).
+const state = z.looseObject({
   muted: z.array(z.string()),
   lastSpoke: z.record(z.string(), z.number()),
   sticky: z.string().nullable(),
   rrIndex: z.number(),
   archived: z.boolean(),
   usage: z.record(z.string(), usage),
+  repliedUpTo: z.record(z.string(), z.number()).optional(),
+  today: dayUsage.optional(),
 });
 
 const head = z.looseObject({
