@@ -4,6 +4,8 @@
 // it. Blocks without a language, in another language or very long stay plain. The highlighted
 // markup is cleaned by DOMPurify down to spans with classes before it replaces the plain code,
 // like all message markup; if anything fails to load the block simply keeps its plain text.
+// Blocks are coloured a few at a time between other work, so a reply with dozens of code blocks
+// never holds the page up in one long task.
 
 /** Language file → the names a fence may use for it (```js, ```ts, ```sh …). */
 const LANGUAGES = {
@@ -25,8 +27,34 @@ const FILE_OF = new Map(Object.entries(LANGUAGES).flatMap(([file, names]) => nam
 /** Longer code is left plain: colouring it would cost more than it helps. */
 const MAX_CODE_CHARS = 20_000;
 
+/** Colouring stops for the browser after this long, and goes on in a later task. */
+const SLICE_MS = 8;
+
 let core = null;
 const languages = new Map();
+const queue = [];
+let pumping = false;
+
+function pump() {
+  const until = performance.now() + SLICE_MS;
+  while (queue.length > 0 && performance.now() < until) {
+    try {
+      queue.shift()();
+    } catch {
+      // That block stays plain; the others go on.
+    }
+  }
+  pumping = queue.length > 0;
+  if (pumping) setTimeout(pump, 0);
+}
+
+function later(job) {
+  queue.push(job);
+  if (!pumping) {
+    pumping = true;
+    setTimeout(pump, 0);
+  }
+}
 
 function load(file) {
   if (!core) {
@@ -55,12 +83,12 @@ export function highlightCode(root) {
     const file = fileFor(code);
     const source = code.textContent || '';
     if (!file || source.length > MAX_CODE_CHARS) continue;
-    load(file).then(({ hljs, purify }) => {
+    load(file).then(({ hljs, purify }) => later(() => {
       if (code.textContent !== source) return;
       const html = hljs.highlight(source, { language: file, ignoreIllegals: true }).value;
       code.replaceChildren(purify.sanitize(html, { ALLOWED_TAGS: ['span'], ALLOWED_ATTR: ['class'], RETURN_DOM_FRAGMENT: true }));
       code.classList.add('hljs');
-    }).catch(() => {
+    })).catch(() => {
       // Plain code is still all there.
     });
   }
