@@ -1,19 +1,19 @@
 /**
- * The file Store (SPEC §6): one append-only log per group (see GroupLog) and a checkpoint
+ * The file Store: one append-only log per group (see GroupLog) and a checkpoint
  * (`state.json`) beside it. Appends made while a flush is running are gathered and written
  * together: one write per group file (written whole, see writeFully), then one `fdatasync` per
  * file written, all in parallel (group commit across groups), and only then does anyone hear
  * "durable". A checkpoint is written only after every record it covers is durable, so it can
  * never be ahead of the log.
  */
-import { mkdir, open, readdir, readFile, rm, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GroupCheckpoint, GroupRecord, Logger, Store, StoredGroup, UnreadableGroup } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { StoreFormatError, StoreUnavailableError, describeError } from '../../core/errors.js';
 import { GroupLog } from './GroupLog.js';
 import { migrateV1 } from './migrateV1.js';
-import { DATA_FORMAT } from './schema.js';
+import { checkFormat, segmentName } from './format.js';
 import { DamagedGroupError, checkLogReaches, readCheckpoint } from './groupFiles.js';
 import { plainWrite, replaceFile, truncateBack, writeFully, type WriteFn } from './writeFully.js';
 
@@ -85,7 +85,7 @@ export class FileStore implements Store {
 
   async open(): Promise<{ groups: StoredGroup[]; unreadable: string[] }> {
     await mkdir(this.groupsDir, { recursive: true });
-    await this.checkFormat();
+    await checkFormat(this.o.dataDir, this.write);
     const unreadable = await migrateV1(this.o.dataDir, this.o.logger, (id, records) => this.writeMigrated(id, records));
     const groups: StoredGroup[] = [];
     for (const name of (await readdir(this.groupsDir)).sort()) {
@@ -106,28 +106,6 @@ export class FileStore implements Store {
       }
     }
     return { groups, unreadable };
-  }
-
-  private async checkFormat(): Promise<void> {
-    const path = join(this.o.dataDir, 'chorus-data.json');
-    let text: string | null = null;
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-    if (text === null) {
-      await replaceFile(path, `${JSON.stringify({ format: DATA_FORMAT })}\n`, this.write);
-      return;
-    }
-    let format: unknown;
-    try {
-      format = (JSON.parse(text) as { format?: unknown }).format;
-    } catch {
-      throw new StoreFormatError(`${path} is damaged (not JSON); fix or remove it (it only holds {"format": ${DATA_FORMAT}})`);
-    }
-    if (typeof format !== 'number') throw new StoreFormatError(`${path} has no format number; fix or remove it (it only holds {"format": ${DATA_FORMAT}})`);
-    if (format > DATA_FORMAT) throw new StoreFormatError(`data_dir ${this.o.dataDir} was written by a newer Chorus (format ${format}); this version reads format ${DATA_FORMAT}. Upgrade Chorus or point data_dir elsewhere.`);
   }
 
   /**
@@ -353,7 +331,7 @@ export class FileStore implements Store {
   /** Migration writes a group's whole log at once into a fresh directory (see migrateV1). */
   private async writeMigrated(dir: string, records: GroupRecord[]): Promise<void> {
     await mkdir(join(dir, 'log'), { recursive: true });
-    const path = join(dir, 'log', '000000000001.jsonl');
+    const path = join(dir, 'log', segmentName(1));
     const fh = await open(path, 'w');
     try {
       await writeFully(fh, Buffer.from(records.map((r) => `${JSON.stringify(r)}\n`).join(''), 'utf8'), path, this.write);

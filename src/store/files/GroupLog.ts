@@ -9,8 +9,8 @@ import { open, readdir, readFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GroupRecord, Logger } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
-import { StoreFormatError } from '../../core/errors.js';
-import { RECORD_VERSION, firstIssue, recordSchema } from './schema.js';
+import { parseRecord } from '../logSchema.js';
+import { SEGMENT_FILE, segmentName } from './format.js';
 import { cutTornTail } from './tornTail.js';
 
 /**
@@ -100,10 +100,6 @@ export interface SegmentIndex {
 const INDEX_CACHE = 256;
 const indexCache = new Map<string, SegmentIndex>();
 
-export function segmentName(startSeq: number): string {
-  return `${String(startSeq).padStart(12, '0')}.jsonl`;
-}
-
 export class GroupLog {
   /** Start seqs of the segments, ascending. */
   segments: number[] = [];
@@ -144,7 +140,7 @@ export class GroupLog {
   async scan(acked?: { path: string; size: number }): Promise<void> {
     let names: string[] = [];
     try {
-      names = (await readdir(this.logDir)).filter((n) => /^\d{12}\.jsonl$/.test(n));
+      names = (await readdir(this.logDir)).filter((n) => SEGMENT_FILE.test(n));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
@@ -366,14 +362,12 @@ export class GroupLog {
       if (report) this.logger.error({ path, line: lineNo, problem }, 'log line is damaged; skipped');
       return null;
     }
-    const v = (json as { v?: unknown } | null)?.v;
-    if (typeof v === 'number' && v > RECORD_VERSION) throw new StoreFormatError(`${path} line ${lineNo} was written by a newer Chorus (record version ${v}); this version reads ${RECORD_VERSION}`);
-    const res = recordSchema.safeParse(json);
-    if (!res.success) {
-      if (report) this.logger.error({ path, line: lineNo, problem: firstIssue(res.error) }, 'log line is damaged; skipped');
+    const res = parseRecord(json, `${path} line ${lineNo}`);
+    if ('problem' in res) {
+      if (report) this.logger.error({ path, line: lineNo, problem: res.problem }, 'log line is damaged; skipped');
       return null;
     }
-    return res.data as unknown as GroupRecord;
+    return res.record;
   }
 }
 

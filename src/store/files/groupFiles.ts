@@ -7,8 +7,8 @@ import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GroupCheckpoint, Logger } from '../../core/ports.js';
 import { StoreFormatError } from '../../core/errors.js';
+import { parseCheckpoint } from '../logSchema.js';
 import type { GroupLog } from './GroupLog.js';
-import { CHECKPOINT_VERSION, checkpointSchema, firstIssue } from './schema.js';
 
 /** A group whose files contradict each other: it is not loaded, and never written. */
 export class DamagedGroupError extends Error {
@@ -31,11 +31,9 @@ export async function readCheckpoint(path: string, logger: Logger): Promise<Grou
   }
   let problem: string;
   try {
-    const json = JSON.parse(text) as { version?: unknown };
-    if (typeof json.version === 'number' && json.version > CHECKPOINT_VERSION) throw new StoreFormatError(`${path} was written by a newer Chorus (checkpoint version ${json.version}); this version reads ${CHECKPOINT_VERSION}`);
-    const res = checkpointSchema.safeParse(json);
-    if (res.success) return res.data as unknown as GroupCheckpoint;
-    problem = firstIssue(res.error);
+    const res = parseCheckpoint(JSON.parse(text), path);
+    if ('checkpoint' in res) return res.checkpoint;
+    problem = res.problem;
   } catch (err) {
     if (err instanceof StoreFormatError) throw err;
     problem = 'not valid JSON';

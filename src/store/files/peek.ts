@@ -9,6 +9,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GroupHead } from '../../core/ports.js';
+import { SEGMENT_FILE } from './format.js';
 
 export interface PeekedGroup {
   id: string;
@@ -83,7 +84,7 @@ async function logBehindCheckpoint(groupDir: string): Promise<string | null> {
 async function lastRecordN(logDir: string): Promise<number> {
   let segments: string[];
   try {
-    segments = (await readdir(logDir)).filter((n) => /^\d{12}\.jsonl$/.test(n)).sort().reverse();
+    segments = (await readdir(logDir)).filter((n) => SEGMENT_FILE.test(n)).sort().reverse();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
     throw err;
@@ -115,7 +116,7 @@ async function headFromCheckpoint(path: string): Promise<GroupHead | null> {
 async function headFromLog(logDir: string): Promise<GroupHead | null> {
   let segments: string[];
   try {
-    segments = (await readdir(logDir)).filter((n) => /^\d{12}\.jsonl$/.test(n)).sort().reverse();
+    segments = (await readdir(logDir)).filter((n) => SEGMENT_FILE.test(n)).sort().reverse();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;

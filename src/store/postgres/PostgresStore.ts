@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL Store: the same port and the same promises as the file store (SPEC §6), on one
+ * The PostgreSQL Store: the same port and the same promises as the file store, on one
  * database that several Chorus instances may share.
  *
  * - The log is `chorus_records`, one row per record, inserted and never changed. A record and
@@ -19,8 +19,8 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import type { GroupCheckpoint, GroupRecord, Logger, Store, StoredGroup } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
-import { StoreFormatError, StoreUnavailableError, describeError } from '../../core/errors.js';
-import { CHECKPOINT_VERSION, RECORD_VERSION, checkpointSchema, firstIssue, recordSchema } from '../files/schema.js';
+import { StoreUnavailableError, describeError } from '../../core/errors.js';
+import { CHECKPOINT_VERSION, parseCheckpoint, parseRecord } from '../logSchema.js';
 import { migrate } from './migrations.js';
 
 export interface PostgresStoreOptions {
@@ -171,11 +171,10 @@ export class PostgresStore implements Store {
     const { rows } = await this.pool.query<{ n: string; version: number; body: unknown }>('SELECT n, version, body FROM chorus_checkpoints WHERE group_id = $1', [id]);
     const row = rows[0];
     if (!row) return null;
-    if (row.version > CHECKPOINT_VERSION) throw new StoreFormatError(`the checkpoint of group ${id} was written by a newer Chorus (checkpoint version ${row.version}); this version reads ${CHECKPOINT_VERSION}`);
-    const res = checkpointSchema.safeParse(row.body);
-    if (res.success && res.data.n === Number(row.n)) return res.data as unknown as GroupCheckpoint;
+    const res = parseCheckpoint(row.body, `the checkpoint of group ${id}`, row.version);
+    if ('checkpoint' in res && res.checkpoint.n === Number(row.n)) return res.checkpoint;
     // Only a shortcut: the log has everything. The row stays (nothing is deleted); the next checkpoint replaces it.
-    this.o.logger.error({ group: id, problem: res.success ? 'n does not match its row' : firstIssue(res.error) }, 'checkpoint is damaged; ignored, replaying the whole log');
+    this.o.logger.error({ group: id, problem: 'problem' in res ? res.problem : 'n does not match its row' }, 'checkpoint is damaged; ignored, replaying the whole log');
     return null;
   }
 
@@ -190,13 +189,12 @@ export class PostgresStore implements Store {
       );
       for (const row of rows) {
         last = Number(row.n);
-        if (row.v > RECORD_VERSION) throw new StoreFormatError(`group ${id} record ${row.n} was written by a newer Chorus (record version ${row.v}); this version reads ${RECORD_VERSION}`);
-        const res = recordSchema.safeParse(row.body);
-        if (!res.success) {
-          this.o.logger.error({ group: id, n: last, problem: firstIssue(res.error) }, 'damaged log record skipped');
+        const res = parseRecord(row.body, `group ${id} record ${row.n}`, row.v);
+        if ('problem' in res) {
+          this.o.logger.error({ group: id, n: last, problem: res.problem }, 'damaged log record skipped');
           continue;
         }
-        yield res.data as unknown as GroupRecord;
+        yield res.record;
       }
       if (rows.length < size) return;
     }

@@ -1,12 +1,13 @@
 /**
- * What the file store accepts when it reads: every log record and checkpoint is validated before
- * it reaches the core, so a file of the wrong shape is reported by name instead of crashing the
- * daemon or being written over.
+ * The log's record and checkpoint schema, shared by both stores: what a store accepts when it
+ * reads a record or a checkpoint back. Everything is validated before it reaches the core, so data
+ * of the wrong shape is reported by name instead of crashing the daemon or being written over, and
+ * data of a newer Chorus is refused whole rather than misread.
  */
 import { z } from 'zod';
+import type { GroupCheckpoint, GroupRecord } from '../core/ports.js';
+import { StoreFormatError } from '../core/errors.js';
 
-/** The data directory format this version reads and writes. */
-export const DATA_FORMAT = 2;
 export const RECORD_VERSION = 1;
 export const CHECKPOINT_VERSION = 2;
 
@@ -125,4 +126,22 @@ export const checkpointSchema = z.object({
 export function firstIssue(err: z.ZodError): string {
   const i = err.issues[0];
   return i ? `${i.path.join('.') || '(top)'}: ${i.message}` : 'invalid';
+}
+
+/**
+ * A record read back (`json`, parsed): the record, or why it is damaged (the caller names it and
+ * skips it). Throws StoreFormatError for a record of a newer version; `where` names it
+ * ("<file> line 3", "group g record 3"), `version` is where the store keeps it.
+ */
+export function parseRecord(json: unknown, where: string, version: unknown = (json as { v?: unknown } | null)?.v): { record: GroupRecord } | { problem: string } {
+  if (typeof version === 'number' && version > RECORD_VERSION) throw new StoreFormatError(`${where} was written by a newer Chorus (record version ${version}); this version reads ${RECORD_VERSION}`);
+  const res = recordSchema.safeParse(json);
+  return res.success ? { record: res.data as unknown as GroupRecord } : { problem: firstIssue(res.error) };
+}
+
+/** A checkpoint read back, as `parseRecord`. A damaged one is only a lost shortcut. */
+export function parseCheckpoint(json: unknown, where: string, version: unknown = (json as { version?: unknown } | null)?.version): { checkpoint: GroupCheckpoint } | { problem: string } {
+  if (typeof version === 'number' && version > CHECKPOINT_VERSION) throw new StoreFormatError(`${where} was written by a newer Chorus (checkpoint version ${version}); this version reads ${CHECKPOINT_VERSION}`);
+  const res = checkpointSchema.safeParse(json);
+  return res.success ? { checkpoint: res.data as unknown as GroupCheckpoint } : { problem: firstIssue(res.error) };
 }
