@@ -11,94 +11,8 @@ import type { GroupRecord, Logger } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { parseRecord } from '../logSchema.js';
 import { SEGMENT_FILE, segmentName } from './format.js';
+import { cacheIndex, cachedIndex, emptyIndex, noteRecord, spanOf, type LineTable, type RecordSpan, type SegmentIndex } from './segmentIndex.js';
 import { cutTornTail } from './tornTail.js';
-
-/**
- * Byte ranges of log lines with the seq range each covers, in columns of typed arrays: 24 bytes a
- * line instead of a few hundred for objects, because the active segment's table lives as long as
- * the group does and grows with every record until the segment rotates.
- */
-export class LineTable {
-  count = 0;
-  private offset = new Uint32Array(16);
-  private length = new Uint32Array(16);
-  private lo = new Float64Array(16);
-  private hi = new Float64Array(16);
-
-  push(offset: number, length: number, lo: number, hi: number): void {
-    if (this.count === this.offset.length) this.grow();
-    const i = this.count++;
-    this.offset[i] = offset;
-    this.length[i] = length;
-    this.lo[i] = lo;
-    this.hi[i] = hi;
-  }
-
-  offsetAt(i: number): number {
-    return this.offset[i]!;
-  }
-  endAt(i: number): number {
-    return this.offset[i]! + this.length[i]!;
-  }
-  loAt(i: number): number {
-    return this.lo[i]!;
-  }
-  hiAt(i: number): number {
-    return this.hi[i]!;
-  }
-
-  /** First line whose range ends at or after `seq` (lines of entries are in seq order). */
-  firstEndingFrom(seq: number): number {
-    let lo = 0;
-    let hi = this.count;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.hi[mid]! < seq) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  /** Number of lines whose range starts before `seq`. */
-  countStartingBefore(seq: number): number {
-    let lo = 0;
-    let hi = this.count;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.lo[mid]! < seq) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  private grow(): void {
-    const n = this.offset.length * 2;
-    const copy = <T extends Uint32Array | Float64Array>(a: T, b: T): T => (b.set(a), b);
-    this.offset = copy(this.offset, new Uint32Array(n));
-    this.length = copy(this.length, new Uint32Array(n));
-    this.lo = copy(this.lo, new Float64Array(n));
-    this.hi = copy(this.hi, new Float64Array(n));
-  }
-}
-
-/** What the store knows about one segment without keeping its text. */
-export interface SegmentIndex {
-  /** Lines that carry entries, in seq order. */
-  entries: LineTable;
-  /**
-   * Lines that carry delivery outcomes, with the range of entry seqs they touch: read back only
-   * when a page of entries overlapping them is read.
-   */
-  deliveries: LineTable;
-  /** Record numbers in this segment (0 when it has none). */
-  firstN: number;
-  lastN: number;
-  size: number;
-}
-
-/** Indexes kept in memory across all groups (the active segments' are kept besides). */
-const INDEX_CACHE = 256;
-const indexCache = new Map<string, SegmentIndex>();
 
 export class GroupLog {
   /** Start seqs of the segments, ascending. */
@@ -107,8 +21,6 @@ export class GroupLog {
   maxSeq = 0;
   fh: FileHandle | null = null;
   size = 0;
-  /** Set after a failed write: every append is refused until the group is reopened. */
-  failed: Error | null = null;
   /** Where the last acknowledged write ended (the active segment and its length then). */
   acked: { path: string; size: number } | null = null;
   /** The active segment's index, maintained as lines are appended. */
@@ -184,7 +96,7 @@ export class GroupLog {
     if (this.size < segmentBytes || next <= (this.segments.at(-1) ?? 0)) return false;
     await this.fh?.close();
     this.fh = null;
-    if (this.activeIndex) indexCache.set(this.activePath!, this.activeIndex);
+    if (this.activeIndex) cacheIndex(this.activePath!, this.activeIndex);
     this.segments.push(next);
     this.activeIndex = emptyIndex();
     this.size = 0;
@@ -194,13 +106,13 @@ export class GroupLog {
   }
 
   /** Note appended lines in the active index (after they were written). */
-  noted(records: Array<{ rec: GroupRecord; bytes: number }>): void {
+  noted(records: ReadonlyArray<{ span: RecordSpan; bytes: number }>): void {
     const idx = this.activeIndex!;
     let offset = this.size;
-    for (const { rec, bytes } of records) {
-      noteRecord(idx, rec, offset, bytes);
+    for (const { span, bytes } of records) {
+      noteRecord(idx, span, offset, bytes);
       offset += bytes;
-      for (const e of rec.entries ?? []) this.maxSeq = Math.max(this.maxSeq, e.seq);
+      if (span.entries) this.maxSeq = Math.max(this.maxSeq, span.entries[1]);
     }
     this.size = offset;
     idx.size = offset;
@@ -215,12 +127,8 @@ export class GroupLog {
   async index(start: number): Promise<SegmentIndex> {
     const path = this.path(start);
     if (start === this.segments.at(-1) && this.activeIndex) return this.activeIndex;
-    const hit = indexCache.get(path);
-    if (hit) {
-      indexCache.delete(path);
-      indexCache.set(path, hit);
-      return hit;
-    }
+    const hit = cachedIndex(path);
+    if (hit) return hit;
     const idx = emptyIndex();
     const buf = await readFile(path);
     let offset = 0;
@@ -230,14 +138,11 @@ export class GroupLog {
       const end = nl < 0 ? buf.length : nl + 1;
       line++;
       const rec = this.parse(buf.subarray(offset, end), path, line);
-      if (rec) noteRecord(idx, rec, offset, end - offset);
+      if (rec) noteRecord(idx, spanOf(rec), offset, end - offset);
       offset = end;
     }
     idx.size = buf.length;
-    if (start !== this.segments.at(-1)) {
-      indexCache.set(path, idx);
-      if (indexCache.size > INDEX_CACHE) indexCache.delete(indexCache.keys().next().value!);
-    }
+    if (start !== this.segments.at(-1)) cacheIndex(path, idx);
     return idx;
   }
 
@@ -371,21 +276,3 @@ export class GroupLog {
   }
 }
 
-function emptyIndex(): SegmentIndex {
-  return { entries: new LineTable(), deliveries: new LineTable(), firstN: 0, lastN: 0, size: 0 };
-}
-
-function noteRecord(idx: SegmentIndex, rec: GroupRecord, offset: number, length: number): void {
-  if (idx.firstN === 0) idx.firstN = rec.n;
-  idx.lastN = rec.n;
-  if (rec.entries?.length) idx.entries.push(offset, length, rec.entries[0]!.seq, rec.entries.at(-1)!.seq);
-  if (rec.delivery?.length) {
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (const d of rec.delivery) {
-      lo = Math.min(lo, d.seq);
-      hi = Math.max(hi, d.seq);
-    }
-    idx.deliveries.push(offset, length, lo, hi);
-  }
-}

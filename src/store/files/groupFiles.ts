@@ -54,15 +54,9 @@ export async function checkLogReaches(log: GroupLog, n: number): Promise<void> {
   const last = await log.lastN();
   if (last >= n) return;
   const cp = join(log.dir, 'state.json');
-  const err =
-    log.segments.length === 0
-      ? new DamagedGroupError(log.logDir, `the log is missing, but the checkpoint ${cp} covers records 1 to ${n}`)
-      : log.segments.length === 1 && log.size === 0
-        ? new DamagedGroupError(log.activePath!, `the log is empty (0 bytes), but the checkpoint ${cp} covers records 1 to ${n}`)
-        : last === 0
-          ? new DamagedGroupError(log.activePath!, `the log holds no record, but the checkpoint ${cp} covers records 1 to ${n}`)
-          : new DamagedGroupError(log.activePath!, `the log ends at record ${last}, but the checkpoint ${cp} covers records up to ${n}`);
-  // Refused, should anything try to write to it.
-  log.failed = err;
-  throw err;
+  // (The store refuses every write to a group it could not load.)
+  if (log.segments.length === 0) throw new DamagedGroupError(log.logDir, `the log is missing, but the checkpoint ${cp} covers records 1 to ${n}`);
+  if (log.segments.length === 1 && log.size === 0) throw new DamagedGroupError(log.activePath!, `the log is empty (0 bytes), but the checkpoint ${cp} covers records 1 to ${n}`);
+  if (last === 0) throw new DamagedGroupError(log.activePath!, `the log holds no record, but the checkpoint ${cp} covers records 1 to ${n}`);
+  throw new DamagedGroupError(log.activePath!, `the log ends at record ${last}, but the checkpoint ${cp} covers records up to ${n}`);
 }

@@ -1,0 +1,242 @@
+/**
+ * The file store's backend: one append-only log per group (see GroupLog) and a checkpoint
+ * (`state.json`) beside it, under `data_dir/groups/<id>/`. A batch is one write per group file
+ * (written whole, see writeFully), then one `fdatasync` per file written, all in parallel, and
+ * only then is any of it reported durable. A write that fails is cut back to the last whole
+ * record, so the next record starts on a clean line and nothing refused can reappear at a start.
+ */
+import { mkdir, open, readdir, rm, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { GroupRecord, Logger, StoredGroup } from '../../core/ports.js';
+import type { TranscriptEntry } from '../../core/types.js';
+import { StoreUnavailableError, describeError } from '../../core/errors.js';
+import type { GroupWrite, LogBackend } from '../LogBackend.js';
+import { checkFormat, segmentName } from './format.js';
+import { GroupLog } from './GroupLog.js';
+import { DamagedGroupError, checkLogReaches, readCheckpoint } from './groupFiles.js';
+import { migrateV1 } from './migrateV1.js';
+import { spanOf, type RecordSpan } from './segmentIndex.js';
+import { plainWrite, replaceFile, truncateBack, writeFully, type WriteFn } from './writeFully.js';
+
+const SAFE_ID = /^[a-z0-9][a-z0-9_-]{0,79}$/;
+
+export interface FileBackendOptions {
+  dataDir: string;
+  /** `always`: fdatasync before an append resolves (survives power loss); `never`: the OS decides. */
+  fsync: 'always' | 'never';
+  /** Rotate a segment once it is this large (default 8 MiB). */
+  segmentBytes?: number | undefined;
+  logger: Logger;
+  /** Test hook: runs before each write; may write part of `data` itself and throw (a full disk). */
+  beforeWrite?: ((path: string, data: Buffer, fh: import('node:fs/promises').FileHandle) => Promise<void>) | undefined;
+  /** Test hook: every write(2) of the store goes through it; it may take less than asked, as a full disk does. */
+  write?: WriteFn | undefined;
+}
+
+/** Write counters, read by the benchmarks. */
+export interface FileStoreStats {
+  appends: number;
+  bytes: number;
+  fsyncs: number;
+  flushes: number;
+  checkpoints: number;
+  checkpointBytes: number;
+}
+
+/** A record as it is appended: its line, and what the segment index needs to know of it. */
+export interface FileAppend {
+  line: string;
+  span: RecordSpan;
+}
+
+/** One group's part of a batch that reached its file (not yet synced). */
+interface Written {
+  id: string;
+  log: GroupLog;
+  /** The file's size before this write, to take it back if the sync fails. */
+  before: number;
+}
+
+export class FileBackend implements LogBackend<FileAppend> {
+  readonly writeFailedMessage = 'could not write a group log; its changes are refused until it is reloaded';
+  readonly maxBatch = Infinity;
+  readonly stats: FileStoreStats = { appends: 0, bytes: 0, fsyncs: 0, flushes: 0, checkpoints: 0, checkpointBytes: 0 };
+  private readonly logs = new Map<string, GroupLog>();
+  private readonly segmentBytes: number;
+  private readonly writeFn: WriteFn;
+
+  constructor(private readonly o: FileBackendOptions) {
+    this.segmentBytes = o.segmentBytes ?? 8 * 1024 * 1024;
+    this.writeFn = o.write ?? plainWrite;
+  }
+
+  private get groupsDir(): string {
+    return join(this.o.dataDir, 'groups');
+  }
+
+  async open(): Promise<{ groups: string[]; unreadable: string[] }> {
+    await mkdir(this.groupsDir, { recursive: true });
+    await checkFormat(this.o.dataDir, this.writeFn);
+    const unreadable = await migrateV1(this.o.dataDir, this.o.logger, (id, records) => this.writeMigrated(id, records));
+    const groups: string[] = [];
+    for (const name of (await readdir(this.groupsDir)).sort()) {
+      if (name.startsWith('.')) {
+        // A migration that died half-way: its source files are still in place and migrate again.
+        if (name.endsWith('.migrating')) await rm(join(this.groupsDir, name), { recursive: true, force: true });
+        continue;
+      }
+      if (SAFE_ID.test(name)) groups.push(name);
+    }
+    return { groups, unreadable };
+  }
+
+  unreadable(id: string, err: unknown): string {
+    if (err instanceof DamagedGroupError) {
+      this.o.logger.error({ group: id, path: err.path, problem: err.problem }, 'group data is damaged; left untouched and not loaded');
+      return err.message;
+    }
+    this.o.logger.error({ group: id, path: join(this.groupsDir, id), err: describeError(err) }, 'group data cannot be read; left untouched and not loaded');
+    return describeError(err);
+  }
+
+  idProblem(id: string): string | null {
+    return SAFE_ID.test(id) ? null : `unsafe group id for a file name: ${JSON.stringify(id).slice(0, 40)}`;
+  }
+
+  /**
+   * Read one group's checkpoint and log; the log is scanned (torn tail cut) here. When this
+   * process wrote the group before (a reopen after a refused write), it knows where its last
+   * acknowledged write ended, and the torn-tail line can say whether the cut was acknowledged.
+   */
+  async load(id: string): Promise<StoredGroup> {
+    const old = this.logs.get(id);
+    this.logs.delete(id);
+    await old?.close();
+    const dir = join(this.groupsDir, id);
+    const log = new GroupLog(id, dir, this.o.logger);
+    await log.scan(old?.acked ?? undefined);
+    this.logs.set(id, log);
+    const checkpoint = await readCheckpoint(join(dir, 'state.json'), this.o.logger);
+    if (checkpoint) await checkLogReaches(log, checkpoint.n);
+    return { id, checkpoint, records: () => log.records(checkpoint?.n ?? 0) };
+  }
+
+  prepare(_groupId: string, record: GroupRecord): FileAppend {
+    return { line: `${JSON.stringify(record)}\n`, span: spanOf(record) };
+  }
+
+  async write(batch: ReadonlyArray<GroupWrite<FileAppend>>): Promise<ReadonlyMap<string, unknown>> {
+    this.stats.flushes++;
+    const refused = new Map<string, unknown>();
+    const written = (await Promise.all(batch.map((g) => this.writeGroup(g, refused)))).filter((w): w is Written => w !== null);
+    if (this.o.fsync === 'always') {
+      await Promise.all(
+        written.map(async (w) => {
+          try {
+            await w.log.fh!.datasync();
+            this.stats.fsyncs++;
+          } catch (err) {
+            // Whether the data reached the disk is unknown: take it back, so a refused record
+            // cannot reappear at the next start.
+            await truncateBack(w.log.fh!, w.before).catch(() => undefined);
+            refused.set(w.id, err);
+          }
+        }),
+      );
+    }
+    for (const w of written) if (!refused.has(w.id)) w.log.acked = { path: w.log.activePath!, size: w.log.size };
+    return refused;
+  }
+
+  /** One write for every record of a group in the batch. Null when it failed (noted in `refused`). */
+  private async writeGroup(g: GroupWrite<FileAppend>, refused: Map<string, unknown>): Promise<Written | null> {
+    let log = this.logs.get(g.groupId);
+    if (!log) {
+      log = new GroupLog(g.groupId, join(this.groupsDir, g.groupId), this.o.logger);
+      this.logs.set(g.groupId, log);
+    }
+    const data = Buffer.from(g.records.map((r) => r.line).join(''), 'utf8');
+    let before = log.size;
+    try {
+      if (!log.fh) {
+        await mkdir(log.logDir, { recursive: true });
+        const { created } = await log.openActive();
+        if (created && this.o.fsync === 'always') await syncDirs([log.logDir, log.dir, this.groupsDir]);
+      }
+      if (await log.rotateIfFull(this.segmentBytes)) {
+        if (this.o.fsync === 'always') await syncDirs([log.logDir]);
+      }
+      before = log.size;
+      if (this.o.beforeWrite) await this.o.beforeWrite(log.activePath!, data, log.fh!);
+      await writeFully(log.fh!, data, log.activePath!, this.writeFn);
+    } catch (err) {
+      // Leave no partial line behind: the next record must start on a clean line. Back to the
+      // length before this write, which held only whole records, and never past the real end.
+      if (log.fh) await truncateBack(log.fh, before).catch(() => undefined);
+      refused.set(g.groupId, err);
+      return null;
+    }
+    log.noted(g.records.map((r) => ({ span: r.span, bytes: Buffer.byteLength(r.line) })));
+    this.stats.appends += g.records.length;
+    this.stats.bytes += data.length;
+    return { id: g.groupId, log, before };
+  }
+
+  async writeCheckpoint(groupId: string, _n: number, text: string): Promise<void> {
+    await replaceFile(join(this.groupsDir, groupId, 'state.json'), text, this.writeFn);
+    this.stats.checkpoints++;
+    this.stats.checkpointBytes += Buffer.byteLength(text);
+  }
+
+  async readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
+    const log = this.logs.get(groupId);
+    return log ? log.entries(range) : [];
+  }
+
+  async checkWritable(): Promise<void> {
+    const path = join(this.o.dataDir, `.write-probe-${process.pid}`);
+    try {
+      const fh = await open(path, 'w');
+      try {
+        await writeFully(fh, Buffer.from('probe\n'), path, this.writeFn);
+        if (this.o.fsync === 'always') await fh.datasync();
+      } finally {
+        await fh.close();
+      }
+      await unlink(path);
+    } catch (err) {
+      await unlink(path).catch(() => undefined);
+      throw new StoreUnavailableError(`data_dir is not writable: ${describeError(err)}`, { cause: err });
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.logs.values()].map((l) => l.close()));
+  }
+
+  /** Migration writes a group's whole log at once into a fresh directory (see migrateV1). */
+  private async writeMigrated(dir: string, records: GroupRecord[]): Promise<void> {
+    await mkdir(join(dir, 'log'), { recursive: true });
+    const path = join(dir, 'log', segmentName(1));
+    const fh = await open(path, 'w');
+    try {
+      await writeFully(fh, Buffer.from(records.map((r) => `${JSON.stringify(r)}\n`).join(''), 'utf8'), path, this.writeFn);
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
+    await syncDirs([join(dir, 'log'), dir]);
+  }
+}
+
+/** fsync directories so newly created entries in them survive a power cut. */
+async function syncDirs(dirs: string[]): Promise<void> {
+  for (const d of dirs) {
+    const fh = await open(d, 'r');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+}
