@@ -1,5 +1,6 @@
 # Chorus gateway image.
-#   build stage:   installs every dependency and compiles src/ into dist/ (scripts/build.cjs)
+#   build stage:   installs every dependency and compiles src/ into dist/ (scripts/build.cjs),
+#                  the web page bundled, hashed and precompressed by esbuild (scripts/build-page.cjs)
 #   runtime stage: dist/, production node_modules and the launcher only; runs as the "node" user
 #
 # docker build -t chorus .

@@ -1,7 +1,8 @@
 /**
  * Builds `dist/` from `src/` only: TypeScript compiled by tsc (tsconfig.build.json) plus the web
- * page's static files. The new build is written next to node_modules and swapped in at the end,
- * so a daemon running from the old `dist/` never loads a half-written module.
+ * page, bundled and precompressed by build-page.cjs. The new build is written next to
+ * node_modules and swapped in at the end, so a daemon running from the old `dist/` never loads a
+ * half-written module.
  *
  * `node scripts/build.cjs` builds; `--if-stale` builds only when a source is newer than the last
  * build. The launcher (bin/chorus.js) calls `ensureBuilt` before every start.
@@ -13,10 +14,11 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const { createRequire } = require('node:module');
 const path = require('node:path');
+const { buildPage, findEsbuild } = require('./build-page.cjs');
 
 const STAMP = '.build-stamp';
-/** Files outside src/ whose change changes the output. */
-const CONFIG_FILES = ['tsconfig.json', 'tsconfig.build.json'];
+/** Files outside src/ whose change changes the output (the lock file: the page bundles packages). */
+const CONFIG_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/build-page.cjs'];
 
 /** Newest modification time (ms) under `dir`, 0 when it does not exist. */
 function newestMtime(dir) {
@@ -64,13 +66,21 @@ function findTsc(root) {
   }
 }
 
+/** What the build needs and is not installed (npm ci --omit=dev leaves TypeScript out), or null. */
+function missingTool(root) {
+  if (!findTsc(root)) return 'TypeScript is not installed here (run `npm install`, or build where dev dependencies are installed)';
+  if (!findEsbuild(path.join(root, 'src'))) return 'esbuild is not installed here (run `npm install`)';
+  return null;
+}
+
 /**
  * Compile into a fresh folder and swap it in as `dist/`. Returns { ok, output }; on failure
  * `dist/` is left as it was.
  */
 function build(root) {
+  const missing = missingTool(root);
+  if (missing) return { ok: false, output: missing };
   const tsc = findTsc(root);
-  if (!tsc) return { ok: false, output: 'TypeScript is not installed here (run `npm install`, or build where dev dependencies are installed)' };
   const started = new Date();
   const cache = path.join(root, 'node_modules', '.cache', 'chorus-build');
   const next = path.join(cache, `dist-${process.pid}`);
@@ -84,7 +94,14 @@ function build(root) {
     return { ok: false, output: output || `tsc exited with ${r.status ?? r.signal}` };
   }
   const pub = path.join(root, 'src', 'channels', 'web', 'public');
-  if (fs.existsSync(pub)) fs.cpSync(pub, path.join(next, 'channels', 'web', 'public'), { recursive: true });
+  if (fs.existsSync(pub)) {
+    try {
+      buildPage(pub, path.join(next, 'channels', 'web', 'public'));
+    } catch (err) {
+      fs.rmSync(next, { recursive: true, force: true });
+      return { ok: false, output: `the web page did not build: ${err && err.message ? err.message : String(err)}` };
+    }
+  }
   // The stamp carries the time the build started: a source saved during the build counts as newer.
   const stamp = path.join(next, STAMP);
   fs.writeFileSync(stamp, `built from src/ by scripts/build.cjs at ${started.toISOString()}\n`);
@@ -132,7 +149,7 @@ function ensureBuilt(root, log = (line) => process.stderr.write(line + '\n')) {
   const r = build(root);
   if (r.ok) return true;
   const haveOld = fs.existsSync(path.join(root, 'dist', 'main.js'));
-  if (haveOld && !findTsc(root)) {
+  if (haveOld && missingTool(root)) {
     log(`chorus: ${r.output}; running the existing dist/ build`);
     return true;
   }

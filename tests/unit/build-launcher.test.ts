@@ -1,20 +1,22 @@
 /**
  * The build that `npm start` runs when dist/ is missing or stale (scripts/build.cjs), on a small
- * project in a temporary folder: it compiles src/ only, copies the page's files, rebuilds when a
- * source is newer than the last build (also when one was deleted), and leaves the last good
- * dist/ in place when the compiler fails.
+ * project in a temporary folder: it compiles src/ only, builds the page (bundled, hashed names,
+ * precompressed), rebuilds when a source is newer than the last build (also when one was
+ * deleted), and leaves the last good dist/ in place when the compiler or the bundler fails.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 
 interface BuildModule {
   staleReason(root: string): string | null;
   ensureBuilt(root: string, log?: (line: string) => void): boolean;
+  build(root: string): { ok: boolean; output: string };
 }
-const { staleReason, ensureBuilt } = createRequire(import.meta.url)('../../scripts/build.cjs') as BuildModule;
+const { staleReason, ensureBuilt, build } = createRequire(import.meta.url)('../../scripts/build.cjs') as BuildModule;
 const REPO = resolve(import.meta.dirname, '../..');
 const dirs: string[] = [];
 afterAll(() => {
@@ -106,5 +108,92 @@ describe('build when missing or stale', () => {
     expect(ensureBuilt(root, (l) => log.push(l))).toBe(false);
     expect(log.join('\n')).toMatch(/the build failed, so Chorus did not start:[\s\S]*src\/main\.ts.*TS2322/);
     expect(readFileSync(join(root, 'dist', 'main.js'), 'utf8')).toContain('version = 1');
+  }, 60_000);
+});
+
+/** A page like the real one, small: a script with a module of its own, a library, a lazy part. */
+function pageProject(): string {
+  const root = project();
+  const pub = join(root, 'src', 'channels', 'web', 'public');
+  writeFileSync(
+    join(pub, 'index.html'),
+    '<!doctype html>\n<html><head><title>t</title>\n  <link rel="icon" href="/favicon.svg" type="image/svg+xml">\n  <link rel="stylesheet" href="/app.css">\n  <script type="module" src="/app.js"></script>\n</head><body></body></html>\n',
+  );
+  writeFileSync(join(pub, 'app.js'), "import { greet } from './greet.js';\nimport { Marked } from 'marked';\ndocument.body.append(greet(new Marked().parse('**hi**')));\ndocument.body.onclick = () => import('./lazy.js').then((m) => m.later());\n");
+  writeFileSync(join(pub, 'greet.js'), "export function greet(text) {\n  const wordyVariableName = 'Hello ' + text;\n  return wordyVariableName;\n}\n");
+  writeFileSync(join(pub, 'lazy.js'), "export function later() {\n  return 'LAZY-PART-OF-THE-PAGE';\n}\n");
+  writeFileSync(join(pub, 'app.css'), Array.from({ length: 20 }, (_, i) => `.item-${i} {\n  color: #333333;\n  margin: ${i}px;\n}\n`).join(''));
+  writeFileSync(join(pub, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="#2563eb"/></svg>\n'.repeat(3));
+  return root;
+}
+
+describe('the page in dist/', () => {
+  it('is bundled and minified under hashed names, each text file also brotli- and gzip-compressed', () => {
+    const root = pageProject();
+    const r = build(root);
+    expect(r.ok, r.output).toBe(true);
+    const out = join(root, 'dist', 'channels', 'web', 'public');
+    const manifest = JSON.parse(readFileSync(join(out, 'page.json'), 'utf8')) as { files: Record<string, { immutable: boolean; encodings: string[] }> };
+    const names = Object.keys(manifest.files);
+    // Nothing under its source name but index.html; no source module shipped on its own.
+    for (const gone of ['app.js', 'app.css', 'favicon.svg', 'greet.js']) expect(existsSync(join(out, gone)), gone).toBe(false);
+    const html = readFileSync(join(out, 'index.html'), 'utf8');
+    const refs = [...html.matchAll(/\s(?:src|href)="\/([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.map((f) => f.replace(/\.[A-Za-z0-9]{8,10}\./, '.#.')).sort()).toEqual(['app.#.css', 'app.#.js', 'favicon.#.svg']);
+    for (const f of refs) expect(names).toContain(f);
+    expect(manifest.files['index.html']!.immutable).toBe(false);
+    for (const f of refs) expect(manifest.files[f]!.immutable).toBe(true);
+
+    const script = refs.find((f) => f.endsWith('.js'))!;
+    const js = readFileSync(join(out, script), 'utf8');
+    expect(js).toContain('Hello ');
+    expect(js).not.toContain('wordyVariableName');
+    expect(js.length).toBeGreaterThan(1024);
+    // The library is inside, with its licence; the part loaded on demand is not.
+    expect(js).toMatch(/\/\*! marked v[\d.]+ .*MIT License/);
+    expect(js).not.toContain('LAZY-PART-OF-THE-PAGE');
+    const lazy = names.find((f) => /^lazy\.\w+\.js$/.test(f))!;
+    expect(readFileSync(join(out, lazy), 'utf8')).toContain('LAZY-PART-OF-THE-PAGE');
+    expect(readFileSync(join(out, refs.find((f) => f.endsWith('.css'))!), 'utf8')).not.toContain('\n  color');
+
+    for (const f of names.filter((n) => /\.(html|js|css|svg)$/.test(n))) {
+      const plain = readFileSync(join(out, f));
+      const { encodings } = manifest.files[f]!;
+      // A few bytes may not get smaller compressed: those are only stored as they are.
+      if (plain.length > 1024) expect(encodings, f).toEqual(['br', 'gzip']);
+      if (encodings.includes('br')) expect(brotliDecompressSync(readFileSync(join(out, f + '.br'))).equals(plain), f).toBe(true);
+      if (encodings.includes('gzip')) expect(gunzipSync(readFileSync(join(out, f + '.gz'))).equals(plain), f).toBe(true);
+      for (const [enc, suffix] of [['br', '.br'], ['gzip', '.gz']] as const) expect(existsSync(join(out, f + suffix)), f + suffix).toBe(encodings.includes(enc));
+    }
+
+    // The same source builds the same names; a changed one, a new name.
+    const first = new Set(names);
+    expect(build(root).ok).toBe(true);
+    expect(new Set(Object.keys(JSON.parse(readFileSync(join(out, 'page.json'), 'utf8')).files))).toEqual(first);
+    writeFileSync(join(root, 'src', 'channels', 'web', 'public', 'greet.js'), "export const greet = (t) => 'Hi ' + t;\n");
+    expect(build(root).ok).toBe(true);
+    const again = readFileSync(join(out, 'index.html'), 'utf8');
+    expect(again).not.toContain(script);
+    expect(again).toContain(refs.find((f) => f.endsWith('.css'))!);
+  }, 60_000);
+
+  it('a page that does not bundle stops the start and keeps the last good dist/', () => {
+    const root = pageProject();
+    expect(ensureBuilt(root, () => undefined)).toBe(true);
+    settle(root);
+    const pub = join(root, 'src', 'channels', 'web', 'public');
+    writeFileSync(join(pub, 'greet.js'), 'export function greet(text) {\n');
+    const log: string[] = [];
+    expect(ensureBuilt(root, (l) => log.push(l))).toBe(false);
+    expect(log.join('\n')).toMatch(/the build failed, so Chorus did not start:[\s\S]*the web page did not build[\s\S]*greet\.js/);
+    expect(existsSync(join(root, 'dist', 'main.js'))).toBe(true);
+    expect(existsSync(join(root, 'dist', 'channels', 'web', 'public', 'page.json'))).toBe(true);
+
+    // index.html must load the script it is built with, or the page would be blank.
+    writeFileSync(join(pub, 'greet.js'), 'export const greet = (t) => t;\n');
+    writeFileSync(join(pub, 'index.html'), '<!doctype html><title>t</title><link rel="stylesheet" href="/app.css"><link rel="icon" href="/favicon.svg">\n');
+    const r = build(root);
+    expect(r.ok).toBe(false);
+    expect(r.output).toContain('index.html does not reference /app.js');
   }, 60_000);
 });

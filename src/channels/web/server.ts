@@ -115,8 +115,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: ServerDep
     return;
   }
   if (method === 'GET' || method === 'HEAD') {
-    const inm = req.headers['if-none-match'];
-    if (deps.files.serve(path, typeof inm === 'string' ? inm : undefined, res)) return;
+    if (deps.files.serve(path, req.headers, res)) return;
     if (path === '/' && !deps.files.loaded) throw new HttpError(404, 'not_found', 'the page files were not found; the API still works under /api');
     throw new HttpError(404, 'not_found', `nothing at ${path}`);
   }

@@ -5,28 +5,22 @@
 //   links, and returns inert DOM nodes (never a string given to innerHTML);
 // - links are checked once more here and get rel=noopener/noreferrer/nofollow and a new tab.
 // The page's CSP (script-src 'self', no inline) stays as it is: nothing here needs inline code.
-// Both libraries come from node_modules through the static handler (/vendor/...). If they fail
-// to load, messages fall back to the plain-text rendering the page had before (dom.js).
+// Both libraries are bundled into the page's script at build time (scripts/build-page.cjs), so
+// they arrive with it and messages are never first drawn as plain text.
+import DOMPurify from 'dompurify';
+import { Marked } from 'marked';
 import { appendMentions, h, renderText } from './dom.js';
 
-let marked = null;
-let purify = null;
-try {
-  const [markedModule, purifyModule] = await Promise.all([import('/vendor/marked.esm.js'), import('/vendor/purify.es.mjs')]);
-  marked = new markedModule.Marked({
-    gfm: true,
-    // Chat text: a single newline is a line break, as people type it.
-    breaks: true,
-    renderer: {
-      html: ({ text }) => escapeHtml(text),
-      // Images are not shown (no remote loads from message text); their description stays.
-      image: ({ text, href }) => escapeHtml(text || href || ''),
-    },
-  });
-  purify = purifyModule.default;
-} catch (err) {
-  console.warn('Markdown libraries did not load; showing messages as plain text', err);
-}
+const marked = new Marked({
+  gfm: true,
+  // Chat text: a single newline is a line break, as people type it.
+  breaks: true,
+  renderer: {
+    html: ({ text }) => escapeHtml(text),
+    // Images are not shown (no remote loads from message text); their description stays.
+    image: ({ text, href }) => escapeHtml(text || href || ''),
+  },
+});
 
 const ALLOWED_TAGS = ['p', 'br', 'strong', 'em', 'del', 'code', 'pre', 'blockquote', 'ul', 'ol', 'li', 'a', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'hr'];
 const ALLOWED_ATTR = ['href', 'title', 'align', 'start', 'class'];
@@ -41,9 +35,9 @@ function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 }
 
-/** True when the Markdown renderer is available (false means plain-text fallback). */
+/** True when the Markdown renderer can run (DOMPurify needs a real DOM); false means plain text. */
 export function markdownReady() {
-  return marked !== null && purify !== null;
+  return DOMPurify.isSupported;
 }
 
 /**
@@ -53,7 +47,7 @@ export function markdownReady() {
 export function renderMarkdown(text, handleColor) {
   if (!markdownReady()) return renderText(text, handleColor);
   const html = marked.parse(text, { async: false });
-  const frag = purify.sanitize(html, {
+  const frag = DOMPurify.sanitize(html, {
     ALLOWED_TAGS,
     ALLOWED_ATTR,
     ALLOW_DATA_ATTR: false,
