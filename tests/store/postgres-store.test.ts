@@ -298,18 +298,21 @@ describe.skipIf(!db)('postgres store', () => {
       expect(s.health()).toEqual({ writable: true, error: null });
       expect(await s.readEntries('g', { limit: 5 })).toEqual([]);
       await expect(s.append('g', rec(2))).rejects.toThrow(FencedError);
-      // Taking the group back (loadGroup) clears the refusal.
+      // Taking the group back (the core reads it again: reopen) clears the refusal.
       lost = new Set();
-      const back = await s.loadGroup('g');
-      expect((await all(back!)).map((r) => r.n)).toEqual([1]);
+      const back = await s.reopen('g');
+      expect((await all(back)).map((r) => r.n)).toEqual([1]);
       await s.append('g', rec(2, { entries: [entry(1)] }));
-      expect(await s.loadGroup('never-written')).toBeNull();
+      // A group never written reads back as nothing at all (the core then has no such group).
+      const none = await s.reopen('never-written');
+      expect(none.checkpoint).toBeNull();
+      expect(await all(none)).toEqual([]);
       await s.close();
     });
   });
 
   describe('for the cluster', () => {
-    it('works on a shared pool it never ends, and loads groups one by one when asked', async () => {
+    it('works on a shared pool it never ends', async () => {
       const url = await freshUrl();
       const a = store(url);
       await a.open();
@@ -318,15 +321,14 @@ describe.skipIf(!db)('postgres store', () => {
       await a.checkpoint('h', cp(1));
       await a.close();
       const shared = pool(url);
-      const lazy = new PostgresStore({ pool: shared, logger: silentLogger, loadAllOnOpen: false });
-      expect(await lazy.open()).toEqual({ groups: [], unreadable: [] });
-      expect(await lazy.groupIds()).toEqual(['g', 'h']);
-      const h = await lazy.loadGroup('h');
-      expect(h?.checkpoint?.n).toBe(1);
-      expect(await all(h!)).toEqual([]);
-      await lazy.append('h', rec(2, { entries: [entry(1)] }));
-      lazy.unloadGroup('h');
-      await lazy.close();
+      const b = new PostgresStore({ pool: shared, logger: silentLogger });
+      const { groups } = await b.open();
+      expect(groups.map((g) => g.id)).toEqual(['g', 'h']);
+      const h = groups[1]!;
+      expect(h.checkpoint?.n).toBe(1);
+      expect(await all(h)).toEqual([]);
+      await b.append('h', rec(2, { entries: [entry(1)] }));
+      await b.close();
       // The pool belongs to whoever made it.
       expect((await shared.query('SELECT count(*)::int AS c FROM chorus_records')).rows[0]).toEqual({ c: 3 });
     });

@@ -1,0 +1,195 @@
+/**
+ * Writing a batch of records to PostgreSQL: one transaction holding the group rows, the records,
+ * their entries and the delivery outcomes of earlier entries (one statement, without hooks), and
+ * finding out whether such a transaction committed when the answer to its COMMIT was lost.
+ */
+import type pg from 'pg';
+import type { GroupRecord } from '../../core/ports.js';
+import { StoreUnavailableError, describeError } from '../../core/errors.js';
+
+/** One record as it is appended, serialised when `append` was called. */
+export interface PgAppend {
+  groupId: string;
+  n: number;
+  v: number;
+  ts: number;
+  body: string;
+  /** The record's entries. */
+  entries: Array<{ seq: number; json: string }>;
+  delivery: Array<{ seq: number; delivery: string; posted: string | null }>;
+}
+
+export function pgAppend(groupId: string, record: GroupRecord): PgAppend {
+  return {
+    groupId,
+    n: record.n,
+    v: record.v,
+    ts: record.ts,
+    body: JSON.stringify(record),
+    entries: (record.entries ?? []).map((e) => ({ seq: e.seq, json: JSON.stringify(e) })),
+    delivery: (record.delivery ?? []).map((d) => ({ seq: d.seq, delivery: d.delivery, posted: d.postedIds ? JSON.stringify(d.postedIds) : null })),
+  };
+}
+
+export interface WriteHooks {
+  /** Runs first inside the transaction; returns the groups this instance may no longer write. */
+  fence?: ((tx: pg.PoolClient, groupIds: readonly string[]) => Promise<Iterable<string>>) | undefined;
+  /** Runs inside the transaction after the inserts, right before COMMIT. */
+  beforeCommit?: ((tx: pg.PoolClient, batch: ReadonlyArray<{ groupId: string; record: GroupRecord }>) => Promise<void>) | undefined;
+}
+
+/** A failed batch write; `unknown` is set when its commit was sent and the answer was lost. */
+export class WriteFailure extends Error {
+  constructor(
+    override readonly cause: unknown,
+    readonly unknown: { rows: PgAppend[]; pid: number | null } | null,
+  ) {
+    super(describeError(cause));
+  }
+}
+
+/** Server errors after which the transaction is known to be rolled back (not a lost connection). */
+export function definiteRollback(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || code.length !== 5) return false;
+  // 08: connection exception, 57: operator intervention (shutdown, terminated backend), XX: internal.
+  return !['08', '57', '53', '58', 'XX'].includes(code.slice(0, 2));
+}
+
+/**
+ * One transaction for `items`. Without hooks it is a single statement (its own transaction, one
+ * round trip). Returns the groups refused by the fence (nothing of theirs was written); throws a
+ * WriteFailure. `listed`: groups known to have a `chorus_groups` row already.
+ */
+export async function writeRows(pool: pg.Pool, items: PgAppend[], hooks: WriteHooks, listed: ReadonlySet<string>): Promise<ReadonlySet<string>> {
+  const client = await pool.connect().catch((err: unknown) => {
+    throw new StoreUnavailableError(`cannot reach the database: ${describeError(err)}`, { cause: err });
+  });
+  // The server process of this connection (from the protocol's BackendKeyData), for `lostCommitOutcome`.
+  const pid = (client as unknown as { processID?: number | null }).processID ?? null;
+  let sent: PgAppend[] | null = null;
+  const inTx = hooks.fence !== undefined || hooks.beforeCommit !== undefined;
+  let broken: unknown;
+  // The server may end a checked-out connection between queries (terminated, restarted): pg then
+  // emits 'error' on the client, which would crash the process without a listener.
+  const onError = (err: Error) => (broken ??= err);
+  client.on('error', onError);
+  try {
+    let fenced = new Set<string>();
+    let rows = items;
+    if (inTx) await client.query('BEGIN');
+    if (hooks.fence) {
+      fenced = new Set(await hooks.fence(client, [...new Set(items.map((i) => i.groupId))]));
+      rows = items.filter((i) => !fenced.has(i.groupId));
+    }
+    if (rows.length > 0) {
+      const { text, values } = insertStatement(rows, listed);
+      // Without hooks this statement is its own transaction: once sent, it may commit.
+      if (!inTx) sent = rows;
+      await client.query(text, values);
+    }
+    if (hooks.beforeCommit && rows.length > 0) await hooks.beforeCommit(client, rows.map((i) => ({ groupId: i.groupId, record: JSON.parse(i.body) as GroupRecord })));
+    if (inTx) {
+      sent = rows;
+      await client.query('COMMIT');
+    }
+    return fenced;
+  } catch (err) {
+    broken = err;
+    if (inTx) await client.query('ROLLBACK').catch(() => undefined);
+    throw new WriteFailure(err, sent !== null && sent.length > 0 && !definiteRollback(err) ? { rows: sent, pid } : null);
+  } finally {
+    client.off('error', onError);
+    // A connection that saw an error is closed rather than reused in an unknown state.
+    client.release(broken instanceof Error ? broken : broken === undefined ? undefined : new Error(String(broken)));
+  }
+}
+
+/**
+ * Whether a transaction whose connection was lost after COMMIT was sent did commit. The server
+ * process that ran it is ended first and waited for (a commit in progress finishes or not,
+ * atomically), so the answer cannot change afterwards; then its records are looked up.
+ */
+export async function lostCommitOutcome(pool: pg.Pool, rows: PgAppend[], pid: number | null): Promise<'committed' | 'rolled back' | 'unknown'> {
+  if (pid === null) return 'unknown';
+  try {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      // Only a process of this database user (never another application's connection).
+      const { rowCount } = await pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND usename = current_user', [pid]);
+      if (!rowCount) break;
+      if (Date.now() > deadline) return 'unknown';
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // The very same records (a `json` column keeps its text as written), not just the same
+    // numbers: another instance that took a group over may have written its own record n since.
+    const { rows: found } = await pool.query<{ c: number }>(
+      `SELECT count(*)::int AS c FROM chorus_records r JOIN unnest($1::text[], $2::bigint[], $3::text[]) AS k(group_id, n, body)
+         ON r.group_id = k.group_id AND r.n = k.n AND r.body::text = k.body`,
+      [rows.map((i) => i.groupId), rows.map((i) => i.n), rows.map((i) => i.body)],
+    );
+    const c = found[0]?.c ?? -1;
+    // One transaction: all of its records or none of them.
+    return c === rows.length ? 'committed' : c === 0 ? 'rolled back' : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The one statement that writes a batch: new group rows, records, entries, later delivery outcomes. */
+function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text: string; values: unknown[] } {
+  const newGroups = [...new Set(items.map((i) => i.groupId).filter((id) => !listed.has(id)))];
+  const rec = { g: [] as string[], n: [] as number[], v: [] as number[], ts: [] as number[], body: [] as string[] };
+  const ent = { g: [] as string[], seq: [] as number[], n: [] as number[], entry: [] as string[], delivery: [] as Array<string | null>, posted: [] as Array<string | null> };
+  const inBatch = new Map<string, number>();
+  const later = new Map<string, { g: string; seq: number; delivery: string; posted: string | null }>();
+  for (const it of items) {
+    rec.g.push(it.groupId);
+    rec.n.push(it.n);
+    rec.v.push(it.v);
+    rec.ts.push(Math.round(it.ts));
+    rec.body.push(it.body);
+    for (const e of it.entries) {
+      inBatch.set(`${it.groupId}\u0000${e.seq}`, ent.g.length);
+      ent.g.push(it.groupId);
+      ent.seq.push(e.seq);
+      ent.n.push(it.n);
+      ent.entry.push(e.json);
+      ent.delivery.push(null);
+      ent.posted.push(null);
+    }
+    for (const d of it.delivery) {
+      const key = `${it.groupId}\u0000${d.seq}`;
+      const posted = d.posted;
+      const k = inBatch.get(key);
+      // An outcome for an entry of this same batch goes straight into its row.
+      if (k !== undefined) {
+        ent.delivery[k] = d.delivery;
+        if (posted !== null) ent.posted[k] = posted;
+      } else {
+        const prev = later.get(key);
+        later.set(key, { g: it.groupId, seq: d.seq, delivery: d.delivery, posted: posted ?? prev?.posted ?? null });
+      }
+    }
+  }
+  const del = [...later.values()];
+  const text = `WITH
+  g AS (INSERT INTO chorus_groups (id) SELECT unnest($1::text[]) ON CONFLICT (id) DO NOTHING),
+  r AS (INSERT INTO chorus_records (group_id, n, v, ts, body)
+        SELECT * FROM unnest($2::text[], $3::bigint[], $4::smallint[], $5::bigint[], $6::json[])),
+  e AS (INSERT INTO chorus_entries (group_id, seq, n, entry, delivery, posted_ids)
+        SELECT * FROM unnest($7::text[], $8::bigint[], $9::bigint[], $10::json[], $11::text[], $12::json[])),
+  d AS (UPDATE chorus_entries c SET delivery = u.delivery, posted_ids = COALESCE(u.posted_ids, c.posted_ids)
+        FROM unnest($13::text[], $14::bigint[], $15::text[], $16::json[]) AS u(group_id, seq, delivery, posted_ids)
+        WHERE c.group_id = u.group_id AND c.seq = u.seq)
+SELECT 1`;
+  return {
+    text,
+    values: [
+      newGroups,
+      rec.g, rec.n, rec.v, rec.ts, rec.body,
+      ent.g, ent.seq, ent.n, ent.entry, ent.delivery, ent.posted,
+      del.map((d) => d.g), del.map((d) => d.seq), del.map((d) => d.delivery), del.map((d) => d.posted),
+    ],
+  };
+}
