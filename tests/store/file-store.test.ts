@@ -215,6 +215,38 @@ describe('file store: damage and crashes', () => {
     expect(log.text()).toMatch(/cannot be read/);
     expect(readFileSync(join(dir, 'groups', 'g', 'log'), 'utf8')).toBe('not a directory');
   });
+
+  it('a group that cannot be read is refused every write (nothing is written over it) until it reads back', async () => {
+    const dir = tempDir();
+    const store = new FileStore({ dataDir: dir, fsync: 'always', logger: silentLogger });
+    await store.open();
+    await store.append('g', rec(1, { head: HEAD }));
+    await store.close();
+    // Its checkpoint replaced by a directory: the log reads, the group as a whole does not.
+    const state = join(dir, 'groups', 'g', 'state.json');
+    mkdirSync(state);
+    const seg = join(dir, 'groups', 'g', 'log', '000000000001.jsonl');
+    const kept = readFileSync(seg);
+    const again = new FileStore({ dataDir: dir, fsync: 'always', logger: silentLogger });
+    const { groups, unreadable } = await again.open();
+    expect(groups).toEqual([]);
+    expect(unreadable).toEqual(['g']);
+    await expect(again.append('g', rec(2, { entries: [entry(1)] }))).rejects.toThrow(StoreUnavailableError);
+    // A checkpoint waits (it is dropped when the group is read back), and is never written.
+    const cp = again.checkpoint('g', { version: 2, n: 2, head: HEAD, nextSeq: 2, rounds: [], sessions: [], seen: [], undelivered: [] });
+    await again.flush();
+    expect(readFileSync(seg)).toEqual(kept);
+    expect(readdirSync(state)).toEqual([]);
+    // Refusing the group's writes does not make the store unready.
+    expect(again.health()).toMatchObject({ writable: true, error: null, unreadableGroups: [{ group: 'g' }] });
+    // Repaired: the group reads back and takes writes again.
+    rmSync(state, { recursive: true });
+    expect((await all(await again.reopen('g'))).map((r) => r.n)).toEqual([1]);
+    await cp;
+    expect(existsSync(state)).toBe(false);
+    await again.append('g', rec(2, { entries: [entry(1)] }));
+    await again.close();
+  });
   it('a log that ends before its checkpoint (empty, cut short, missing) is named in one error line, not loaded, and left untouched', async () => {
     const cases: Array<{ damage: (seg: string, dir: string) => void; problem: RegExp; file: string }> = [
       { damage: (seg) => truncateSync(seg, 0), problem: /the log is empty \(0 bytes\), but the checkpoint .*state\.json covers records 1 to 3/, file: '000000000001.jsonl' },
