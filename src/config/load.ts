@@ -47,7 +47,7 @@ export interface LoadedConfig {
  * container and under systemd. Applied after `${VAR}` replacement; `CHORUS_DATA_DIR` is relative
  * to the working directory, like any path typed in a shell.
  */
-export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[] }> = [
+const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[] }> = [
   { env: 'CHORUS_DATA_DIR', path: ['data_dir'] },
   { env: 'CHORUS_LOG_LEVEL', path: ['log_level'] },
   { env: 'CHORUS_HOST', path: ['channels', 'web', 'host'] },
@@ -56,7 +56,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]
 ];
 
 /** `--config PATH`, else `$CHORUS_CONFIG`, else `./config.yaml`, else built-in defaults (SPEC §2). */
-export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string | null {
+function resolveConfigPath(cliPath: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string | null {
   if (cliPath) return resolve(cwd, cliPath);
   if (env.CHORUS_CONFIG) return resolve(cwd, env.CHORUS_CONFIG);
   const local = resolve(cwd, 'config.yaml');
@@ -88,7 +88,7 @@ export function loadRunConfig(opts: { cliPath?: string | undefined; env?: NodeJS
 }
 
 /** Variables of a `.env` file (`KEY=value`, quotes and `export` allowed); none when it is absent. */
-export function readDotEnv(file: string): Record<string, string> {
+function readDotEnv(file: string): Record<string, string> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -370,7 +370,7 @@ function withEnvHint(problems: ConfigProblem[], missing: string[]): ConfigProble
 }
 
 /** Zod path → `agents[1].telegram.token`. */
-export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+function formatPath(path: ReadonlyArray<PropertyKey>): string {
   let out = '';
   for (const seg of path) {
     if (typeof seg === 'number') out += `[${seg}]`;

@@ -65,8 +65,8 @@ export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 export const DEFAULT_SUMMARY_MODEL = 'claude-haiku-5-5';
 
 /** Defaults of the model-call time limits (`llm.idle_timeout_seconds`, `llm.reply_timeout_seconds`). */
-export const DEFAULT_IDLE_TIMEOUT_SECONDS = 30;
-export const DEFAULT_REPLY_TIMEOUT_SECONDS = 300;
+const DEFAULT_IDLE_TIMEOUT_SECONDS = 30;
+const DEFAULT_REPLY_TIMEOUT_SECONDS = 300;
 
 /** The overall cap on one model call: `reply_timeout_seconds`, else its deprecated alias, else 300. */
 export function replyTimeoutSeconds(llm: { reply_timeout_seconds?: number | undefined; timeout_seconds?: number | undefined }): number {
@@ -324,7 +324,6 @@ export const configSchema = z
 
 /** A validated config, defaults filled in. */
 export type ChorusConfig = z.infer<typeof configSchema>;
-export type AgentConfig = ChorusConfig['agents'][number];
 export type DeclaredGroup = ChorusConfig['groups'][number];
 
 /** One problem found in a config: where and what. */
@@ -432,7 +431,7 @@ export function refineConfig(cfg: ChorusConfig): ConfigProblem[] {
 const RESERVED_PATHS = ['/api', '/healthz', '/readyz', '/metrics'];
 
 /** Telegram's rule for secret_token: 1–256 characters of A-Z a-z 0-9 _ -. */
-export const TELEGRAM_SECRET_RE = /^[A-Za-z0-9_-]{1,256}$/;
+const TELEGRAM_SECRET_RE = /^[A-Za-z0-9_-]{1,256}$/;
 
 /** Telegram webhook mode: a public URL, a path of our own, a secret, and the HTTP server to serve it on. */
 function webhookProblems(cfg: ChorusConfig): ConfigProblem[] {

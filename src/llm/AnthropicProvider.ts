@@ -57,7 +57,7 @@ interface Reply {
   thought: boolean;
 }
 
-export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
+const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 
 const EPHEMERAL = { type: 'ephemeral' } as const;
 
@@ -88,7 +88,7 @@ export function buildAnthropicParams(req: LlmRequest, defaultMaxTokens: number):
 }
 
 /** Map the API's usage object to ours (missing counters are zero). */
-export function usageFromAnthropic(u: Partial<Anthropic.Usage> | null | undefined): Usage {
+function usageFromAnthropic(u: Partial<Anthropic.Usage> | null | undefined): Usage {
   return {
     inputTokens: u?.input_tokens ?? 0,
     outputTokens: u?.output_tokens ?? 0,

@@ -37,7 +37,7 @@ type LlmConfig = ChorusConfig['llm'];
 type ChatParams = OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming;
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 
-export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
+const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 
 /** Local servers need no key, but the SDK insists on one; this placeholder is sent instead. */
 const NO_KEY = 'no-key';
@@ -53,7 +53,7 @@ export function buildOpenAiParams(req: LlmRequest, defaultMaxTokens: number): Ch
 }
 
 /** Map a chat completion usage object to ours. */
-export function usageFromOpenAi(u: OpenAI.CompletionUsage | null | undefined): Usage {
+function usageFromOpenAi(u: OpenAI.CompletionUsage | null | undefined): Usage {
   const prompt = u?.prompt_tokens ?? 0;
   const cached = Math.min(u?.prompt_tokens_details?.cached_tokens ?? 0, prompt);
   return { inputTokens: prompt - cached, outputTokens: u?.completion_tokens ?? 0, cacheReadTokens: cached, cacheWriteTokens: 0 };

@@ -38,7 +38,7 @@ function flatten(message: string, rest: unknown[], secrets: ReadonlyArray<string
  * Route the SDK's own log lines into our logger (redacted), instead of the console. The SDKs only
  * log request details at debug level, which we never enable for them.
  */
-export function sdkLogger(logger: Logger, secrets: ReadonlyArray<string | null | undefined>): SdkLogger {
+function sdkLogger(logger: Logger, secrets: ReadonlyArray<string | null | undefined>): SdkLogger {
   return {
     error: (m, ...r) => logger.error({ sdk: true }, flatten(m, r, secrets)),
     warn: (m, ...r) => logger.warn({ sdk: true }, flatten(m, r, secrets)),

@@ -23,8 +23,8 @@ export interface ResolvedPrice {
 }
 
 /** Multipliers applied to the input price when a row gives no explicit cache prices. */
-export const CACHE_WRITE_MULTIPLIER = 1.25;
-export const CACHE_READ_MULTIPLIER = 0.1;
+const CACHE_WRITE_MULTIPLIER = 1.25;
+const CACHE_READ_MULTIPLIER = 0.1;
 
 /**
  * The family id of a model: lower case, without a date or `latest` suffix.

@@ -15,7 +15,7 @@ export interface StatusOptions {
 }
 
 /** The URL the daemon's web channel answers on, from the config (wildcard hosts → loopback). */
-export function daemonUrl(config: ChorusConfig): string {
+function daemonUrl(config: ChorusConfig): string {
   const { host, port } = config.channels.web;
   const h = host === '0.0.0.0' || host === '::' || host === '[::]' ? '127.0.0.1' : host;
   const shown = h.includes(':') && !h.startsWith('[') ? `[${h}]` : h;

@@ -145,7 +145,6 @@ describe('fair model-call slots', () => {
     held();
     held(); // twice is harmless
     expect(slots.running).toBe(0);
-    await slots.idle();
     const again = await slots.acquire({ group: 'h', agent: 'b' });
     again();
   });
@@ -206,7 +205,6 @@ describe('LlmGate: time limits and slots', () => {
     expect(((await hungQueued) as LlmError).message).toMatch(/within 30s/);
     await clock.advance(30_000);
     expect(((await blocker) as LlmError).code).toBe('timeout');
-    await g.idle();
     expect(g.depth).toBe(0);
     expect(provider.running).toHaveLength(0);
   });
@@ -377,7 +375,6 @@ describe('LlmGate: time limits that match streaming (issue 12)', () => {
     p.text('fine');
     p.finish();
     expect(await untouched).toMatchObject({ text: 'fine' });
-    await g.idle();
     expect(g.depth).toBe(0);
     // A signal that already fired refuses at once.
     await expect(g.call(turn('g', 'a'), 15_000, stop.signal)).rejects.toMatchObject({ code: 'aborted' });

@@ -9,11 +9,9 @@ import { DiscordAPIError, HTTPError, RateLimitError } from 'discord.js';
 
 /** Discord's JSON error codes the adapter reacts to. */
 export const DiscordCode = {
-  UnknownChannel: 10003,
   UnknownWebhook: 10015,
   MissingAccess: 50001,
   MissingPermissions: 50013,
-  InvalidFormBody: 50035,
 } as const;
 
 export class DiscordPostError extends Error {

@@ -6,7 +6,7 @@ import type { AgentDef } from '../../core/types.js';
 import type { DiscordConfig } from './config.js';
 
 /** Discord's limit on webhook usernames. */
-export const WEBHOOK_USERNAME_MAX = 80;
+const WEBHOOK_USERNAME_MAX = 80;
 
 /** Why Discord would refuse `name` as a webhook username, or null when it is fine. */
 export function webhookUsernameProblem(name: string): string | null {
@@ -39,7 +39,7 @@ export function identityFor(agent: AgentDef, cfg: DiscordConfig): WebhookIdentit
  * `discord.avatar_url` wins; else the agent's `avatar` when it is an https URL; else, for emoji
  * avatars, an image URL built from `emoji_avatar_base`; else none (Discord shows its default).
  */
-export function avatarUrlFor(agent: AgentDef, cfg: DiscordConfig): string | undefined {
+function avatarUrlFor(agent: AgentDef, cfg: DiscordConfig): string | undefined {
   const explicit = agent.discord?.avatar_url?.trim();
   if (explicit) return explicit;
   const avatar = agent.avatar?.trim();
@@ -50,7 +50,7 @@ export function avatarUrlFor(agent: AgentDef, cfg: DiscordConfig): string | unde
 }
 
 /** A short string made of emoji (with joiners and variation selectors), e.g. "📈" or "🧑‍💻". */
-export function isEmoji(s: string): boolean {
+function isEmoji(s: string): boolean {
   return s.length <= 32 && /^(?:\p{Extended_Pictographic}|\p{Regional_Indicator}|\p{Emoji_Modifier}|\u200d|\ufe0f|[#*0-9]\u20e3)+$/u.test(s);
 }
 
@@ -59,7 +59,7 @@ export function isEmoji(s: string): boolean {
  * `{codepoints}` → "1f4c8" / "1f9d1-200d-1f4bb" (Twemoji file names, FE0F dropped),
  * `{emoji}` → the URL-encoded emoji; without a placeholder the encoded emoji is appended.
  */
-export function emojiImageUrl(base: string, emoji: string): string {
+function emojiImageUrl(base: string, emoji: string): string {
   if (base.includes('{codepoints}')) {
     const cps = [...emoji]
       .map((c) => c.codePointAt(0)!)

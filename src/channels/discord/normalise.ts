@@ -88,7 +88,7 @@ function replyTarget(m: Message, chatId: string, ctx: NormaliseContext): string 
  * plus one line per attachment. Plain `@handle` text (how people address agents, which are not
  * Discord users) is left alone, and so are `@everyone`/`@here` so the router sees its aliases.
  */
-export function readableText(m: Message): string {
+function readableText(m: Message): string {
   let text = m.content ?? '';
   const guild = m.guild;
   text = text.replace(/<@!?(\d+)>/g, (whole, id: string) => {

@@ -1,8 +1,8 @@
 /**
- * Permission questions the adapter asks Discord: may this member run admin commands, and can the
- * bot do its job in this channel. Both are answered from discord.js's permission calculation
- * (roles, channel overwrites, owner, Administrator) with members fetched over REST when the
- * cache does not have them — the bot does not request the privileged GuildMembers intent.
+ * Permission questions the adapter asks Discord: which channel a chat id is, and may this member
+ * run admin commands there. Answered from discord.js's permission calculation (roles, channel
+ * overwrites, owner, Administrator) with members fetched over REST when the cache does not have
+ * them — the bot does not request the privileged GuildMembers intent.
  */
 import { PermissionFlagsBits, type Client, type GuildBasedChannel } from 'discord.js';
 
@@ -21,21 +21,4 @@ export async function hasManageChannels(client: Client, channelId: string, userI
   const member = await channel.guild.members.fetch(userId).catch(() => null);
   if (!member) return false;
   return channel.permissionsFor(member).has(PermissionFlagsBits.ManageChannels);
-}
-
-/**
- * Permissions the bot itself lacks in a channel, by name ("Manage Webhooks", ...). Empty when all
- * is well or when the bot's own member is not known yet (then the REST calls will tell).
- */
-export async function missingBotPermissions(client: Client, channelId: string): Promise<string[]> {
-  const channel = await guildChannel(client, channelId);
-  if (!channel) return ['View Channel'];
-  const me = channel.guild.members.me ?? (await channel.guild.members.fetchMe().catch(() => null));
-  if (!me) return [];
-  const perms = channel.permissionsFor(me);
-  const needed: Array<[bigint, string]> = [
-    [PermissionFlagsBits.ViewChannel, 'View Channel'],
-    [PermissionFlagsBits.ManageWebhooks, 'Manage Webhooks'],
-  ];
-  return needed.filter(([bit]) => !perms.has(bit)).map(([, name]) => name);
 }

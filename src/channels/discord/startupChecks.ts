@@ -23,7 +23,7 @@ export const MISSING_TOKEN_MESSAGE =
   '(https://discord.com/developers/applications → your app → Bot → Reset Token) and put the token in ' +
   'channels.discord.token (for example via ${DISCORD_BOT_TOKEN}).';
 
-export const BAD_TOKEN_MESSAGE =
+const BAD_TOKEN_MESSAGE =
   'Discord: the bot token was rejected (authentication failed). Check channels.discord.token; ' +
   'a token that was reset in the Developer Portal stops working at once.';
 

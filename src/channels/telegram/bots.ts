@@ -14,7 +14,7 @@ import type { KeepDeadLetter } from './deadLetters.js';
 import { ALLOWED_UPDATES, ensureWebhook } from './webhook.js';
 
 /** Commands shown in Telegram's "/" menu; set once per bot, not per message. */
-export const BOT_COMMANDS = [
+const BOT_COMMANDS = [
   { command: 'group', description: 'Manage this group: create, add, remove, list, config, mute, reset, dissolve' },
   { command: 'ask', description: 'Make agents answer: /ask <agent> [text]' },
   { command: 'stop', description: "End the agents' current round and cancel replies in progress" },

@@ -33,7 +33,7 @@ export function parseChatId(chatId: string): { tgId: number; dmAgentId?: string 
 }
 
 /** Chorus's chat id for a Telegram chat seen by `viaAgentId`'s bot. */
-export function chorusChatId(chat: { id: number; type: string }, viaAgentId: string): string {
+function chorusChatId(chat: { id: number; type: string }, viaAgentId: string): string {
   return chat.type === 'private' ? dmChatId(viaAgentId, chat.id) : String(chat.id);
 }
 
@@ -73,7 +73,7 @@ function authorOf(msg: Message): { id: string; name: string } | undefined {
 }
 
 /** Agents whose bots the message marks with mention / text_mention entities, in order. */
-export function mentionedAgents(text: string, entities: readonly MessageEntity[] | undefined, dir: BotDirectory): string[] {
+function mentionedAgents(text: string, entities: readonly MessageEntity[] | undefined, dir: BotDirectory): string[] {
   const out: string[] = [];
   for (const e of [...(entities ?? [])].sort((a, b) => a.offset - b.offset)) {
     let agent: string | undefined;
@@ -86,7 +86,7 @@ export function mentionedAgents(text: string, entities: readonly MessageEntity[]
 }
 
 /** `/cmd@bot_username …` → the agent owning that bot, if it is one of ours. */
-export function commandTarget(text: string, dir: BotDirectory): string | undefined {
+function commandTarget(text: string, dir: BotDirectory): string | undefined {
   const m = /^\/[A-Za-z0-9_]+@([A-Za-z0-9_]+)/.exec(text);
   return m ? dir.agentByUsername(m[1]!) : undefined;
 }

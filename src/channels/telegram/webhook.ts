@@ -23,10 +23,10 @@ import { MalformedUpdateError, handlerError, type KeepDeadLetter } from './deadL
 export const ALLOWED_UPDATES = ['message', 'my_chat_member'] as const;
 
 /** An update is at most a few 4096-character texts with entities; 1 MiB leaves room and bounds memory. */
-export const WEBHOOK_MAX_BODY_BYTES = 1024 * 1024;
+const WEBHOOK_MAX_BODY_BYTES = 1024 * 1024;
 
 /** The header Telegram echoes `secret_token` in. */
-export const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
+const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
 
 export interface WebhookSettings {
   /** Public base URL, e.g. https://chorus.example.com (no trailing slash needed). */
@@ -79,7 +79,7 @@ export async function ensureWebhook(bot: Bot, url: string, secretToken: string):
 }
 
 /** Constant-time comparison; hashing first makes the lengths equal without an early exit. */
-export function secretMatches(given: string | string[] | undefined, expected: string): boolean {
+function secretMatches(given: string | string[] | undefined, expected: string): boolean {
   if (typeof given !== 'string') return false;
   const a = createHash('sha256').update(given).digest();
   const b = createHash('sha256').update(expected).digest();

@@ -61,7 +61,7 @@ function budgetLines(g: GroupDoc, now: number): string[] {
  * A cost as people should read it: a model without a known price is "price unknown", never
  * `$0.0000` (that reads as free); a mix shows the known part and how many calls it leaves out.
  */
-export function costText(u: { costUsd: number; calls: number; unpricedCalls?: number | undefined }): string {
+function costText(u: { costUsd: number; calls: number; unpricedCalls?: number | undefined }): string {
   const unpriced = u.unpricedCalls ?? 0;
   if (unpriced > 0 && unpriced >= u.calls) return 'price unknown';
   const known = `$${u.costUsd.toFixed(4)}`;

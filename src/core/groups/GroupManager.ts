@@ -26,7 +26,7 @@ export const TRANSCRIPT_TAIL = 64;
 /** Trim the in-memory tail in batches rather than one entry at a time. */
 const TRIM_BATCH = 32;
 /** Transcript messages a newcomer is shown on `/group add` (SPEC §3). */
-export const JOIN_CONTEXT = 20;
+const JOIN_CONTEXT = 20;
 /** Observations put in one prompt after a long silence; older ones are counted, not shown. */
 export const MAILBOX_MAX = 300;
 /** The largest history page one read returns (the web API's `limit` maximum). */
@@ -47,7 +47,7 @@ export function checkpointInterval(seen: number, every = CHECKPOINT_EVERY): numb
 }
 
 /** Add one call's figures to running totals. */
-export function addUsage(totals: UsageTotals, res: { usage: Usage; costUsd?: number | null | undefined }): void {
+function addUsage(totals: UsageTotals, res: { usage: Usage; costUsd?: number | null | undefined }): void {
   totals.calls++;
   totals.inputTokens += res.usage.inputTokens;
   totals.outputTokens += res.usage.outputTokens;
@@ -469,10 +469,6 @@ export class GroupManager {
     return n;
   }
 
-  sessionsOf(g: GroupDoc): SessionDoc[] {
-    return g.participants.map((p) => this.session(g, p));
-  }
-
   // -------------------------------------------------------------------------------------------
   // Transcript, rounds, dedupe
 
@@ -742,7 +738,7 @@ function headOf(g: GroupDoc): GroupHead {
 }
 
 /** Private chats share one chat id across bots, so the agent is part of their key. */
-export function chatKey(channel: ChannelKind, chatId: string, dmAgentId?: string): string {
+function chatKey(channel: ChannelKind, chatId: string, dmAgentId?: string): string {
   return dmAgentId ? `${channel}:${chatId}#${dmAgentId}` : `${channel}:${chatId}`;
 }
 
@@ -751,7 +747,7 @@ function sessionKey(groupId: string, agentId: string): string {
 }
 
 /** Lower-case slug usable as a file name. */
-export function slugify(s: string): string {
+function slugify(s: string): string {
   return s
     .toLowerCase()
     .normalize('NFKD')

@@ -8,9 +8,9 @@ import type { GroupCheckpoint, GroupHead, GroupRecord, RoundRecord, SessionDelta
 import type { TranscriptEntry } from '../types.js';
 
 /** Dedupe memory is kept this long (SPEC §4.1: redeliveries within a day are recognised)… */
-export const SEEN_TTL_MS = 24 * 60 * 60 * 1000;
+const SEEN_TTL_MS = 24 * 60 * 60 * 1000;
 /** …and never fewer than this many keys, however old. */
-export const SEEN_MIN = 1000;
+const SEEN_MIN = 1000;
 
 /** A group's durable state while it is being replayed. */
 export interface ReplayedGroup {

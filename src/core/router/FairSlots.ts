@@ -47,7 +47,6 @@ export class FairSlots {
   /** Waiting calls per group; the Map's order is the round-robin order. */
   private readonly waiting = new Map<string, Waiter[]>();
   private waitingCount = 0;
-  private idleResolvers: Array<() => void> = [];
 
   constructor(readonly limits: SlotLimits) {
     for (const [k, v] of Object.entries(limits)) {
@@ -90,7 +89,6 @@ export class FairSlots {
         if (list!.length === 0) this.waiting.delete(owner.group);
         this.waitingCount--;
         reject(signal!.reason);
-        this.checkIdle();
       };
       const waiter: Waiter = {
         owner,
@@ -106,12 +104,6 @@ export class FairSlots {
       signal?.addEventListener('abort', onAbort, { once: true });
       this.dispatch();
     });
-  }
-
-  /** Resolves once no call holds or waits for a slot. */
-  idle(): Promise<void> {
-    if (this.busy === 0 && this.waitingCount === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleResolvers.push(resolve));
   }
 
   private dispatch(): void {
@@ -148,15 +140,7 @@ export class FairSlots {
       decrement(this.byGroup, group);
       if (agent !== undefined) decrement(this.byAgent, agent);
       this.dispatch();
-      this.checkIdle();
     });
-  }
-
-  private checkIdle(): void {
-    if (this.busy !== 0 || this.waitingCount !== 0) return;
-    const resolvers = this.idleResolvers;
-    this.idleResolvers = [];
-    for (const r of resolvers) r();
   }
 }
 

@@ -9,7 +9,7 @@ import type { Channel, ChannelHost, Clock, ForwardedChange, GatewayApi, GroupDoc
 import { cleanDisplayName } from '../text/displayName.js';
 import { singleOwner } from '../ownership.js';
 import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
-import { StoreUnavailableError, UserError, describeError } from '../errors.js';
+import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import { GroupManager, seqOfId } from '../groups/GroupManager.js';

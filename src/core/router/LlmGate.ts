@@ -68,9 +68,9 @@ export const BYTES_PER_TOKEN_CEILING = 16;
 /** Default `llm.max_reply_bytes` (see the schema for why this size). */
 export const DEFAULT_MAX_REPLY_BYTES = 32 * 1024;
 /** Default `llm.idle_timeout_seconds`, in ms. */
-export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
+const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
 /** Default `llm.reply_timeout_seconds`, in ms. */
-export const DEFAULT_REPLY_TIMEOUT_MS = 300_000;
+const DEFAULT_REPLY_TIMEOUT_MS = 300_000;
 
 /** The gate's settings; shares left out mean no cap beyond `maxConcurrency`. */
 export interface GateSettings {
@@ -137,10 +137,6 @@ export class LlmGate {
   /** Calls waiting for a slot plus calls in flight. */
   get depth(): number {
     return this.slots.queued + this.slots.running;
-  }
-
-  get providerName(): string {
-    return this.provider.name;
   }
 
   /** Bytes of reply text a call may produce before it is cut (the cut marker fits after it). */
@@ -225,10 +221,6 @@ export class LlmGate {
       // Make sure an ignored abort never leaves the race's losers unhandled.
       aborted.catch(() => undefined);
     }
-  }
-
-  async idle(): Promise<void> {
-    await this.slots.idle();
   }
 
   /**

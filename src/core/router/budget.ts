@@ -11,10 +11,10 @@ import type { DayUsage, GroupDoc } from '../ports.js';
 import type { Usage } from '../types.js';
 
 /** The chat is warned once a day when usage reaches this share of a limit. */
-export const WARN_AT = 0.8;
+const WARN_AT = 0.8;
 
 /** YYYY-MM-DD of an epoch-ms time, in UTC. */
-export function utcDay(ms: number): string {
+function utcDay(ms: number): string {
   // Asked on every model call: the day's string is kept until the day changes.
   if (ms < dayCache.from || ms >= dayCache.to) {
     const from = Math.floor(ms / DAY_MS) * DAY_MS;

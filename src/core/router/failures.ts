@@ -48,6 +48,3 @@ export function describeFailure(code: string): FailureText {
 export function failureHint(code: string): string | null {
   return describeFailure(code).hint;
 }
-
-/** Every code the table knows, for counters that should exist before their first failure. */
-export const FAILURE_CODES: readonly string[] = Object.keys(TABLE);

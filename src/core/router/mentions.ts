@@ -54,15 +54,10 @@ export class HandleIndex {
   handlesOf(agentId: string): string[] {
     return [...this.agentHandles.entries()].filter(([, id]) => id === agentId).map(([h]) => '@' + h);
   }
-
-  /** Group handles (config aliases plus the built-ins). */
-  groupAliases(): Record<string, string[]> {
-    return Object.fromEntries(this.groupHandles);
-  }
 }
 
 /** Blank out fenced blocks and inline code spans so `@x` inside them is not a mention. */
-export function stripCode(text: string): string {
+function stripCode(text: string): string {
   return blankCode(text);
 }
 

@@ -64,7 +64,7 @@ export function observationLine(e: TranscriptEntry): string {
 }
 
 /** One mailbox block; `from` is cleaned of invisible characters and escaped as an attribute. */
-export function messageBlock(from: string, role: 'human' | 'agent' | 'system', text: string): string {
+function messageBlock(from: string, role: 'human' | 'agent' | 'system', text: string): string {
   const name = cleanDisplayName(from) || 'someone';
   return `<message from="${escapeAttribute(name)}" role="${role}">${escapeBlockText(text)}</message>`;
 }
@@ -143,7 +143,7 @@ export function buildUserTurn(observations: readonly TranscriptEntry[], ask: Ask
 }
 
 /** The closing instruction of a user turn (also measured alone by the context budget). */
-export function askInstruction(ask: Ask): string {
+function askInstruction(ask: Ask): string {
   switch (ask.kind) {
     case 'addressed': {
       // Outside any block: no angle brackets from a typed name, so it cannot open one.
@@ -173,7 +173,7 @@ export function askInstruction(ask: Ask): string {
 }
 
 /** Heading of the running summary, after the stable prefix (see `summaryBlock`). */
-export const SUMMARY_HEADING = '## Earlier in this conversation (summary)';
+const SUMMARY_HEADING = '## Earlier in this conversation (summary)';
 
 /**
  * The running summary as the model reads it: its own block under a heading, sent after the stable

@@ -102,7 +102,7 @@ export class Summarizer {
  * The summary request, at most `units` long: when the turns to fold are longer, each turn keeps
  * its start (a share in proportion to its length) and says how much was left out.
  */
-export function fitSummaryRequest(agent: AgentDef, previous: string | null, turns: ReadonlyArray<{ role: string; content: string }>, units: number): string {
+function fitSummaryRequest(agent: AgentDef, previous: string | null, turns: ReadonlyArray<{ role: string; content: string }>, units: number): string {
   const full = buildSummaryRequest(agent, previous, turns);
   if (textUnits(full) <= units) return full;
   const frame = textUnits(buildSummaryRequest(agent, previous, turns.map((t) => ({ ...t, content: '' })))) + turns.length * 40;

@@ -33,7 +33,7 @@
 import { removeInvisible } from './normalize.js';
 
 /** Default for `fillerMax` (the router sets it per turn: core/router/pass.ts). */
-export const PASS_FILLER_DEFAULT = 120;
+const PASS_FILLER_DEFAULT = 120;
 
 export interface Speaker {
   id: string;
@@ -141,7 +141,7 @@ interface Sink {
  * before a barrier can ever be popped, so it is released at once. `mark()` tells the next stage,
  * in text order, that a token stood there.
  */
-export class TokenRemover {
+class TokenRemover {
   private hf: string[] = []; // folded char
   private ho: string[] = []; // original text it stands for
   private hs: number[] = []; // automaton state after it

@@ -15,7 +15,7 @@ import { fail, ok, warn, type Finding } from '../findings.js';
 const CALL_TIMEOUT_S = 30;
 
 /** Every model the config can ask for, with the keys that name it. */
-export function modelsInUse(config: ChorusConfig): Map<string, string[]> {
+function modelsInUse(config: ChorusConfig): Map<string, string[]> {
   const out = new Map<string, string[]>();
   const add = (model: string, where: string) => out.set(model, [...(out.get(model) ?? []), where]);
   add(config.llm.model, 'llm.model');
