@@ -14,13 +14,14 @@ import { Client, GatewayIntentBits, Routes, type Message } from 'discord.js';
 import type { Channel, ChannelCapabilities, ChannelHost, ChannelPartStatus, ChannelStatus, ConnectionGate, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { splitMessage } from '../../core/text/split.js';
+import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
 import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, TYPING_REFRESH_MS, type DiscordConfig } from './config.js';
 import { DiscordPostError, sanitizeError } from './errors.js';
 import { identityFor } from './identity.js';
 import { normalise } from './normalise.js';
 import { sendChunk, type Sender } from './outbound.js';
 import { hasManageChannels, guildChannel } from './permissions.js';
-import { KeyedSerialQueue, PostedIndex } from './sequencing.js';
+import { PostedIndex } from './sequencing.js';
 import { DiscordStartupError, MISSING_TOKEN_MESSAGE, agentNameProblems, loginFailure, missingManageWebhooksMessage } from './startupChecks.js';
 import { MissingWebhookPermission, WebhookCache } from './webhooks.js';
 
@@ -62,8 +63,14 @@ export class DiscordChannel implements Channel {
   /** Channels where the bot cannot post (channel id → message), for `/group list` warnings. */
   private readonly channelProblems = new Map<string, string>();
   private readonly posted = new PostedIndex(POSTED_INDEX_SIZE);
-  private readonly outbound = new KeyedSerialQueue();
-  private readonly inbound = new KeyedSerialQueue();
+  /**
+   * Posts per chat, one at a time: the chunks of one reply never interleave with another reply,
+   * and a 429 (which discord.js REST waits out) delays the later posts instead of letting them
+   * overtake.
+   */
+  private readonly outbound = new KeyedQueue();
+  /** Messages per chat, handed to the router one at a time in the order Discord delivered them. */
+  private readonly inbound = new KeyedQueue();
   private readonly typingTimers = new Set<NodeJS.Timeout>();
   private running: Running | null = null;
   private starting: Promise<void> | null = null;

@@ -10,12 +10,13 @@ import type { Message, ChatMemberUpdated, Update } from 'grammy/types';
 import type { ChorusConfig } from '../../config/schema.js';
 import type { Channel, ChannelCapabilities, ChannelHost, ChannelPartStatus, ChannelStatus, ConnectionGate, DeadLetters, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
+import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
 import { AdminCache } from './admins.js';
 import { AgentBot, botWarning } from './bots.js';
 import { typingLoop } from './typing.js';
 import { describeError, apiErrorCode } from './errors.js';
 import { membershipDirection, normalizeMessage, parseChatId, messageKey, type BotDirectory } from './normalize.js';
-import { ChatQueues, sendText, TELEGRAM_LIMIT } from './sender.js';
+import { sendText, TELEGRAM_LIMIT } from './sender.js';
 import type { HttpMounts } from '../web/mounts.js';
 import { createWebhookHandler, webhookEndpoint } from './webhook.js';
 import { MalformedUpdateError, checkUpdateShape, deadLetterKeeper } from './deadLetters.js';
@@ -62,9 +63,10 @@ export class TelegramChannel implements Channel {
   /** Agents left out at construction (a token shared with another agent), with the reason. */
   private readonly skipped = new Map<string, string>();
   private readonly admins: AdminCache;
-  private readonly queues = new ChatQueues();
+  /** Posts to one chat go out one at a time, whichever bot sends them (see sender.ts). */
+  private readonly queues = new KeyedQueue();
   /** Membership changes of one chat run one at a time, so three bots added at once form one group. */
-  private readonly memberQueues = new ChatQueues();
+  private readonly memberQueues = new KeyedQueue();
   private host: ChannelHost | undefined;
   private running = false;
   private starting: Promise<void> | undefined;
@@ -82,7 +84,7 @@ export class TelegramChannel implements Channel {
    * bodies arrived (Telegram may deliver on parallel connections; polling hands them over in
    * update order, a webhook only as ordered as Telegram sends them).
    */
-  private readonly inboundQueues = new ChatQueues();
+  private readonly inboundQueues = new KeyedQueue();
   /** Webhook mode: true from start() until stop() begins; outside it, POSTs answer 503. */
   private accepting = false;
   private webhookTimer: NodeJS.Timeout | undefined;

@@ -2,8 +2,8 @@
  * Sending text to a chat through one bot: split to Telegram's 4096 limit, rendered as HTML with a
  * plain-text fallback when Telegram rejects the markup, reply and forum-topic parameters, and the
  * group → supergroup migration answer. 429s are waited out by grammY's auto-retry transformer
- * installed on every bot; `ChatQueues` keeps posts to one chat strictly in order across bots,
- * so a rate-limited chunk is never overtaken by the next one.
+ * installed on every bot; the channel sends to one chat one post at a time across bots, so a
+ * rate-limited chunk is never overtaken by the next one.
  */
 import type { Bot } from 'grammy';
 import type { Logger } from '../../core/ports.js';
@@ -12,22 +12,6 @@ import { describeError, isNetworkError, isParseError, isThreadNotFound, migrated
 import { toTelegramHtml } from './format.js';
 
 export const TELEGRAM_LIMIT = 4096;
-
-/** One promise chain per chat: posts to a chat never overlap, different chats run in parallel. */
-export class ChatQueues {
-  private readonly tails = new Map<string, Promise<unknown>>();
-
-  run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const prev = this.tails.get(key) ?? Promise.resolve();
-    const next = prev.catch(() => undefined).then(task);
-    const tail = next.catch(() => undefined);
-    this.tails.set(key, tail);
-    void tail.then(() => {
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
-    return next;
-  }
-}
 
 export interface SendTarget {
   /** Telegram chat id (after any known migration). */

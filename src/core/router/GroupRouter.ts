@@ -4,7 +4,6 @@
  * and runs rounds on a per-group FIFO queue (SPEC §4). Group management and the web feed's API
  * live in GroupAdmin (`router.gateway`); commands get a narrow CommandContext.
  */
-import PQueue from 'p-queue';
 import type { Channel, ChannelHost, Clock, ForwardedChange, GatewayApi, GroupDoc, GroupView, LlmProvider, Logger, Ownership, RegenerateResult, RoundRecord, StopResult, Store } from '../ports.js';
 import { cleanDisplayName } from '../text/displayName.js';
 import { singleOwner } from '../ownership.js';
@@ -22,6 +21,7 @@ import { Outbox } from './Outbox.js';
 import { Recorder, type NewEntry } from './Recorder.js';
 import { GroupAdmin } from '../groups/GroupAdmin.js';
 import { createDeclaredGroups, type DeclaredGroup } from './declaredGroups.js';
+import { KeyedQueue } from '../lib/KeyedQueue.js';
 
 /** Everything the router needs; built by the composition root (src/app.ts). */
 export interface RouterOptions {
@@ -67,7 +67,8 @@ export class GroupRouter implements ChannelHost {
   readonly gateway: GroupAdmin;
   readonly logger: Logger;
   private readonly channels = new Map<ChannelKind, Channel>();
-  private readonly queues = new Map<string, PQueue>();
+  /** Each group's rounds (and redeliveries), one at a time. */
+  private readonly queues = new KeyedQueue();
   private readonly chatlessSeen = new Set<string>();
   private readonly recovering = new Set<string>();
   private readonly shutdownController = new AbortController();
@@ -225,7 +226,7 @@ export class GroupRouter implements ChannelHost {
    */
   async relinquish(id: string, opts: { graceful: boolean }): Promise<void> {
     if (opts.graceful) {
-      await this.queues.get(id)?.onIdle();
+      await this.queues.onIdle(id);
       const g = this.groups.get(id);
       if (g && this.groups.usable(g)) await this.groups.commit(g).durable.catch(() => undefined);
       await this.groups.reload(id);
@@ -260,7 +261,7 @@ export class GroupRouter implements ChannelHost {
     if (!this.ownership.owns(g.id)) return;
     if (g.state.archived || (g.undelivered.length === 0 && g.rounds.length === 0)) return;
     this.logger.info({ group: g.id, rounds: g.rounds.length, undelivered: g.undelivered.length }, 'resuming unfinished work');
-    if (g.undelivered.length > 0) void this.queue(g.id).add(() => this.recorder.redeliver(g));
+    if (g.undelivered.length > 0) void this.queues.run(g.id, () => this.recorder.redeliver(g));
     this.schedule(g);
   }
 
@@ -268,7 +269,7 @@ export class GroupRouter implements ChannelHost {
   async stop(): Promise<void> {
     this.shutdownController.abort();
     this.outbox.stopAllTyping();
-    await Promise.all([...this.queues.values()].map((q) => q.onIdle()));
+    await this.queues.onIdleAll();
     // Background summaries: their calls were just aborted, so this is quick; none writes after it.
     await this.runner.settled();
     await this.groups.checkpointAll();
@@ -278,14 +279,13 @@ export class GroupRouter implements ChannelHost {
   /** Wait until every group's queue is empty and its records are written (tests, benchmarks). */
   async idle(): Promise<void> {
     for (;;) {
-      const busy = [...this.queues.values()].filter((q) => q.size > 0 || q.pending > 0);
-      if (busy.length === 0) {
+      if (this.queues.idle) {
         await this.runner.settled();
         await this.groups.settle();
-        if ([...this.queues.values()].every((q) => q.size === 0 && q.pending === 0)) return;
+        if (this.queues.idle) return;
         continue;
       }
-      await Promise.all(busy.map((q) => q.onIdle()));
+      await this.queues.onIdleAll();
     }
   }
 
@@ -588,17 +588,10 @@ export class GroupRouter implements ChannelHost {
     return { status: 'queued', groupId: g.id, roundId: round.id, agentId };
   }
 
-  private queue(groupId: string): PQueue {
-    let q = this.queues.get(groupId);
-    if (!q) this.queues.set(groupId, (q = new PQueue({ concurrency: 1 })));
-    return q;
-  }
-
   /** Make sure one drain task is waiting in the group's queue. */
   private schedule(g: GroupDoc): void {
     if (!this.ownership.owns(g.id)) return;
-    const q = this.queue(g.id);
-    if (q.size === 0) void q.add(() => this.drain(g)).catch((err) => this.roundFailed(g, err));
+    if (this.queues.waiting(g.id) === 0) void this.queues.run(g.id, () => this.drain(g)).catch((err) => this.roundFailed(g, err));
   }
 
   private roundFailed(g: GroupDoc, err: unknown): void {
@@ -642,7 +635,7 @@ export class GroupRouter implements ChannelHost {
       const timer = setTimeout(async () => {
         if (this.shutdownController.signal.aborted) return;
         try {
-          await this.queue(id).onIdle();
+          await this.queues.onIdle(id);
           await this.opts.store.checkWritable();
           const g = await this.groups.reload(id);
           this.recovering.delete(id);
