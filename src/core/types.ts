@@ -171,9 +171,10 @@ export interface ReplyMeta {
 
 /**
  * Why a reply was cut: over `llm.max_reply_bytes` (or its share of `max_tokens`), the model hit
- * `max_tokens`, or it was still streaming at `llm.reply_timeout_seconds` (the text so far is kept).
+ * `max_tokens`, it was still streaming at `llm.reply_timeout_seconds`, or `/stop` came while it
+ * streamed (in the last two the text so far is kept).
  */
-export type ReplyCut = 'bytes' | 'max_tokens' | 'timeout';
+export type ReplyCut = 'bytes' | 'max_tokens' | 'timeout' | 'stopped';
 
 export type TurnReason = 'addressed' | 'voluntary' | 'reaction' | 'sticky' | 'rotation' | 'selected' | 'direct';
 

@@ -13,6 +13,7 @@ import { splitMessage } from '../../core/text/split.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { DEFAULT_MAX_MESSAGE_CHARS, registerApiRoutes } from './api.js';
 import { TokenAuth } from './auth.js';
+import { InFlightReplies } from './inflight.js';
 import { WebMetrics, gatewayMetrics } from './metrics.js';
 import type { HttpMounts } from './mounts.js';
 import { Router } from './router.js';
@@ -50,6 +51,8 @@ export class WebChannel implements Channel {
 
   private server: Server | null = null;
   private hub: SseHub | null = null;
+  /** Ends the subscription that keeps the replies in flight (for pages that connect mid-reply). */
+  private untrack: (() => void) | null = null;
   private host: ChannelHost | null = null;
   private listeningUrl: string | null = null;
   private readonly webMetrics = new WebMetrics();
@@ -90,6 +93,9 @@ export class WebChannel implements Channel {
     }
     this.host = host;
     const cfg = { ...WEB_CONNECTION_DEFAULTS, ...this.opts.config };
+    // Kept whether or not a page is connected: a reload must find the reply's start.
+    const inFlight = new InFlightReplies();
+    this.untrack = host.gateway.subscribe((ev) => inFlight.observe(ev));
     const hub = new SseHub({
       gateway: host.gateway,
       logger: this.log,
@@ -97,6 +103,7 @@ export class WebChannel implements Channel {
       retryMs: this.opts.sseRetryMs,
       metrics: this.webMetrics,
       maxBufferedBytes: this.opts.sseMaxBufferedBytes,
+      inFlight: (groupId) => inFlight.snapshot(groupId),
     });
     const router = new Router();
     registerApiRoutes(router, {
@@ -129,6 +136,8 @@ export class WebChannel implements Channel {
     });
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {
+        this.untrack?.();
+        this.untrack = null;
         server.off('listening', onListening);
         const why = err.code === 'EADDRINUSE' ? `port ${port} is already in use` : err.code === 'EACCES' ? `no permission to use port ${port}` : err.message;
         reject(new Error(`web channel: cannot listen on ${bindHost}:${port}: ${why}`));
@@ -152,6 +161,8 @@ export class WebChannel implements Channel {
     const server = this.server;
     if (!server) return;
     this.server = null;
+    this.untrack?.();
+    this.untrack = null;
     this.hub?.closeAll();
     this.hub = null;
     this.listeningUrl = null;

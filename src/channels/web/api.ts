@@ -182,7 +182,8 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     } else {
       resume = intParam(url.searchParams, 'after', { min: 0, max: SEQ_MAX });
     }
-    deps.hub().open(res, params.id!, resume);
+    // What a page asks for: the replies in flight first, and deltas batched (see sse.ts).
+    deps.hub().open(res, params.id!, resume, { inflight: url.searchParams.get('inflight') === '1', batch: url.searchParams.get('batch') === '1' });
   });
 
   router.add('GET', '/api/events', ({ res }) => {

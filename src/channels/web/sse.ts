@@ -7,10 +7,21 @@
  * `Last-Event-ID` (or `?after=`) first gets the transcript entries it missed, then live events,
  * with no duplicates and no gaps: while the replay is written, live events are held back and
  * those already covered by the replay are dropped.
+ *
+ * A fast model streams hundreds of small deltas a second; each SSE event costs the browser a task.
+ * So a client that asks for it (`?batch=1`, the page does) gets at most one `delta` event per
+ * DELTA_BATCH_MS: the first chunk at once, those that follow within the window together in one
+ * event (their text joined, in order). Any other event first sends the deltas held back, so the
+ * order of events never changes.
+ *
+ * A group client that asks for it (`?inflight=1`, the page does) first gets an `inflight` event:
+ * who is typing and the text so far of each reply being written (inflight.ts). It is taken at the
+ * moment the client is registered, so the deltas after it are exactly the ones it lacks.
  */
 import type { ServerResponse } from 'node:http';
 import type { GatewayApi, GatewayEvent, Logger } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
+import type { InFlightSnapshot } from './inflight.js';
 import type { WebMetrics } from './metrics.js';
 
 /** How many missed entries a reconnecting client may be sent before it is told to reload. */
@@ -19,6 +30,10 @@ const MAX_REPLAY = 2000;
 const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 /** Heartbeats in a row that a client could not take before it is taken for dead. */
 const STALLED_BEATS = 2;
+/** A client gets at most one delta event per this many ms (about a frame); the rest waits, joined. */
+const DELTA_BATCH_MS = 16;
+
+type DeltaEvent = Extract<GatewayEvent, { type: 'delta' }>;
 
 interface SseClient {
   res: ServerResponse;
@@ -36,6 +51,13 @@ interface SseClient {
   flushedAtBeat: number;
   /** Heartbeat intervals in a row with output waiting and nothing flushed. */
   missedBeats: number;
+  /** Whether deltas are batched for this client. */
+  batch: boolean;
+  /** Deltas of one turn held back until the batch window ends, and its timer. */
+  held: { ev: DeltaEvent; parts: string[] } | null;
+  heldTimer: NodeJS.Timeout | null;
+  /** When the last delta event was written (performance.now()). */
+  lastDeltaAt: number;
 }
 
 export interface SseHubOptions {
@@ -48,6 +70,8 @@ export interface SseHubOptions {
   metrics?: WebMetrics | undefined;
   /** Unsent output at which a client is cut at once (default 2 MiB; tests raise it to watch the heartbeat). */
   maxBufferedBytes?: number | undefined;
+  /** The replies being written in a group, for clients that ask (`inflight`). */
+  inFlight?: ((groupId: string) => InFlightSnapshot) | undefined;
 }
 
 export class SseHub {
@@ -68,9 +92,10 @@ export class SseHub {
 
   /**
    * Serve one SSE connection. `groupId` null = the global stream. `resumeAfter` = the last seq the
-   * client has; entries after it are replayed first.
+   * client has; entries after it are replayed first. `inflight`: begin with the replies in flight.
+   * `batch`: deltas in at most one event per DELTA_BATCH_MS.
    */
-  open(res: ServerResponse, groupId: string | null, resumeAfter: number | undefined): void {
+  open(res: ServerResponse, groupId: string | null, resumeAfter: number | undefined, opts: { inflight?: boolean; batch?: boolean } = {}): void {
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -83,23 +108,28 @@ export class SseHub {
     res.socket?.setTimeout(0);
     res.write(`retry: ${this.retryMs}\n: connected\n\n`);
 
-    const client: SseClient = { res, groupId, pending: [], replayedUpTo: -1, beatPending: false, flushed: 0, flushedAtBeat: 0, missedBeats: 0 };
+    const client: SseClient = { res, groupId, pending: [], replayedUpTo: -1, beatPending: false, flushed: 0, flushedAtBeat: 0, missedBeats: 0, batch: opts.batch ?? false, held: null, heldTimer: null, lastDeltaAt: -Infinity };
     this.clients.add(client);
     this.ensureSubscribed();
     res.on('close', () => this.remove(client));
+    const inflight = opts.inflight && groupId !== null && this.opts.inFlight ? { type: 'inflight', groupId, ...this.opts.inFlight(groupId) } : null;
+    if (inflight) this.write(client, 'inflight', inflight);
 
-    void this.replay(client, groupId, resumeAfter).catch((err: unknown) => {
+    void this.replay(client, groupId, resumeAfter, inflight).catch((err: unknown) => {
       this.write(client, 'reset', { type: 'reset', groupId, reason: 'could not read the missed entries; reload the transcript' });
+      if (inflight) this.write(client, 'inflight', inflight);
       this.opts.logger.warn({ group: groupId, err: String(err) }, 'sse: replay failed');
     });
   }
 
   /** Replay what a resuming client missed; live events are held meanwhile, then sent in order. */
-  private async replay(client: SseClient, groupId: string | null, resumeAfter: number | undefined): Promise<void> {
+  private async replay(client: SseClient, groupId: string | null, resumeAfter: number | undefined, inflight: object | null): Promise<void> {
     if (groupId !== null && resumeAfter !== undefined) {
       const missed = await this.missedEntries(groupId, resumeAfter);
       if (missed === 'too_many') {
         this.write(client, 'reset', { type: 'reset', groupId, reason: 'too many missed entries; reload the transcript' });
+        // A reset starts the page afresh: what is being written is said again after it.
+        if (inflight) this.write(client, 'inflight', inflight);
       } else {
         for (const entry of missed) {
           this.write(client, entry.kind === 'decision' ? 'decision' : 'message', { type: entry.kind === 'decision' ? 'decision' : 'message', groupId, entry }, entry.seq);
@@ -129,6 +159,9 @@ export class SseHub {
   }
 
   private remove(client: SseClient): void {
+    if (client.heldTimer) clearTimeout(client.heldTimer);
+    client.heldTimer = null;
+    client.held = null;
     if (!this.clients.delete(client)) return;
     if (this.clients.size === 0) {
       this.unsubscribe?.();
@@ -153,6 +186,7 @@ export class SseHub {
       return;
     }
     if (ev.groupId !== client.groupId) return;
+    if (ev.type === 'delta' && client.batch) return this.batchDelta(client, ev);
     if (ev.type === 'message' || ev.type === 'decision') {
       if (ev.entry.seq <= client.replayedUpTo) return;
       this.write(client, ev.type, ev, ev.entry.seq);
@@ -161,7 +195,40 @@ export class SseHub {
     this.write(client, ev.type, ev);
   }
 
+  /** A delta now, or held to go with the next ones in one event (see the top of this file). */
+  private batchDelta(client: SseClient, ev: DeltaEvent): void {
+    if (client.held && client.held.ev.turnId !== ev.turnId) this.flushHeld(client);
+    if (client.held) {
+      client.held.parts.push(ev.text);
+      return;
+    }
+    const wait = client.lastDeltaAt + DELTA_BATCH_MS - performance.now();
+    if (wait <= 0) {
+      client.lastDeltaAt = performance.now();
+      this.send(client, 'delta', ev);
+      return;
+    }
+    client.held = { ev, parts: [ev.text] };
+    client.heldTimer = setTimeout(() => this.flushHeld(client), wait);
+  }
+
+  private flushHeld(client: SseClient): void {
+    const held = client.held;
+    if (!held) return;
+    client.held = null;
+    if (client.heldTimer) clearTimeout(client.heldTimer);
+    client.heldTimer = null;
+    client.lastDeltaAt = performance.now();
+    this.send(client, 'delta', held.parts.length === 1 ? held.ev : { ...held.ev, text: held.parts.join('') });
+  }
+
+  /** Write one event, after any deltas held back (events keep their order). */
   private write(client: SseClient, event: string, data: unknown, id?: number): void {
+    this.flushHeld(client);
+    this.send(client, event, data, id);
+  }
+
+  private send(client: SseClient, event: string, data: unknown, id?: number): void {
     const res = client.res;
     if (res.writableEnded || res.destroyed) {
       this.remove(client);

@@ -57,6 +57,18 @@ export class Recorder {
     return added;
   }
 
+  /**
+   * Entries appended to the group outside `record` (a reply `/stop` cut short joins the stop's own
+   * record, see stoppedReply.ts): once durable they are published, unless the record that carried
+   * them did so already, and handed to the channel like any recorded entry.
+   */
+  async deliverAppended(g: GroupDoc, appended: TranscriptEntry[], replyTo: string | undefined): Promise<void> {
+    const { entries, durable } = this.groups.commit(g);
+    await durable;
+    for (const e of entries) this.publish(g, e);
+    for (const e of appended) if (e.delivery === 'pending' && g.undelivered.includes(e) && this.groups.usable(g)) await this.deliver(g, e, replyTo);
+  }
+
   /** A system-voice line in the chat: recorded, posted, never shown to agents. */
   async notice(g: GroupDoc, text: string, opts: { decision?: DecisionType; agentId?: string; viaAgentId?: string; threadId?: string; round?: RoundRecord; seen?: string } = {}): Promise<TranscriptEntry> {
     const [entry] = await this.record(g, {

@@ -5,7 +5,7 @@
  * record together with the round's progress (see RoundRunner), so a restart answers nothing twice.
  */
 import type { GroupDoc, PlannedTurn, RoundRecord } from '../ports.js';
-import type { AgentDef, ReplyCut, TranscriptEntry } from '../types.js';
+import type { AgentDef, ReplyCut, TranscriptEntry, Usage } from '../types.js';
 import { describeError, LlmError } from '../errors.js';
 import { seqOfId } from '../groups/GroupManager.js';
 import type { NewEntry } from './Recorder.js';
@@ -21,6 +21,7 @@ import { countCall, type RoundTally } from './RoundTally.js';
 import { decide, decision, drop } from './decisions.js';
 import { budgetRefuses } from './budgetNotices.js';
 import { withinContext } from './withinContext.js';
+import { StoppedReply } from './stoppedReply.js';
 
 /** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */
 const HUMAN_CAUSED = new Set<PlannedTurn['reason']>(['addressed', 'sticky', 'rotation', 'direct']);
@@ -118,10 +119,27 @@ export class TurnRunner {
     const timeout = (t.reason === 'voluntary' ? cfg.voluntary_timeout_seconds : cfg.agent_reply_timeout_seconds) * 1000;
 
     if (await budgetRefuses(this.d, g, round)) return drop(round, t);
-    this.d.typing(g, agent, true);
+    // Someone asked: the agent is working on it from now. A voluntary turn is only the agent
+    // considering whether to speak — most pass — so it shows as typing once its text comes.
+    let typing = false;
+    const setTyping = (on: boolean) => {
+      if (typing === on) return;
+      typing = on;
+      this.d.typing(g, agent, on);
+    };
+    if (mustReply) setTyping(true);
     // Pass rules (core/text/passScrubber): the stream shows only text that will be posted.
     const others = participants.filter((p) => p.id !== agent.id);
     const streamFilter = passStreamFilter(passRules({ agent, others, mayPass: !mustReply }));
+    const callStarted = clock.now();
+    const stopped = ctl.stream
+      ? new StoppedReply(this.d, g, ctl.stop, (text) => {
+          // The agent remembers saying it, as everyone saw; usage never arrived (the call was cancelled).
+          const usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+          if (prompt) groups.recordTurn(g, session, [{ role: 'user', content: prompt.userTurn }, { role: 'assistant', content: text }], seenUpTo, { usage, costUsd: null });
+          return this.replyEntry(g, round, t, agent, text, { model, usage, latencyMs: clock.now() - callStarted, costUsd: null, cut: 'stopped' });
+        })
+      : null;
     let res;
     try {
       res = await ctl.inOrder(withinContext(this.d, this.budgets, g, agent, model, parts, (p) => {
@@ -140,7 +158,10 @@ export class TurnRunner {
             onDelta: ctl.stream
               ? (chunk) => {
                   const text = streamFilter(chunk);
-                  if (text !== null) this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text });
+                  if (text === null) return;
+                  setTyping(true);
+                  stopped?.add(text);
+                  this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text });
                 }
               : undefined,
           },
@@ -149,9 +170,10 @@ export class TurnRunner {
         );
       }));
     } catch (err) {
-      this.d.typing(g, agent, false);
+      stopped?.dispose();
+      setTyping(false);
       if (this.d.shutdown.aborted) return; // the turn stays queued and runs after restart
-      if (ctl.signal.aborted) return this.cancelledTurn(round, t, ctl);
+      if (ctl.signal.aborted) return this.cancelledTurn(g, round, t, ctl, stopped?.kept);
       const code = err instanceof LlmError ? err.code : 'error';
       const why = describeFailure(code);
       this.d.metrics.turnFailed(agent.id, code);
@@ -168,8 +190,9 @@ export class TurnRunner {
       await this.d.recorder.notice(g, `⚠ ${agent.name} could not reply (${why.reason})`, { decision: 'error', agentId: agent.id, round });
       return;
     }
-    this.d.typing(g, agent, false);
-    if (ctl.stop.aborted) return this.cancelledTurn(round, t, ctl); // answered just as /stop came
+    stopped?.dispose();
+    setTyping(false);
+    if (ctl.stop.aborted) return this.cancelledTurn(g, round, t, ctl, stopped?.kept); // answered just as /stop came
 
     const verdict = judgeReply(res.text, { agent, others, mayPass: !mustReply, streamed: streamFilter.streamed });
     const pass = verdict.pass;
@@ -205,17 +228,7 @@ export class TurnRunner {
       return recorded;
     }
 
-    const reply: NewEntry = {
-      kind: 'agent',
-      authorId: `agent:${agent.id}`,
-      authorName: agent.name,
-      agentId: agent.id,
-      text,
-      delivery: 'pending',
-      roundId: round.id,
-      threadId: this.trigger(g, round)?.threadId,
-      meta: { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, depth: t.depth, reason: t.reason, ...(res.cut ? { cut: res.cut } : {}), ...this.answerMeta(g, round) },
-    };
+    const reply = this.replyEntry(g, round, t, agent, text, { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, cut: res.cut });
     groups.noteSpoke(g, agent.id, seenUpTo);
     if (t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected') round.capped++;
     if (t.reason === 'voluntary') round.voluntary++;
@@ -231,10 +244,30 @@ export class TurnRunner {
     this.summaries.schedule(g, agent, session);
   }
 
-  /** A call cancelled by `/stop` or by a batch with enough replies: no notice, not a failure. */
-  private cancelledTurn(round: RoundRecord, t: PlannedTurn, ctl: TurnControl): void {
+  /**
+   * A call cancelled by `/stop` or by a batch with enough replies: no notice, not a failure. What
+   * a stopped reply had streamed was kept with the stop (`kept`): it is delivered now.
+   */
+  private async cancelledTurn(g: GroupDoc, round: RoundRecord, t: PlannedTurn, ctl: TurnControl, kept?: TranscriptEntry | null): Promise<void> {
     drop(round, t);
     if (!ctl.stop.aborted) ctl.cancelled.push(t.agentId);
+    if (kept) await this.d.recorder.deliverAppended(g, [kept], HUMAN_CAUSED.has(t.reason) ? this.trigger(g, round)?.platformMessageId : undefined);
+  }
+
+  /** An agent's reply as recorded: who, what, and the figures shown under "details". */
+  private replyEntry(g: GroupDoc, round: RoundRecord, t: PlannedTurn, agent: AgentDef, text: string, call: { model: string; usage: Usage; latencyMs: number; costUsd: number | null; cut?: ReplyCut | undefined }): NewEntry {
+    const { cut, ...figures } = call;
+    return {
+      kind: 'agent',
+      authorId: `agent:${agent.id}`,
+      authorName: agent.name,
+      agentId: agent.id,
+      text,
+      delivery: 'pending',
+      roundId: round.id,
+      threadId: this.trigger(g, round)?.threadId,
+      meta: { ...figures, depth: t.depth, reason: t.reason, ...(cut ? { cut } : {}), ...this.answerMeta(g, round) },
+    };
   }
 
   /** Every message of the round is at or below `upTo` (what the agent's last delivered reply had seen). */
@@ -290,6 +323,7 @@ export class TurnRunner {
 
 /** The quiet line for a reply that was cut short. */
 function cutDetail(name: string, cut: ReplyCut): string {
+  if (cut === 'stopped') return `${name}'s reply was stopped`;
   if (cut === 'max_tokens') return `${name}'s reply was cut at max_tokens`;
   if (cut === 'timeout') return `${name}'s reply was cut at the time limit (llm.reply_timeout_seconds)`;
   return `${name}'s reply was cut at the size limit (llm.max_reply_bytes)`;

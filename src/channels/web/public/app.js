@@ -161,12 +161,15 @@ function onEntry(ev) {
 
 function openGroupStream(id) {
   groupStream = new LiveStream(
-    () => withToken(`/api/groups/${encodeURIComponent(id)}/events`, { after: feed.lastSeq }),
+    // `inflight`: on every (re)connect the server first says what is being written right now;
+    // `batch`: a fast model's chunks come at most one event a frame.
+    () => withToken(`/api/groups/${encodeURIComponent(id)}/events`, { after: feed.lastSeq, inflight: 1, batch: 1 }),
     {
       message: onEntry,
       decision: onEntry,
       typing: (ev) => ev.groupId === state.currentId && feed.setTyping(ev.agentId, ev.active),
       delta: (ev) => ev.groupId === state.currentId && feed.delta(ev),
+      inflight: (ev) => ev.groupId === state.currentId && feed.resume(ev),
       member: () => refreshDetail().catch(() => {}),
       config: (ev) => {
         if (state.detail && ev.groupId === state.detail.id) {

@@ -7,12 +7,12 @@
 // Entries of different days are separated by a date line; every time shows the full date on hover.
 import { $, accentVars, avatar, clear, colorFor, formatCost, formatInt, formatMs, formatTime, h, show } from './dom.js';
 import { isOwn, personColor } from './identity.js';
+import { RepliesInFlight } from './inflight.js';
 import { markdownReady, renderMarkdown } from './markdown.js';
 import { messageBody } from './msgbody.js';
 import { agentOf, handleColor } from './state.js';
 
 const DECISION_ICONS = { pass: '·', cooldown: '⏳', cap: '⛔', error: '⚠', muted: '🔇', depth: '↳', batch: '≡', selector: '🎯', stopped: '⏹' };
-const STREAM_GRACE_MS = 10_000;
 /** Bidi controls and invisible characters: names stored before the server cleaned them still show plainly. */
 const NAME_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]/g;
 
@@ -30,8 +30,8 @@ export class Feed {
     this.canStop = () => false;
     this.emptyEl = $('#feed-empty');
     this.entries = new Map();
-    this.typing = new Set();
-    this.streams = new Map();
+    /** Streaming bubbles, the typing line and the Stop button (inflight.js). */
+    this.live = new RepliesInFlight(this);
     this.lastSeq = 0;
     this.oldestSeq = null;
     /** roundId → the folded line holding that round's passes. */
@@ -67,15 +67,12 @@ export class Feed {
     for (const li of this.list.querySelectorAll('.msg.local')) clearInterval(li.timer);
     clear(this.list);
     this.entries.clear();
-    this.typing.clear();
-    for (const s of this.streams.values()) clearTimeout(s.timer);
-    this.streams.clear();
+    this.live.reset();
     this.lastSeq = 0;
     this.oldestSeq = null;
     this.rounds.clear();
     this.following = true;
     this.setUnseen(0);
-    this.renderTyping();
     this.updateEmpty();
   }
 
@@ -98,8 +95,8 @@ export class Feed {
       }
       this.lastSeq = Math.max(this.lastSeq, e.seq);
       this.oldestSeq = this.oldestSeq === null ? e.seq : Math.min(this.oldestSeq, e.seq);
-      if (e.kind === 'agent' && e.agentId) this.endStreams(e.agentId);
-      if (e.decision && e.decision.agentId) this.endStreams(e.decision.agentId);
+      // Only news ends a reply being written: an older page of history says nothing about it.
+      if (e.seq > newestBefore) this.endLive(e);
       added++;
     }
     this.updateEmpty();
@@ -248,6 +245,7 @@ export class Feed {
           h('span', { className: 'handle', text: '@' + agent.id }),
           timeEl(e.ts),
           regenTag(e),
+          stoppedTag(e),
           detailsBtn,
           actions),
         this.body(e.text),
@@ -311,61 +309,28 @@ export class Feed {
   }
 
   setTyping(agentId, active) {
-    if (active) this.typing.add(agentId);
-    else {
-      this.typing.delete(agentId);
-      // Text that was streamed but never became a message (a pass, an error) goes away.
-      for (const s of this.streams.values()) {
-        if (s.agentId !== agentId) continue;
-        clearTimeout(s.timer);
-        s.timer = setTimeout(() => this.endStreams(agentId), STREAM_GRACE_MS);
-      }
-    }
-    this.renderTyping();
+    this.live.setTyping(agentId, active);
   }
 
   renderTyping() {
-    const names = [...this.typing].map((id) => (agentOf(id) || { name: id }).name);
-    clear(this.typingEl);
-    this.typingEl.dataset.agents = [...this.typing].join(',');
-    show(this.stopBtn, names.length > 0 && this.canStop());
-    if (names.length === 0) return;
-    const who = names.length === 1 ? names[0] : names.length === 2 ? `${names[0]} and ${names[1]}` : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
-    this.typingEl.append(h('span', { className: 'dots', 'aria-hidden': 'true' }, h('i'), h('i'), h('i')), `${who} ${names.length === 1 ? 'is' : 'are'} typing…`);
+    this.live.renderTyping();
   }
 
   /** A chunk of streamed text of one turn. */
   delta(ev) {
-    let s = this.streams.get(ev.turnId);
-    if (!s) {
-      s = { agentId: ev.agentId, text: '', el: null, timer: null };
-      this.streams.set(ev.turnId, s);
-    }
-    s.text += ev.text;
-    const shown = visibleStreamText(s.text);
-    if (shown === null) return;
-    if (!s.el) {
-      const agent = agentOf(ev.agentId) || { id: ev.agentId, name: ev.agentId };
-      s.el = h('li', { className: 'msg agent streaming', vars: accentVars(colorFor(agent)), dataset: { turnId: ev.turnId, agentId: ev.agentId } },
-        avatar(agent),
-        h('div', { className: 'bubble' },
-          h('div', { className: 'meta' }, h('span', { className: 'author', text: agent.name }), h('span', { className: 'handle', text: 'writing…' })),
-          h('div', { className: textClass() })));
-      this.list.append(s.el);
-    }
-    const textEl = s.el.querySelector('.text');
-    clear(textEl);
-    textEl.append(this.text(shown));
-    if (this.following) this.followToBottom();
+    this.live.delta(ev);
   }
 
-  endStreams(agentId) {
-    for (const [turnId, s] of this.streams) {
-      if (s.agentId !== agentId) continue;
-      clearTimeout(s.timer);
-      if (s.el) s.el.remove();
-      this.streams.delete(turnId);
-    }
+  /** The server's replies in flight on (re)connecting (who types, each reply's text so far). */
+  resume(snapshot) {
+    this.live.resume(snapshot);
+  }
+
+  /** A recorded reply or decision replaces its agent's bubble; a stop notice ends them all. */
+  endLive(e) {
+    if (e.kind === 'agent' && e.agentId) this.live.end(e.agentId);
+    if (e.decision && e.decision.agentId) this.live.end(e.decision.agentId);
+    if (e.decision && e.decision.type === 'stopped') this.live.endAll();
   }
 
   /**
@@ -470,21 +435,13 @@ export class Feed {
   }
 
   updateEmpty() {
-    show(this.emptyEl, this.entries.size === 0 && this.streams.size === 0 && !this.list.querySelector('.msg.local'));
+    show(this.emptyEl, this.entries.size === 0 && this.live.size === 0 && !this.list.querySelector('.msg.local'));
   }
 }
 
 /** A pass that belongs to a round: these fold together. Other decisions stand alone. */
 function foldable(e) {
   return e.kind === 'decision' && e.decision && e.decision.type === 'pass' && typeof e.roundId === 'string' && e.roundId !== '';
-}
-
-/** Streamed text as shown, or null when there is nothing to show yet. */
-export function visibleStreamText(text) {
-  // The server's deltas are already clean (its pass filter holds back anything that could turn
-  // out to be a pass); this only guards against a stray token, with scans that stay linear.
-  const cleaned = text.replace(/\[PASS\]/gi, '').trim();
-  return cleaned === '' ? null : cleaned;
 }
 
 function textClass() {
@@ -515,6 +472,12 @@ function dayData(ts) {
   const d = new Date(ts);
   if (!Number.isFinite(d.getTime())) return {};
   return { day: d.toDateString(), dayLabel: d.toLocaleDateString([], { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric' }) };
+}
+
+/** "stopped" on a reply cut by Stop: what it had written until then was kept. */
+function stoppedTag(e) {
+  if (!e.meta || e.meta.cut !== 'stopped') return null;
+  return h('span', { className: 'stopped-tag', title: 'Stopped while writing: this is what it had written until then', text: '⏹ stopped' });
 }
 
 /** "another answer" on a regenerated reply: the first answer is kept above it. */
