@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KeyedQueue } from '../../src/core/lib/KeyedQueue.js';
+import { BoundedMap, BoundedSet } from '../../src/core/lib/BoundedMap.js';
 
 /** A promise and the function that settles it, for tasks that finish when the test says so. */
 function gate(): { promise: Promise<void>; open: () => void } {
@@ -71,5 +72,39 @@ describe('KeyedQueue', () => {
     b.open();
     expect((await allIdle).sort()).toEqual(['a', 'a2', 'b']);
     expect(q.idle).toBe(true);
+  });
+});
+
+describe('BoundedMap and BoundedSet', () => {
+  it('hold at most their capacity, dropping the oldest first', () => {
+    const m = new BoundedMap<string, number>(3);
+    for (const [i, k] of ['a', 'b', 'c', 'd'].entries()) m.set(k, i);
+    expect(m.size).toBe(3);
+    expect(m.has('a')).toBe(false);
+    expect([m.get('b'), m.get('c'), m.get('d')]).toEqual([1, 2, 3]);
+    const s = new BoundedSet<string>(2);
+    s.add('x').add('y').add('z');
+    expect([s.has('x'), s.has('y'), s.has('z'), s.size]).toEqual([false, true, true, 2]);
+  });
+
+  it('setting a key again changes its value and keeps its place; reading does not count as use', () => {
+    const m = new BoundedMap<string, string>(2);
+    m.set('a', '1').set('b', '2');
+    m.set('a', 'again');
+    expect(m.get('a')).toBe('again');
+    m.set('c', '3'); // 'a' is still the oldest
+    expect([m.has('a'), m.get('b'), m.get('c')]).toEqual([false, '2', '3']);
+  });
+
+  it('keeps a stored null apart from a missing key', () => {
+    const m = new BoundedMap<string, null>(2);
+    m.set('none', null);
+    expect(m.get('none')).toBeNull();
+    expect(m.get('missing')).toBeUndefined();
+  });
+
+  it('refuses a capacity that is not a whole number ≥ 1', () => {
+    expect(() => new BoundedMap(0)).toThrow(RangeError);
+    expect(() => new BoundedSet(1.5)).toThrow(RangeError);
   });
 });

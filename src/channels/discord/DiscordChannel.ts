@@ -15,13 +15,13 @@ import type { Channel, ChannelCapabilities, ChannelHost, ChannelPartStatus, Chan
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { splitMessage } from '../../core/text/split.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
+import { BoundedMap } from '../../core/lib/BoundedMap.js';
 import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, TYPING_REFRESH_MS, type DiscordConfig } from './config.js';
 import { DiscordPostError, sanitizeError } from './errors.js';
 import { identityFor } from './identity.js';
 import { normalise } from './normalise.js';
 import { sendChunk, type Sender } from './outbound.js';
 import { hasManageChannels, guildChannel } from './permissions.js';
-import { PostedIndex } from './sequencing.js';
 import { DiscordStartupError, MISSING_TOKEN_MESSAGE, agentNameProblems, loginFailure, missingManageWebhooksMessage } from './startupChecks.js';
 import { MissingWebhookPermission, WebhookCache } from './webhooks.js';
 
@@ -62,7 +62,8 @@ export class DiscordChannel implements Channel {
   private readonly nameProblems: Map<string, string>;
   /** Channels where the bot cannot post (channel id → message), for `/group list` warnings. */
   private readonly channelProblems = new Map<string, string>();
-  private readonly posted = new PostedIndex(POSTED_INDEX_SIZE);
+  /** Platform message id → the agent that posted it, for replies to an agent's message. */
+  private readonly posted = new BoundedMap<string, string>(POSTED_INDEX_SIZE);
   /**
    * Posts per chat, one at a time: the chunks of one reply never interleave with another reply,
    * and a 429 (which discord.js REST waits out) delays the later posts instead of letting them

@@ -7,6 +7,7 @@
 import { HTTPError, Routes, SnowflakeUtil, type APIMessage, type Client, type WebhookClient } from 'discord.js';
 import type { Logger } from '../../core/ports.js';
 import type { ChatRef } from '../../core/types.js';
+import { BoundedSet } from '../../core/lib/BoundedMap.js';
 import { DiscordPostError, isMissingPermission, sanitizeError } from './errors.js';
 import { guildChannel } from './permissions.js';
 import { missingManageWebhooksMessage } from './startupChecks.js';
@@ -37,10 +38,9 @@ const UNSURE_RETRIES = 4;
 /** How far back (ms) a message counts as "the one we just tried to send": covers clock skew. */
 const LOOKUP_SLACK_MS = 5000;
 /** Ids of recent posts whose send was answered, so a lookup never mistakes one for a lost post. */
-const confirmed = new Set<string>();
+const confirmed = new BoundedSet<string>(1000);
 function confirm(id: string): string {
   confirmed.add(id);
-  if (confirmed.size > 1000) confirmed.delete(confirmed.values().next().value!);
   return id;
 }
 

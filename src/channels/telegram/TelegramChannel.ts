@@ -11,6 +11,7 @@ import type { ChorusConfig } from '../../config/schema.js';
 import type { Channel, ChannelCapabilities, ChannelHost, ChannelPartStatus, ChannelStatus, ConnectionGate, DeadLetters, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
+import { BoundedMap } from '../../core/lib/BoundedMap.js';
 import { AdminCache } from './admins.js';
 import { AgentBot, botWarning } from './bots.js';
 import { typingLoop } from './typing.js';
@@ -78,7 +79,7 @@ export class TelegramChannel implements Channel {
   /** Agents whose bots we saw in a chat (updates, joins): candidates for the system voice. */
   private readonly present = new Map<number, Set<string>>();
   /** Basic groups: `${chatId}|${messageKey}` → agent → that bot's own message id (for replies). */
-  private readonly basicIds = new Map<string, Map<string, number>>();
+  private readonly basicIds = new BoundedMap<string, Map<string, number>>(BASIC_IDS_KEPT);
   /**
    * Webhook mode: POSTed updates of one chat are handed over one at a time, in the order their
    * bodies arrived (Telegram may deliver on parallel connections; polling hands them over in
@@ -284,10 +285,7 @@ export class TelegramChannel implements Channel {
   private noteBasicId(msg: Message, agentId: string): void {
     const key = `${msg.chat.id}|${messageKey(msg)}`;
     let m = this.basicIds.get(key);
-    if (!m) {
-      this.basicIds.set(key, (m = new Map()));
-      if (this.basicIds.size > BASIC_IDS_KEPT) this.basicIds.delete(this.basicIds.keys().next().value!);
-    }
+    if (!m) this.basicIds.set(key, (m = new Map()));
     m.set(agentId, msg.message_id);
   }
 

@@ -22,6 +22,7 @@ import { Recorder, type NewEntry } from './Recorder.js';
 import { GroupAdmin } from '../groups/GroupAdmin.js';
 import { createDeclaredGroups, type DeclaredGroup } from './declaredGroups.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
+import { BoundedSet } from '../lib/BoundedMap.js';
 
 /** Everything the router needs; built by the composition root (src/app.ts). */
 export interface RouterOptions {
@@ -69,7 +70,7 @@ export class GroupRouter implements ChannelHost {
   private readonly channels = new Map<ChannelKind, Channel>();
   /** Each group's rounds (and redeliveries), one at a time. */
   private readonly queues = new KeyedQueue();
-  private readonly chatlessSeen = new Set<string>();
+  private readonly chatlessSeen = new BoundedSet<string>(CHATLESS_SEEN);
   private readonly recovering = new Set<string>();
   private readonly shutdownController = new AbortController();
   private readonly gate: LlmGate;
@@ -325,7 +326,7 @@ export class GroupRouter implements ChannelHost {
     if (this.chatlessSeen.has(chatlessKey)) return { status: 'duplicate', groupId: g?.id };
     if (!g) {
       if (command) {
-        rememberBounded(this.chatlessSeen, chatlessKey, CHATLESS_SEEN);
+        this.chatlessSeen.add(chatlessKey);
         await handleCommand(this.commands, msg, command, undefined);
         return { status: 'command' };
       }
@@ -685,8 +686,3 @@ export class GroupRouter implements ChannelHost {
 
 /** The gateway API as the web channel sees it. */
 export type { GatewayApi };
-
-function rememberBounded(set: Set<string>, key: string, max: number): void {
-  set.add(key);
-  if (set.size > max) set.delete(set.values().next().value!);
-}

@@ -8,15 +8,17 @@ import type { Channel, GroupDoc, Logger } from '../ports.js';
 import type { AgentDef, ChannelKind, ChatRef, InboundMessage, TranscriptEntry } from '../types.js';
 import { describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
+import { BoundedMap } from '../lib/BoundedMap.js';
 
-/** Platform ids remembered for reply-to addressing (bounded). */
+/** Platform ids remembered for reply-to addressing; older ones are forgotten. */
 const POSTED_MAX = 50_000;
 
 /** What became of one post: posted with ids, failed for good, or no channel running yet. */
 export type PostOutcome = { ok: true; ids: string[] } | { ok: false } | 'later';
 
 export class Outbox {
-  private readonly postedIndex = new Map<string, string>();
+  /** `channel:chatId:platformId` → the agent that posted it. */
+  private readonly postedIndex = new BoundedMap<string, string>(POSTED_MAX);
   private readonly typingStops = new Map<string, () => void>();
 
   constructor(
@@ -52,7 +54,7 @@ export class Outbox {
     try {
       const chat = this.chatOf(g, entry.threadId, entry.viaAgentId);
       const res = agent ? await channel.postAsAgent(chat, agent, entry.text, { replyToMessageId: replyTo }) : await channel.postAsSystem(chat, entry.text);
-      if (agent) for (const id of res.ids) remember(this.postedIndex, `${g.channel}:${g.chatId}:${id}`, agent.id);
+      if (agent) for (const id of res.ids) this.postedIndex.set(`${g.channel}:${g.chatId}:${id}`, agent.id);
       return { ok: true, ids: res.ids };
     } catch (err) {
       this.logger.error({ group: g.id, agent: entry.agentId, err: describeError(err) }, agent ? 'channel could not post a reply' : 'channel could not post a notice');
@@ -84,11 +86,6 @@ export class Outbox {
   /** Learn which agent posted the platform ids of a loaded entry. */
   indexPosted(g: GroupDoc, e: TranscriptEntry): void {
     if (!e.agentId || !e.postedIds) return;
-    for (const id of e.postedIds) remember(this.postedIndex, `${g.channel}:${g.chatId}:${id}`, e.agentId);
+    for (const id of e.postedIds) this.postedIndex.set(`${g.channel}:${g.chatId}:${id}`, e.agentId);
   }
-}
-
-function remember(map: Map<string, string>, key: string, value: string): void {
-  map.set(key, value);
-  if (map.size > POSTED_MAX) map.delete(map.keys().next().value!);
 }

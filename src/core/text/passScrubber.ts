@@ -31,6 +31,7 @@
  * once, and looked at a bounded number of times by the label matcher.
  */
 import { removeInvisible } from './normalize.js';
+import { BoundedMap } from '../lib/BoundedMap.js';
 
 /** Default for `fillerMax` (the router sets it per turn: core/router/pass.ts). */
 const PASS_FILLER_DEFAULT = 120;
@@ -292,15 +293,14 @@ interface LabelNode {
  * the participants rarely change, so building the trie each time was most of the filter's cost
  * (and of the garbage per turn). Tries are never changed once built; the cache is bounded.
  */
-const trieCache = new Map<string, LabelNode | null>();
 const TRIE_CACHE_MAX = 512;
+const trieCache = new BoundedMap<string, LabelNode | null>(TRIE_CACHE_MAX);
 
 function cachedLabelTrie(self: Speaker | undefined, others: readonly Speaker[]): LabelNode | null {
   const key = JSON.stringify([self ? [self.id, self.name] : null, others.map((o) => [o.id, o.name])]);
   let trie = trieCache.get(key);
   if (trie === undefined) {
     trie = labelTrie(self, others);
-    if (trieCache.size >= TRIE_CACHE_MAX) trieCache.delete(trieCache.keys().next().value!);
     trieCache.set(key, trie);
   }
   return trie;
