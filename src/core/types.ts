@@ -116,6 +116,12 @@ export interface InboundMessage {
   clientTag?: string | undefined;
 }
 
+/**
+ * What a channel adapter makes of one platform message: the message for the router, or why it is
+ * not one (the adapter's own posts, bots, service messages, no text, ...), for its debug log.
+ */
+export type NormalizedMessage = { message: InboundMessage } | { skip: string };
+
 /** An answer shown only to the person who asked (web), never stored or shown to agents. */
 export interface EphemeralAnswer {
   text: string;

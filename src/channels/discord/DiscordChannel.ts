@@ -19,7 +19,7 @@ import { BoundedMap } from '../../core/lib/BoundedMap.js';
 import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, TYPING_REFRESH_MS, type DiscordConfig } from './config.js';
 import { DiscordPostError, sanitizeError } from './errors.js';
 import { identityFor } from './identity.js';
-import { normalise } from './normalise.js';
+import { normalizeMessage } from './normalize.js';
 import { sendChunk, type Sender } from './outbound.js';
 import { hasManageChannels, guildChannel } from './permissions.js';
 import { DiscordStartupError, MISSING_TOKEN_MESSAGE, agentNameProblems, loginFailure, missingManageWebhooksMessage } from './startupChecks.js';
@@ -316,7 +316,7 @@ export class DiscordChannel implements Channel {
   private onMessage(m: Message): void {
     const run = this.running;
     if (!run?.gateway || run.client !== m.client) return;
-    const result = normalise(m, {
+    const result = normalizeMessage(m, {
       botUserId: run.client.user?.id,
       applicationId: run.client.application?.id,
       isOwnWebhook: (id) => run.webhooks.isOwn(id),
@@ -330,7 +330,7 @@ export class DiscordChannel implements Channel {
       this.log.debug({ messageId: m.id, reason: result.skip }, 'discord: message skipped');
       return;
     }
-    const msg = result.msg;
+    const msg = result.message;
     // One chat's messages reach the router in the order Discord delivered them.
     void this.inbound
       .run(msg.chatId, () => run.host.receive(msg))

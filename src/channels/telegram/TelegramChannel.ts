@@ -222,15 +222,19 @@ export class TelegramChannel implements Channel {
     if (msg.migrate_to_chat_id !== undefined) return this.migrate(msg.chat.id, msg.migrate_to_chat_id);
     if (msg.migrate_from_chat_id !== undefined) return this.migrate(msg.migrate_from_chat_id, msg.chat.id);
     if (msg.chat.type !== 'private') this.notePresent(msg.chat.id, b.agent.id, true);
-    let inbound;
+    let result;
     try {
       if (msg.chat.type === 'group') this.noteBasicId(msg, b.agent.id);
-      inbound = normalizeMessage(msg, b.agent.id, this.directory, (chatId, id) => host.agentForPostedMessage('telegram', chatId, id));
+      result = normalizeMessage(msg, b.agent.id, this.directory, (chatId, id) => host.agentForPostedMessage('telegram', chatId, id));
     } catch (err) {
       // A message we cannot read must not block the bot's queue: kept as a dead letter, confirmed.
       throw new MalformedUpdateError(`could not read the message: ${describeError(err, [b.token])}`, { cause: err });
     }
-    if (!inbound) return;
+    if ('skip' in result) {
+      this.log.debug({ agent: b.agent.id, messageId: msg.message_id, reason: result.skip }, 'telegram: message skipped');
+      return;
+    }
+    const inbound = result.message;
     const res = await host.receive(inbound);
     // A host that refuses while we are shutting down, or whose store cannot write, has not recorded
     // it: leave it unconfirmed so Telegram hands it over again.

@@ -5,7 +5,7 @@
  */
 import type { ChatMemberUpdated, Message, MessageEntity } from 'grammy/types';
 import { cleanDisplayName } from '../../core/text/displayName.js';
-import type { InboundMessage } from '../../core/types.js';
+import type { InboundMessage, NormalizedMessage } from '../../core/types.js';
 
 /** What the adapter knows about the agents' bots (filled from getMe). */
 export interface BotDirectory {
@@ -92,18 +92,19 @@ function commandTarget(text: string, dir: BotDirectory): string | undefined {
 }
 
 /**
- * The InboundMessage for one human message as received by `viaAgentId`'s bot, or undefined for
- * things Chorus does not read (bots, service messages, stickers without a caption).
+ * The InboundMessage for one human message as received by `viaAgentId`'s bot, or why Chorus does
+ * not read it (bots, service messages, stickers without a caption).
  */
 export function normalizeMessage(
   msg: Message,
   viaAgentId: string,
   dir: BotDirectory,
   postedBy: (chatId: string, messageId: string) => string | undefined,
-): InboundMessage | undefined {
+): NormalizedMessage {
   const author = authorOf(msg);
+  if (!author) return { skip: msg.from?.is_bot ? 'bot author' : 'no author' };
   const text = msg.text ?? msg.caption;
-  if (!author || text === undefined || !text.trim()) return undefined;
+  if (text === undefined || !text.trim()) return { skip: 'no text' };
   const chatId = chorusChatId(msg.chat, viaAgentId);
   const isPrivate = msg.chat.type === 'private';
   const threadId = msg.is_topic_message && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;
@@ -119,7 +120,7 @@ export function normalizeMessage(
   }
   const mentions = mentionedAgents(text, msg.entities ?? msg.caption_entities, dir);
   const chatTitle = 'title' in msg.chat && msg.chat.title ? msg.chat.title : isPrivate ? author.name : undefined;
-  return {
+  const message: InboundMessage = {
     channel: 'telegram',
     chatId,
     messageId: messageKey(msg),
@@ -135,6 +136,7 @@ export function normalizeMessage(
     mentionedAgentIds: mentions.length ? mentions : undefined,
     chatTitle,
   };
+  return { message };
 }
 
 // ---------------------------------------------------------------------------------------------

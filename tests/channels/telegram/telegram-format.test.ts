@@ -1,7 +1,8 @@
-/** Pure helpers of the Telegram adapter: Markdown → Telegram HTML and chat id encoding. */
+/** Pure helpers of the Telegram adapter: Markdown → Telegram HTML, chat id encoding, what is read. */
 import { describe, expect, it } from 'vitest';
 import { toTelegramHtml } from '../../../src/channels/telegram/format.js';
-import { dmChatId, parseChatId } from '../../../src/channels/telegram/normalize.js';
+import type { Message } from 'grammy/types';
+import { dmChatId, normalizeMessage, parseChatId } from '../../../src/channels/telegram/normalize.js';
 import { parseHtml } from '../../fakes/telegram/entities.js';
 
 describe('telegram format', () => {
@@ -20,5 +21,14 @@ describe('telegram format', () => {
     expect(dmChatId('writer', 42)).toBe('dm:writer:42');
     expect(parseChatId('dm:writer:42')).toEqual({ tgId: 42, dmAgentId: 'writer' });
     expect(parseChatId('-1001000000001')).toEqual({ tgId: -1001000000001 });
+  });
+
+  it('says why a message is not read: a bot wrote it, or it has no text', () => {
+    const dir = { agentByBotId: () => undefined, agentByUsername: () => undefined };
+    const message = (extra: Record<string, unknown>) => ({ message_id: 7, date: 1, chat: { id: -100200, type: 'supergroup', title: 'Team' }, ...extra }) as unknown as Message;
+    const read = (extra: Record<string, unknown>) => normalizeMessage(message(extra), 'analyst', dir, () => undefined);
+    expect(read({ from: { id: 9, is_bot: true, first_name: 'Other' }, text: 'hi' })).toEqual({ skip: 'bot author' });
+    expect(read({ from: { id: 42, is_bot: false, first_name: 'Maya' }, sticker: {} })).toEqual({ skip: 'no text' });
+    expect(read({ from: { id: 42, is_bot: false, first_name: 'Maya' }, text: 'hi' })).toMatchObject({ message: { chatId: '-100200', messageId: '7', text: 'hi', author: { id: '42', name: 'Maya' } } });
   });
 });

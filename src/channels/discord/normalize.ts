@@ -7,9 +7,9 @@
  */
 import { MessageType, type Message } from 'discord.js';
 import { cleanDisplayName } from '../../core/text/displayName.js';
-import type { AgentDef, InboundMessage } from '../../core/types.js';
+import type { AgentDef, InboundMessage, NormalizedMessage } from '../../core/types.js';
 
-export interface NormaliseContext {
+export interface NormalizeContext {
   botUserId: string | undefined;
   applicationId: string | undefined;
   isOwnWebhook(webhookId: string): boolean;
@@ -22,9 +22,7 @@ export interface NormaliseContext {
   agentForMessage(chatId: string, messageId: string): string | undefined;
 }
 
-export type Normalised = { msg: InboundMessage } | { skip: string };
-
-export function normalise(m: Message, ctx: NormaliseContext): Normalised {
+export function normalizeMessage(m: Message, ctx: NormalizeContext): NormalizedMessage {
   if (!m.inGuild()) return { skip: 'not in a server' };
   if (m.type !== MessageType.Default && m.type !== MessageType.Reply) return { skip: 'system message' };
   if (isOwnMessage(m, ctx)) return { skip: 'own post' };
@@ -40,7 +38,7 @@ export function normalise(m: Message, ctx: NormaliseContext): Normalised {
   if (!text.trim()) return { skip: 'no text (is the Message Content intent enabled?)' };
 
   const parentName = thread ? thread.parent?.name : 'name' in m.channel ? m.channel.name : undefined;
-  const msg: InboundMessage = {
+  const message: InboundMessage = {
     channel: 'discord',
     chatId,
     messageId: m.id,
@@ -52,10 +50,10 @@ export function normalise(m: Message, ctx: NormaliseContext): Normalised {
     replyToAgentId: replyTarget(m, chatId, ctx),
     chatTitle: parentName ? `#${parentName}` : undefined,
   };
-  return { msg };
+  return { message };
 }
 
-function isOwnMessage(m: Message, ctx: NormaliseContext): boolean {
+function isOwnMessage(m: Message, ctx: NormalizeContext): boolean {
   if (ctx.botUserId && m.author.id === ctx.botUserId) return true;
   if (!m.webhookId) return false;
   if (ctx.isOwnWebhook(m.webhookId)) return true;
@@ -64,7 +62,7 @@ function isOwnMessage(m: Message, ctx: NormaliseContext): boolean {
 }
 
 /** The agent whose webhook message this one replies to, if any. */
-function replyTarget(m: Message, chatId: string, ctx: NormaliseContext): string | undefined {
+function replyTarget(m: Message, chatId: string, ctx: NormalizeContext): string | undefined {
   const refId = m.reference?.messageId;
   if (!refId) return undefined;
   const known = ctx.agentForMessage(chatId, refId);
