@@ -1,5 +1,5 @@
 /**
- * The built-in config used when no file exists (SPEC §9): the web feed on loopback, three demo
+ * The built-in config used when no file exists: the web feed on loopback, three demo
  * agents and one demo room. With no ANTHROPIC_API_KEY the app falls back to the scripted provider.
  */
 export const DEFAULT_CONFIG_YAML = `

@@ -55,7 +55,7 @@ const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[] }> = [
   { env: 'CHORUS_WEB_TOKEN', path: ['channels', 'web', 'auth_token'] },
 ];
 
-/** `--config PATH`, else `$CHORUS_CONFIG`, else `./config.yaml`, else built-in defaults (SPEC §2). */
+/** `--config PATH`, else `$CHORUS_CONFIG`, else `./config.yaml`, else built-in defaults. */
 function resolveConfigPath(cliPath: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string | null {
   if (cliPath) return resolve(cwd, cliPath);
   if (env.CHORUS_CONFIG) return resolve(cwd, env.CHORUS_CONFIG);

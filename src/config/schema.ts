@@ -1,5 +1,5 @@
 /**
- * The config file's schema (SPEC §2). Strict: unknown keys are errors, so a typo never silently
+ * The config file's schema. Strict: unknown keys are errors, so a typo never silently
  * falls back to a default. Cross-field rules live in `refineConfig` so each problem names its key.
  */
 import { z } from 'zod';
@@ -206,7 +206,7 @@ export const configSchema = z
         model: z.string().min(1).default(DEFAULT_MODEL),
         // Unset: DEFAULT_SUMMARY_MODEL for anthropic, each agent's own model for openai (see summaryModelOf).
         summary_model: z.string().min(1).nullish(),
-        // The context window of the model(s), in tokens (issue 12). Unset: the known window of
+        // The context window of the model(s), in tokens. Unset: the known window of
         // the model (Claude: 200k), else 4096 for openai (see src/core/session/contextBudget.ts).
         context_tokens: contextTokens,
         max_concurrency: z.number().int().min(1).max(4096).default(16),
@@ -219,7 +219,7 @@ export const configSchema = z
         max_concurrency_per_group: z.number().int().min(1).max(4096).nullish(),
         max_concurrency_per_agent: z.number().int().min(1).max(4096).nullish(),
         /**
-         * Time limits of a model call (issue 12, see src/core/router/LlmGate.ts). The time to the
+         * Time limits of a model call (see src/core/router/LlmGate.ts). The time to the
          * first token is the group's `agent_reply_timeout_seconds` (`voluntary_timeout_seconds` for
          * voluntary turns); once output flows, these two apply. Thinking counts as output.
          * `idle_timeout_seconds`: the longest silence between two chunks of a reply; absent: 30
@@ -266,7 +266,7 @@ export const configSchema = z
             host: z.string().min(1).default('127.0.0.1'),
             port: z.number().int().min(0).max(65535).default(8787),
             auth_token: z.string().nullable().default(null),
-            // Slow clients are cut (issue 13): time to send the headers, to send the whole
+            // Slow clients are cut: time to send the headers, to send the whole
             // request, and with nothing moving either way (a silent new or kept-alive connection,
             // a client that stops reading).
             headers_timeout_seconds: posNum.max(3600).default(WEB_CONNECTION_DEFAULTS.headers_timeout_seconds),

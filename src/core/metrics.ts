@@ -1,5 +1,5 @@
 /**
- * What the core reports for `/metrics` (SPEC §9): events, not series. The core says what happened
+ * What the core reports for `/metrics`: events, not series. The core says what happened
  * (a message recorded, a model call finished, an agent passed); the composition root decides how
  * that becomes Prometheus series (`src/ops/metrics.ts`, on prom-client). Keeping names, types
  * and buckets out of the core keeps it free of the exposition format and of any SDK.

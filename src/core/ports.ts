@@ -242,7 +242,7 @@ export interface ConnectionGate {
 }
 
 /**
- * Which groups this instance runs, when several instances share one database (issue 16). Each
+ * Which groups this instance runs, when several instances share one database. Each
  * group has one owner at a time; only the owner writes its log and runs its rounds. Others keep a
  * read-only copy for the web API and hand inbound messages over through a durable inbox. A single
  * instance owns everything (`singleOwner`).
@@ -279,7 +279,7 @@ export interface Ownership {
 }
 
 
-/** One platform integration (SPEC §7). `start`/`stop` are idempotent. */
+/** One platform integration. `start`/`stop` are idempotent. */
 export interface Channel {
   readonly kind: ChannelKind;
   readonly capabilities: ChannelCapabilities;
@@ -343,7 +343,7 @@ export interface LlmResponse {
   cut?: ReplyCut | undefined;
 }
 
-/** A model backend (SPEC §8). Throws `LlmError` on failure. */
+/** A model backend. Throws `LlmError` on failure. */
 export interface LlmProvider {
   readonly name: string;
   complete(req: LlmRequest): Promise<LlmResponse>;
@@ -373,7 +373,7 @@ export interface PlannedTurn {
   by?: string | undefined;
 }
 
-/** A round recorded before it ran, so a restart can finish it (SPEC §6). */
+/** A round recorded before it ran, so a restart can finish it. */
 export interface RoundRecord {
   id: string;
   createdAt: number;
@@ -410,7 +410,7 @@ export interface GroupState {
   usage: Record<string, UsageTotals>;
   /**
    * agentId → the last transcript seq its last *delivered reply* had seen. A human message at or
-   * below it was answered by that reply; a pass or a failure never moves it (issue 12: a mention
+   * below it was answered by that reply; a pass or a failure never moves it (so a mention
    * seen in a voluntary turn that passed still gets its addressed turn). Absent in older data.
    */
   repliedUpTo?: Record<string, number> | undefined;
@@ -495,7 +495,7 @@ export interface SessionDelta {
 /**
  * One durable change to one group: a single line of its log, written atomically. Everything that
  * must change together (a reply, the agent's cursor and history, the round's progress) travels in
- * one record, so a crash either keeps all of it or none of it (SPEC §6).
+ * one record, so a crash either keeps all of it or none of it.
  */
 export interface GroupRecord {
   /** Record format version. */
@@ -561,7 +561,7 @@ export interface DeadLetters {
   keep(letter: DeadLetter): Promise<string>;
 }
 
-/** Durable storage (SPEC §6): an append-only log per group plus checkpoints. */
+/** Durable storage: an append-only log per group plus checkpoints. */
 export interface Store {
   /**
    * Open the data: check the format version (a newer one throws), migrate older layouts, cut torn

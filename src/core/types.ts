@@ -6,10 +6,10 @@
 /** The platforms a group can live on. */
 export type ChannelKind = 'telegram' | 'discord' | 'web';
 
-/** How the router picks speakers when nobody is addressed (SPEC §4 step 4). */
+/** How the router picks speakers when nobody is addressed. */
 export type ReplyStrategy = 'hybrid' | 'mention_only' | 'round_robin' | 'selector';
 
-/** A persona from the config (SPEC §1). */
+/** A persona from the config. */
 export interface AgentDef {
   id: string;
   name: string;
@@ -34,7 +34,7 @@ export interface GroupBudget {
   daily_tokens: number | null;
 }
 
-/** Per-group tunables; every key can be changed with `/group config` (SPEC §2). */
+/** Per-group tunables; every key can be changed with `/group config`. */
 export interface GroupConfig {
   reply_strategy: ReplyStrategy;
   max_agent_turns_per_message: number;
@@ -79,7 +79,7 @@ export interface InboundAuthor {
 export interface InboundMessage {
   channel: ChannelKind;
   chatId: string;
-  /** Platform message id; (channel, chatId, messageId) is the dedupe key (SPEC §4.1). */
+  /** Platform message id; (channel, chatId, messageId) is the dedupe key. */
   messageId: string;
   author: InboundAuthor;
   text: string;
@@ -88,7 +88,7 @@ export interface InboundMessage {
   threadId?: string | undefined;
   /** The agent whose bot received this copy (Telegram); used for the system voice and DMs. */
   viaAgentId?: string | undefined;
-  /** A private chat with one agent's bot: 1:1 with that agent (SPEC §3). */
+  /** A private chat with one agent's bot: 1:1 with that agent. */
   isPrivate?: boolean | undefined;
   /** The message replies to a message that agent posted: that agent is addressed. */
   replyToAgentId?: string | undefined;
@@ -213,7 +213,7 @@ export interface TranscriptEntry {
   roundId?: string | undefined;
   /** Telegram: the bot that speaks for the system voice here (the one that got the command). */
   viaAgentId?: string | undefined;
-  /** Commands, command replies and decisions are never shown to agents (SPEC §3). */
+  /** Commands, command replies and decisions are never shown to agents. */
   hiddenFromAgents?: boolean | undefined;
   /** Human messages sent as a reply (web `reply_to`): the entry replied to, shown above the text. */
   replyTo?: string | undefined;

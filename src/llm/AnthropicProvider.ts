@@ -1,5 +1,5 @@
 /**
- * The `anthropic` provider (SPEC §8, issue 5) on the official `@anthropic-ai/sdk`.
+ * The `anthropic` provider on the official `@anthropic-ai/sdk`.
  *
  * Prompt caching layout of every request, in the order the API hashes it (tools → system →
  * messages):
@@ -10,7 +10,7 @@
  *   last msg   its last content block                              ← breakpoint 3
  *
  * Breakpoint 1 lets every call with the same persona/group prefix (a fresh session, a call right
- * after the summary changed) read the prefix from cache. Breakpoint 2 (issue 12) keeps prefix +
+ * after the summary changed) read the prefix from cache. Breakpoint 2 keeps prefix +
  * summary cached while the history before the newest turns changes — the context budget leaves
  * the oldest turns out as the conversation grows, which changes the start of `messages`. Breakpoint 3 caches the whole
  * conversation; the next turn of the session appends an assistant and a user message, and the
@@ -23,12 +23,12 @@
  * through the request's signal; the SDK's per-attempt timeout is only the overall cap as a
  * backstop.
  *
- * Thinking (issue 12): models that think by default (adaptive thinking) send `thinking` /
+ * Thinking: models that think by default (adaptive thinking) send `thinking` /
  * `redacted_thinking` blocks and `thinking_delta` events. They are never reply text — only
  * `text` blocks are — but each one is reported through `onActivity`, so a model that thinks for
  * a minute before its first word is not taken for a stalled one.
  *
- * Replies are bounded (issue 13): a stream is aborted at `req.maxReplyBytes` — the SDK closes the
+ * Replies are bounded: a stream is aborted at `req.maxReplyBytes` — the SDK closes the
  * connection, so neither it nor we hold more than the budget — and the text so far comes back with
  * `cut: 'bytes'`; a reply the API stopped at `max_tokens` comes back with `cut: 'max_tokens'`.
  */

@@ -1,5 +1,5 @@
 /**
- * The `openai` provider (SPEC §8, issue 5): chat completions on the official `openai` SDK against
+ * The `openai` provider: chat completions on the official `openai` SDK against
  * any OpenAI-compatible `llm.base_url` — OpenAI itself, Ollama (`http://127.0.0.1:11434/v1`),
  * llama.cpp's server, vLLM.
  *
@@ -13,12 +13,12 @@
  * tokens, `cacheReadTokens` the cached ones (`prompt_tokens_details.cached_tokens`), the same
  * meaning as for Anthropic.
  *
- * Replies are bounded (issue 13): a stream stops being read at `req.maxReplyBytes` — leaving the
+ * Replies are bounded: a stream stops being read at `req.maxReplyBytes` — leaving the
  * SDK's iterator aborts the request, so the server sees the connection close — and the text so far
  * comes back with `cut: 'bytes'`; a reply the server ended for length (`finish_reason: length`)
  * comes back with `cut: 'max_tokens'`.
  *
- * Thinking is never reply text (issue 12): `reasoning_content` / `reasoning` deltas (llama.cpp,
+ * Thinking is never reply text: `reasoning_content` / `reasoning` deltas (llama.cpp,
  * vLLM, DeepSeek) are not read as content, and a `<think>…</think>` block at the start of the
  * content (Qwen, DeepSeek-R1 through llama.cpp or Ollama without a reasoning parser) is stripped
  * from the stream and the final text alike (src/llm/thinking.ts). Both are reported through

@@ -1,5 +1,5 @@
 /**
- * The offline provider (SPEC §8): deterministic, persona-flavoured canned replies so a first run
+ * The offline provider: deterministic, persona-flavoured canned replies so a first run
  * works with no API key. Addressed agents always answer; voluntary turns pass unless the
  * message touches one of the agent's handles or keywords — or it is a greeting or a question to
  * the room, which the group's first agent (by handle) answers, so a newcomer's "hello everyone"

@@ -114,7 +114,7 @@ export class CallController {
 }
 
 /**
- * The byte budget of one reply (`LlmRequest.maxReplyBytes`, issue 13). A streaming provider passes
+ * The byte budget of one reply (`LlmRequest.maxReplyBytes`). A streaming provider passes
  * every delta through `take` and stops reading — closing the HTTP stream — once `cut` is set, so
  * a runaway model costs at most the budget in memory, not the size of what it would have sent.
  */

@@ -1,6 +1,6 @@
 /**
  * Recognising "the prompt does not fit the context window" in the answers of the servers Chorus
- * talks to (issue 12), at the provider boundary, so the router can shrink the prompt and retry
+ * talks to, at the provider boundary, so the router can shrink the prompt and retry
  * instead of reporting a bad request:
  *
  * - Anthropic: 400 `invalid_request_error`, "prompt is too long: 208310 tokens > 200000 maximum";

@@ -1,5 +1,5 @@
 /**
- * Builds the configured real LLM provider (SPEC §8). The offline `scripted` provider and the
+ * Builds the configured real LLM provider. The offline `scripted` provider and the
  * fallback to it when no API key is configured belong to the start-up code, not here.
  */
 import type { ChorusConfig } from '../config/schema.js';

@@ -1,5 +1,6 @@
 /**
- * Price table lookups and cost estimates (issue 5, "Usage and cost").
+ * Price table lookups and cost estimates: the cost recorded with each model call's usage, which
+ * `/group usage`, the daily budget and the metrics add up.
  *
  * Prices are USD per million tokens. The configured table (`llm.prices`) is merged over
  * `DEFAULT_PRICES`; a cache write defaults to input × 1.25 and a cache read to input × 0.1 when a

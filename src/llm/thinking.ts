@@ -1,5 +1,5 @@
 /**
- * Thinking that arrives inline in the reply text (issue 12): Qwen, DeepSeek-R1 and other models
+ * Thinking that arrives inline in the reply text: Qwen, DeepSeek-R1 and other models
  * served by llama.cpp or Ollama without a reasoning parser wrap their reasoning in
  * `<think>…</think>` at the start of the content. It is never reply text: not streamed, not
  * stored, not shown to other agents.

@@ -1,6 +1,6 @@
 /**
  * What `chorus check` (and `chorus doctor`) can tell from the config alone that is valid but
- * probably not what was meant (issue 12): model names the provider will refuse, and the context
+ * probably not what was meant: model names the provider will refuse, and the context
  * window Chorus will assume for an OpenAI-compatible server.
  */
 import type { ChorusConfig } from '../config/schema.js';

@@ -1,4 +1,8 @@
-/** The core imports no adapter, SDK, HTTP or file-system module (ARCHITECTURE.md). */
+/**
+ * Rules for the shape of the code. The core (src/core) imports only itself and p-queue — no
+ * channel adapter, model SDK, HTTP or file-system module — so it talks to the world only through
+ * its ports (src/core/ports.ts) and runs in tests against fakes. And src/ has no import cycles.
+ */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { expect, it } from 'vitest';

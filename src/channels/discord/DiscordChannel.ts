@@ -1,5 +1,5 @@
 /**
- * The Discord channel (SPEC §7.2): one gateway bot reads the channels; every agent posts through
+ * The Discord channel: one gateway bot reads the channels; every agent posts through
  * the channel's webhook under its own name and avatar.
  *
  * System voice: command replies and notices also go through the channel webhook, under

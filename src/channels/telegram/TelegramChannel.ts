@@ -1,5 +1,5 @@
 /**
- * The Telegram channel (SPEC §7.1): every agent with a `telegram.token` is its own grammY bot.
+ * The Telegram channel: every agent with a `telegram.token` is its own grammY bot.
  * Inbound: each bot polls (or, in webhook mode, Telegram POSTs its updates to the web channel's
  * server) and hands its copy of a human message to the router, which dedupes copies; an update is
  * confirmed (polling: the offset moves; webhook: answered 200) only after the router recorded it.

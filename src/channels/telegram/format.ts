@@ -2,7 +2,7 @@
  * Agent replies are Markdown-ish; Telegram renders a small HTML subset. We convert only what is
  * unambiguous (code fences, inline code, **bold**, [links](https://…)) and escape everything else,
  * so the common case renders nicely and the rare miss still reads as the agent wrote it. If
- * Telegram rejects the markup anyway, the sender falls back to the plain chunk (SPEC §7.1).
+ * Telegram rejects the markup anyway, the sender falls back to the plain chunk.
  */
 
 import { inlineCodeSpans, parseFenceLine } from '../../core/text/markdownScan.js';

@@ -1,5 +1,5 @@
 /**
- * `/group …`, `/ask …` and `/help` (SPEC §3). Commands behave the same on every channel; replies
+ * `/group …`, `/ask …` and `/help`. Commands behave the same on every channel; replies
  * come from the system voice and neither the command nor its reply is shown to agents.
  */
 import type { GroupDoc } from '../ports.js';

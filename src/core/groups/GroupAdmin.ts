@@ -197,7 +197,7 @@ export class GroupAdmin implements GatewayApi {
     if (!agent) throw new UserError(`unknown agent "${agentId}"; known: ${[...this.d.agentMap.keys()].join(', ')}`, 'unknown_agent', 400);
     if (g.participants.includes(agentId)) throw new UserError(`${agent.name} is already in this group`, 'conflict', 409);
     this.d.groups.addParticipant(g, agentId);
-    // The newcomer is shown the last messages so it has context (SPEC §3).
+    // The newcomer is shown the last messages so it has context.
     this.d.groups.join(g, agentId, true);
     await this.d.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${agent.name} joined the group.`, delivery: 'posted' }] });
     this.d.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], added: agentId });

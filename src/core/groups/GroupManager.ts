@@ -1,7 +1,7 @@
 /**
  * The in-memory groups and sessions, and the only place that changes them. Every mutation is
  * noted as part of the group's pending change; `commit` turns the pending change into one log
- * record (SPEC §6), so whatever must change together — a reply, the agent's cursor and history,
+ * record, so whatever must change together — a reply, the agent's cursor and history,
  * the round's progress — is durable together or not at all.
  *
  * Changes are applied in memory first and become visible to the outside (events, acks) only once
@@ -25,7 +25,7 @@ export { emptyUsage } from './replay.js';
 export const TRANSCRIPT_TAIL = 64;
 /** Trim the in-memory tail in batches rather than one entry at a time. */
 const TRIM_BATCH = 32;
-/** Transcript messages a newcomer is shown on `/group add` (SPEC §3). */
+/** Transcript messages a newcomer is shown on `/group add`. */
 const JOIN_CONTEXT = 20;
 /** Observations put in one prompt after a long silence; older ones are counted, not shown. */
 export const MAILBOX_MAX = 300;

@@ -1,5 +1,5 @@
 /**
- * Rebuilding a group from its log (SPEC §6). A checkpoint is only a shortcut: the records after it
+ * Rebuilding a group from its log. A checkpoint is only a shortcut: the records after it
  * are applied in order, exactly as they were applied in memory when they were written, so the
  * state after a restart is the state that was durable — no more, no less. Pure functions, shared
  * by every Store implementation and by the tests that inspect a data directory.
@@ -7,7 +7,7 @@
 import type { GroupCheckpoint, GroupHead, GroupRecord, RoundRecord, SessionDelta, SessionDoc, UsageTotals } from '../ports.js';
 import type { TranscriptEntry } from '../types.js';
 
-/** Dedupe memory is kept this long (SPEC §4.1: redeliveries within a day are recognised)… */
+/** Dedupe memory is kept this long (a platform redelivering a message within a day is recognised)… */
 const SEEN_TTL_MS = 24 * 60 * 60 * 1000;
 /** …and never fewer than this many keys, however old. */
 const SEEN_MIN = 1000;

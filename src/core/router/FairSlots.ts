@@ -1,5 +1,5 @@
 /**
- * The model-call slots (issue 13): at most `total` calls at once, and inside that at most
+ * The model-call slots: at most `total` calls at once, and inside that at most
  * `perGroup` for one group and `perAgent` for one agent. A model that hangs for one agent, or a
  * group that keeps many calls going, can therefore only ever hold its own share; the rest stays
  * free for everyone else. The shares are hard caps (a slot is never lent beyond them), because a

@@ -1,7 +1,7 @@
 /**
  * The GroupRouter: the inbox and the per-group queues of Chorus. Channels hand it inbound messages;
  * it dedupes them, records them through the Recorder (durable before the channel may acknowledge)
- * and runs rounds on a per-group FIFO queue (SPEC §4). Group management and the web feed's API
+ * and runs rounds on a per-group FIFO queue. Group management and the web feed's API
  * live in GroupAdmin (`router.gateway`); commands get a narrow CommandContext.
  */
 import type { Channel, ChannelHost, Clock, ForwardedChange, GatewayApi, GroupDoc, GroupView, LlmProvider, Logger, Ownership, RegenerateResult, RoundRecord, StopResult, Store } from '../ports.js';
@@ -341,7 +341,7 @@ export class GroupRouter implements ChannelHost {
       // A copy here knows this id already: no need to hand it over again. Only a copy read from
       // the store may say so: right after this instance lost the lease, the object it ran (until
       // the copy replaces it) remembers ids whose records were refused by the fence — answering
-      // 'duplicate' from it acknowledged a message that is nowhere (issue 16).
+      // 'duplicate' from it would acknowledge a message that is nowhere.
       if (this.groups.isSeen(g, msg.messageId) && (await this.seenDurably(g, msg.messageId))) return { status: 'duplicate', groupId: g.id };
       // Pure queries (`/help`, `/group list`…) asked where only the asker sees the answer: the
       // copy here answers them (nothing is recorded), instead of forwarding and losing the answer.
@@ -376,7 +376,7 @@ export class GroupRouter implements ChannelHost {
     const asked = command?.name === 'ask' ? askArgs(this.handles, g.participants, command) : null;
     if (asked && asked.ids.length > 0 && asked.text) {
       // `/ask <agent> <question>`: one entry, the question agents are shown. Recording the
-      // command line as well showed the text twice (issue 12).
+      // command line as well would show agents the text twice.
       const entry = await this.ask(g, msg, asked.ids, asked.text);
       return { status: 'command', groupId: g.id, entryId: entry?.id };
     }
@@ -395,7 +395,7 @@ export class GroupRouter implements ChannelHost {
     }
     const addressed = this.addressedBy(g, msg);
     if (addressed.length > 0) this.groups.setSticky(g, addressed.at(-1)!);
-    // The message and its round are one record: durable before the channel acknowledges (§4.2).
+    // The message and its round are one record: durable before the channel acknowledges.
     const round = this.newRound(g, [`${g.id}.${g.nextSeq}`], addressed, false);
     const [entry] = await this.recorder.record(g, { entries: [this.humanEntry(msg, false)], round: { record: round, add: true } });
     this.metrics.messageRecorded(msg.channel);
@@ -474,7 +474,7 @@ export class GroupRouter implements ChannelHost {
     };
   }
 
-  /** SPEC §4 step 3: text handles, platform mentions, reply-to, in order of appearance. */
+  /** Whom a message addresses: text handles, platform mentions, reply-to, in order of appearance. */
   private addressedBy(g: GroupDoc, msg: InboundMessage): string[] {
     const out = findMentions(msg.text, this.handles, g.participants);
     for (const id of msg.mentionedAgentIds ?? []) if (g.participants.includes(id) && !out.includes(id)) out.push(id);
@@ -601,7 +601,7 @@ export class GroupRouter implements ChannelHost {
     else this.logger.error({ group: g.id, err: describeError(err) }, 'round failed');
   }
 
-  /** Run the group's recorded rounds in order; waiting rounds are answered as one batch (§4.7). */
+  /** Run the group's recorded rounds in order; waiting rounds are answered as one batch. */
   private async drain(g: GroupDoc): Promise<void> {
     while (g.rounds.length > 0 && !this.shutdownController.signal.aborted && !g.state.archived && this.groups.usable(g) && this.ownership.owns(g.id)) {
       const round = g.rounds[0]!;

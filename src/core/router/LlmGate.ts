@@ -4,7 +4,7 @@
  * replies, cancellation (shutdown, or the caller's own signal: `/stop`), and the counters for
  * /metrics.
  *
- * Time limits that match streaming (issue 12). A streamed reply is judged by whether it is still
+ * Time limits that match streaming. A streamed reply is judged by whether it is still
  * coming, not by how long it has taken so far:
  *
  *   first token  the caller's limit (the group's `agent_reply_timeout_seconds`, or

@@ -1,5 +1,5 @@
 /**
- * Running one round (SPEC §4 steps 4–10): plan who speaks, run its turns — one at a time, or the
+ * Running one round: plan who speaks, run its turns — one at a time, or the
  * leading ones at once (`execution` / `voluntary_execution: parallel`) — until the queue is empty,
  * `/stop`, shutdown or the daily budget ends it, then write the round done and log its line. One
  * agent's turn is TurnRunner's. The round's remaining turns live in the group file and each

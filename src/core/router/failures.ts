@@ -1,5 +1,5 @@
 /**
- * What a failed model call means, for people (issue 12): the short reason an addressed turn's
+ * What a failed model call means, for people: the short reason an addressed turn's
  * notice shows in the chat ("⚠ Analyst could not reply (model not found)"), and the hint the log
  * line gives the operator ("check the model name and llm.base_url"). One table, keyed by the
  * `LlmError` codes the providers classify SDK errors into (src/llm/errors.ts), so the chat, the

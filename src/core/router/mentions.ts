@@ -1,9 +1,9 @@
 /**
- * Who a text addresses (SPEC §4 step 3): `@handles` in order of first appearance, alias handles
+ * Who a text addresses: `@handles` in order of first appearance, alias handles
  * expanded in participant order, never inside code spans, code blocks or e-mail addresses.
  * Text and handles are folded the same way before matching (core/text/normalize: NFKC, invisible
  * characters dropped, `＠` → `@`), so `@ana\u200blyst` and `＠analyst` address Analyst while a
- * Cyrillic look-alike does not. Every step is linear in the text (issue 13).
+ * Cyrillic look-alike does not. Every step is linear in the text.
  */
 import type { AgentDef } from '../types.js';
 import { blankCode } from '../text/markdownScan.js';

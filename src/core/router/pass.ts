@@ -1,5 +1,5 @@
 /**
- * Pass detection and reply clean-up (SPEC §5). The rules live in core/text/passScrubber (one
+ * Pass detection and reply clean-up. The rules live in core/text/passScrubber (one
  * engine for the stream and the posted reply); this module is the router's view of them.
  * Fail-closed: the token is recognised after folding (full-width, zero-width, spaced out), every
  * occurrence is removed, and a reply that is only decoration around it is a pass.
@@ -10,8 +10,8 @@ import { scrubReply, type ScrubOptions, type ScrubVerdict, type Speaker } from '
  * How much real text (letters, digits, symbols; not decoration) may come before a trailing token
  * for the reply to still count as a pass. Where passing is offered, a sentence or two of filler
  * ("I agree with the analyst, nothing to add. [PASS]") is a pass. On an addressed turn none: a
- * person asked, so any real text next to a token is the answer and the token is stripped (issue
- * 13); only a reply with no text at all passes. The stream holds back the same amount, so a turn
+ * person asked, so any real text next to a token is the answer and the token is stripped; only a
+ * reply with no text at all passes. The stream holds back the same amount, so a turn
  * is never shown and then passed.
  */
 export const PASS_FILLER_MAX = { offered: 120, addressed: 0 } as const;

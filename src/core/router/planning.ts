@@ -1,5 +1,5 @@
 /**
- * Who speaks in a round (SPEC §4 steps 3–6): the addressed agents, else the group's strategy —
+ * Who speaks in a round: the addressed agents, else the group's strategy —
  * sticky, voluntary, round-robin, or an LLM selector. The plan is stored in the round so a
  * restart continues it instead of choosing again.
  */
@@ -82,7 +82,7 @@ export function talkWeight(talkativeness: number): number {
 }
 
 /**
- * The order voluntary candidates are asked in (issue 12): longest wait first, where the wait is
+ * The order voluntary candidates are asked in: longest wait first, where the wait is
  * the number of transcript entries since the agent's last delivered reply (`repliedUpTo`, which
  * is written with that reply), times its talkativeness weight. Agents that never replied come
  * first (the more talkative first); ties keep participant order. A pure function of the round and

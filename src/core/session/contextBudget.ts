@@ -1,5 +1,5 @@
 /**
- * The context budget of one model call (issue 12): every prompt Chorus sends fits the model's
+ * The context budget of one model call: every prompt Chorus sends fits the model's
  * context window, with room left for the reply.
  *
  * The window: `agents[].context_tokens`, else `llm.context_tokens`, else a known figure for the

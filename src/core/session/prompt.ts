@@ -1,5 +1,5 @@
 /**
- * What an agent sees (SPEC §5). The system prompt is the persona plus a group section that only
+ * What an agent sees. The system prompt is the persona plus a group section that only
  * changes when the group's title or membership changes, so prompt caching keeps working; all
  * per-turn material (observations, the ask) goes in the user turn.
  */

@@ -1,9 +1,9 @@
 /**
- * Folding old history into a running summary (SPEC §5): past `history_turns` messages, the oldest
+ * Folding old history into a running summary: past `history_turns` messages, the oldest
  * half is summarised by one summary-model call and dropped. A failed summary keeps the history
  * (nothing lost) unless it has grown past twice the window, then the oldest turns are cut.
  *
- * Off the critical path (issue 12): the summary is started after the turn that needs it and is
+ * Off the critical path: the summary is started after the turn that needs it and is
  * not awaited by the round, so a slow summary model never delays a reply. It still never races
  * the group's writes: the model call is the only part that waits; the result is applied in one
  * synchronous step (fold, usage) that the Recorder commits as one record, and only when the

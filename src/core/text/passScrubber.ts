@@ -1,5 +1,5 @@
 /**
- * The pass filter (SPEC §5, issue 13): one incremental scrubber that both the live stream and the
+ * The pass filter: one incremental scrubber that both the live stream and the
  * final reply go through, so what is streamed and what is posted follow the same rules.
  *
  * The rules, in the order they apply:
@@ -72,7 +72,10 @@ export interface ScrubVerdict {
 // ---------------------------------------------------------------------------------------------
 // Character classes
 
-/** Decoration and punctuation that carries no content (the fail-closed edge set of SPEC §5). */
+/**
+ * Decoration and punctuation that carry no content: dropped with the lead-in, and a reply left
+ * with nothing else is a pass (rules 3 and 4 above), so `**[PASS]**.` never posts `**.`.
+ */
 const NOISE_ASCII = new Set('*_~`"\'.,:;!?()[]<>{}|-');
 const QUOTES = new Set([0x2018, 0x2019, 0x201c, 0x201d]);
 /** Allowed between a removed lead-in and the text that follows it (never a list or quote marker). */

@@ -1,6 +1,6 @@
 /**
  * Streamed text (delta events) arrives before the router knows whether a reply is a pass. The
- * literal `[PASS]` token must never reach a channel (SPEC §5), and nothing streamed may turn out
+ * literal `[PASS]` token must never reach a channel, and nothing streamed may turn out
  * to be a pass. The filter runs the same scrubber as the posted reply (passScrubber.ts): tokens
  * are removed wherever they are (also split across chunks, nested, full-width or zero-width),
  * the lead-in is held until it is known to be text, and, where a trailing token could still make

@@ -1,12 +1,12 @@
 /**
- * Splitting a long reply into platform-sized messages (SPEC §7): cut at paragraph, then line,
+ * Splitting a long reply into platform-sized messages: cut at paragraph, then line,
  * then word boundaries; a code fence open at a cut is closed at the end of that chunk and
  * re-opened (with its language tag) at the start of the next, so every chunk renders on its own.
  */
 
 import { parseFenceLine } from './markdownScan.js';
 
-// Linear throughout (issue 13): fence lines are parsed by hand, and each chunk looks only at its
+// Linear throughout: fence lines are parsed by hand, and each chunk looks only at its
 // own window of the text, so a reply of any size costs time in proportion to its length.
 
 /**
