@@ -14,6 +14,7 @@ import type {
   TranscriptEntry,
   Usage,
 } from './types.js';
+import type { PromptContext } from './groups/promptContext.js';
 
 /** Structured logger; pino satisfies it. Never pass secrets in fields. */
 export interface Logger {
@@ -170,6 +171,11 @@ export interface GatewayApi {
   readiness(): Readiness;
   /** True when the LLM provider is the offline scripted one (the page shows a loud note). */
   readonly scriptedProvider: boolean;
+  /**
+   * What the model was shown for one agent reply, rebuilt from the log. Throws a UserError: 404
+   * unknown entry, 400 not an agent reply, 410 a reply recorded before prompts were referenced.
+   */
+  promptContext?(groupId: string, entryId: string): Promise<PromptContext>;
 }
 
 /** One part of a channel: a Telegram agent's bot, a Discord channel's webhook. */

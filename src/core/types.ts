@@ -173,7 +173,52 @@ export interface ReplyMeta {
   answers?: string | undefined;
   /** A regeneration: the id of the earlier reply this one is another answer to (that one is kept). */
   regenerates?: string | undefined;
+  /** What the model was shown for this reply, by reference (see session/promptRef.ts). */
+  prompt?: PromptRef | undefined;
 }
+
+/**
+ * One turn's prompt by reference: enough to rebuild every part of it from the log, exactly, without
+ * keeping a copy. Observations are named by seq (entries never change once written); the digest
+ * line and a cut observation by the sizes the fit chose (its token ratio is learned in memory and
+ * would not be the same later); the history by how many of the agent's own earlier turns were sent
+ * (each turn is one entry of the agent, a reply or a pass line, carrying its own reference); the
+ * summary by a hash, its text carried once per version. The hashes of the parts as sent let a
+ * rebuild say whether it is exact.
+ */
+export interface PromptRef {
+  v: 1;
+  model: string;
+  /** Seqs of the observations shown in full, oldest first. */
+  shown: number[];
+  /** The newest shown observation was cut to its first `cutTo` UTF-16 units. */
+  cutTo?: number | undefined;
+  /** Observations folded into the digest line: how many, the first and last seq. */
+  folded?: { count: number; from: number; to: number } | undefined;
+  /** Observations past the mailbox cap: counted in the digest line, never read. */
+  omitted?: number | undefined;
+  /** The size the digest line was built to (weight units). */
+  digestUnits?: number | undefined;
+  ask: PromptAsk;
+  /** History messages sent: the agent's own earlier turns (a user and an assistant message each). */
+  history: number;
+  /**
+   * The running summary: its hash; its text on the first reply that used this version (since a
+   * start), else `at`, the seq of the entry that carries it; `cutTo` when the fit shortened it.
+   */
+  summary?: { hash: string; text?: string | undefined; at?: number | undefined; cutTo?: number | undefined } | undefined;
+  window: { contextTokens: number; budgetTokens: number; estimatedTokens: number; maxTokens: number };
+  /** First 16 hex digits of the SHA-256 of each part as sent. */
+  hashes: { system: string; history: string; user: string };
+}
+
+/** The ask of a turn as recorded (the prompt's `Ask`). */
+export type PromptAsk =
+  | { kind: 'addressed'; by?: string | null | undefined; how?: 'mention' | 'sticky' | 'rotation' | 'selected' | undefined }
+  | { kind: 'voluntary' }
+  | { kind: 'reaction'; by: string }
+  | { kind: 'forced'; lastHuman: { name: string; text: string | null } | null }
+  | { kind: 'direct' };
 
 /**
  * Why a reply was cut: over `llm.max_reply_bytes` (or its share of `max_tokens`), the model hit
@@ -205,7 +250,7 @@ export interface TranscriptEntry {
   platformMessageId?: string | undefined;
   threadId?: string | undefined;
   /** For decision lines. */
-  decision?: { type: DecisionType; agentId?: string | undefined; detail?: string | undefined } | undefined;
+  decision?: { type: DecisionType; agentId?: string | undefined; detail?: string | undefined; prompt?: PromptRef | undefined } | undefined;
   /** Agent replies and system notices: has the channel posted it yet? Re-posted after a crash. */
   delivery?: 'pending' | 'posted' | 'failed' | undefined;
   /** Platform message ids of the posted chunks (for reply-to-agent addressing). */

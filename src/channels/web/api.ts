@@ -160,6 +160,14 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     throw new HttpError(409, result.code, result.reason);
   });
 
+  // What the model was shown for one agent reply, rebuilt from the log (see core/groups/promptContext).
+  router.add('GET', '/api/groups/:id/messages/:entryId/context', async ({ res, params }) => {
+    group(params.id!);
+    const gateway = gw();
+    if (!gateway.promptContext) throw new HttpError(501, 'not_supported', 'this server cannot show what an agent saw');
+    sendJson(res, 200, await gateway.promptContext(params.id!, params.entryId!));
+  });
+
   // `/stop` for the page: ends the running round and the waiting ones, cancels replies in progress.
   router.add('POST', '/api/groups/:id/stop', async ({ req, res, params }) => {
     const g = group(params.id!);

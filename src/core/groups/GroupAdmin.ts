@@ -10,6 +10,7 @@ import type { EventHub } from '../events.js';
 import type { Outbox } from '../router/Outbox.js';
 import type { Recorder } from '../router/Recorder.js';
 import { PAGE_MAX, pageOf, type GroupManager } from './GroupManager.js';
+import { promptContext, type PromptContext } from './promptContext.js';
 
 export interface GroupAdminDeps {
   groups: GroupManager;
@@ -260,5 +261,12 @@ export class GroupAdmin implements GatewayApi {
       return pageOf(await this.d.store.readEntries(id, { beforeSeq: opts.before, limit: limit + 1 }), limit);
     }
     return this.d.groups.page(g, opts);
+  }
+
+  /** What the model was shown for one reply, rebuilt from the log (the store is shared: any instance answers). */
+  async promptContext(groupId: string, entryId: string): Promise<PromptContext> {
+    const g = this.d.groups.get(groupId);
+    if (!g) throw new UserError(`unknown group "${groupId}"`, 'not_found', 404);
+    return promptContext({ store: this.d.store, agent: (id) => this.d.agentMap.get(id), group: g }, entryId);
   }
 }

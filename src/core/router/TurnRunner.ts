@@ -22,6 +22,8 @@ import { decide, decision, drop } from './decisions.js';
 import { budgetRefuses } from './budgetNotices.js';
 import { withinContext } from './withinContext.js';
 import { StoppedReply } from './stoppedReply.js';
+import { PromptRefs } from '../session/promptRef.js';
+import type { PromptRef } from '../types.js';
 
 /** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */
 const HUMAN_CAUSED = new Set<PlannedTurn['reason']>(['addressed', 'sticky', 'rotation', 'direct']);
@@ -55,6 +57,9 @@ export function enoughReplies(g: GroupDoc, round: RoundRecord): boolean {
 }
 
 export class TurnRunner {
+  /** Each turn's prompt by reference, written with its reply or pass line ("what did it see?"). */
+  private readonly refs = new PromptRefs();
+
   constructor(
     private readonly d: RoundDeps,
     /** Context windows and the token calibration learned from usage, per model (shared with the summaries). */
@@ -114,6 +119,8 @@ export class TurnRunner {
     // Fitted to the model's context window (see contextBudget); what the session records is what was sent.
     const parts: PromptParts = { system, summary: session.summary, history: session.history, observations, omitted: mailbox.omitted, ask };
     let prompt: FittedPrompt | undefined;
+    let window = 0;
+    const refOf = (carrySummary: boolean): PromptRef => this.refs.make(g.id, agent.id, model, window, parts, prompt!, session.summary, { carrySummary });
     const turnId = `${round.id}:${agent.id}:${t.depth}`;
     const mustReply = ask.kind !== 'voluntary';
     const timeout = (t.reason === 'voluntary' ? cfg.voluntary_timeout_seconds : cfg.agent_reply_timeout_seconds) * 1000;
@@ -137,13 +144,14 @@ export class TurnRunner {
           // The agent remembers saying it, as everyone saw; usage never arrived (the call was cancelled).
           const usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
           if (prompt) groups.recordTurn(g, session, [{ role: 'user', content: prompt.userTurn }, { role: 'assistant', content: text }], seenUpTo, { usage, costUsd: null });
-          return this.replyEntry(g, round, t, agent, text, { model, usage, latencyMs: clock.now() - callStarted, costUsd: null, cut: 'stopped' });
+          return this.replyEntry(g, round, t, agent, text, { model, usage, latencyMs: clock.now() - callStarted, costUsd: null, cut: 'stopped', prompt: prompt ? refOf(true) : undefined });
         })
       : null;
     let res;
     try {
       res = await ctl.inOrder(withinContext(this.d, this.budgets, g, agent, model, parts, (p) => {
         prompt = p;
+        window = this.budgets.window(model, agent);
         return this.d.gate.call(
           {
             purpose: 'turn',
@@ -223,12 +231,15 @@ export class TurnRunner {
     if (pass || !text) {
       this.d.metrics.passed(agent.id);
       tally.passed.push(agent.id);
-      const recorded = decide(this.d, g, round, 'pass', agent.id, `${agent.name} passed`);
+      // The pass line carries the turn's reference: a later turn's history is rebuilt from it.
+      const line = decision(this.d, 'pass', agent.id, `${agent.name} passed`, round.id);
+      const recorded = this.d.recorder.record(g, { entries: [{ ...line, decision: { ...line.decision!, prompt: refOf(false) } }], round: { record: round } }).then(() => undefined);
       ctl.decided();
       return recorded;
     }
 
-    const reply = this.replyEntry(g, round, t, agent, text, { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, cut: res.cut });
+    const ref = refOf(true);
+    const reply = this.replyEntry(g, round, t, agent, text, { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, cut: res.cut, prompt: ref });
     groups.noteSpoke(g, agent.id, seenUpTo);
     if (t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected') round.capped++;
     if (t.reason === 'voluntary') round.voluntary++;
@@ -237,7 +248,8 @@ export class TurnRunner {
     // One record: the reply, the agent's turn and cursor, its cooldown and the round's progress.
     // A cut reply says why in a quiet line: its "…" alone does not (see LlmGate for the cuts).
     const cutNote = res.cut ? decision(this.d, 'cut', agent.id, cutDetail(agent.name, res.cut), round.id) : null;
-    await this.d.recorder.record(g, { entries: [reply, ...(cutNote ? [cutNote] : []), ...(depthNote ? [depthNote] : [])], round: { record: round }, replyTo });
+    const [written] = await this.d.recorder.record(g, { entries: [reply, ...(cutNote ? [cutNote] : []), ...(depthNote ? [depthNote] : [])], round: { record: round }, replyTo });
+    if (written) this.refs.recorded(g.id, agent.id, ref, written.seq);
     this.d.metrics.replied(agent.id);
     tally.answered.push(agent.id);
     // In the background: the round goes on (see Summarizer).
@@ -255,8 +267,8 @@ export class TurnRunner {
   }
 
   /** An agent's reply as recorded: who, what, and the figures shown under "details". */
-  private replyEntry(g: GroupDoc, round: RoundRecord, t: PlannedTurn, agent: AgentDef, text: string, call: { model: string; usage: Usage; latencyMs: number; costUsd: number | null; cut?: ReplyCut | undefined }): NewEntry {
-    const { cut, ...figures } = call;
+  private replyEntry(g: GroupDoc, round: RoundRecord, t: PlannedTurn, agent: AgentDef, text: string, call: { model: string; usage: Usage; latencyMs: number; costUsd: number | null; cut?: ReplyCut | undefined; prompt?: PromptRef | undefined }): NewEntry {
+    const { cut, prompt, ...figures } = call;
     return {
       kind: 'agent',
       authorId: `agent:${agent.id}`,
@@ -266,7 +278,7 @@ export class TurnRunner {
       delivery: 'pending',
       roundId: round.id,
       threadId: this.trigger(g, round)?.threadId,
-      meta: { ...figures, depth: t.depth, reason: t.reason, ...(cut ? { cut } : {}), ...this.answerMeta(g, round) },
+      meta: { ...figures, depth: t.depth, reason: t.reason, ...(cut ? { cut } : {}), ...this.answerMeta(g, round), ...(prompt ? { prompt } : {}) },
     };
   }
 

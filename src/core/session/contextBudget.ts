@@ -139,6 +139,10 @@ export interface FittedPrompt {
   droppedHistory: number;
   /** The newest observation had to be cut to fit. */
   cutObservation: boolean;
+  /** When it was cut: the UTF-16 length of the start kept. */
+  cutTo?: number | undefined;
+  /** The size the digest line was built to (weight units), when there is one. */
+  digestUnits?: number | undefined;
   /** UTF-8-free size measure of the prompt, for calibration: weight units sent. */
   units: number;
   messageCount: number;
@@ -324,6 +328,7 @@ export function fitPrompt(parts: PromptParts, budget: number, maxTokens: number,
   }
   let shownEntries = obs.slice(first);
   let cutObservation = false;
+  let cutTo: number | undefined;
   if (shownEntries.length === 0 && obs.length > 0) {
     // Even the newest does not fit: it is the one that matters most, so it is cut, not left out.
     const newest = obs[obs.length - 1]!;
@@ -335,10 +340,12 @@ export function fitPrompt(parts: PromptParts, budget: number, maxTokens: number,
     used = Math.ceil(textUnits(observationLine(shownEntries[0]!)) / ratio) + 1;
     first = obs.length - 1;
     cutObservation = true;
+    cutTo = kept.length;
   }
   const foldedEntries = obs.slice(0, first);
   const folded = foldedEntries.length;
-  const digest = folded + parts.omitted > 0 ? digestLine(foldedEntries, parts.omitted, Math.max(0, Math.floor(Math.max(digestRoom, 20) * ratio))) : null;
+  const digestUnits = folded + parts.omitted > 0 ? Math.max(0, Math.floor(Math.max(digestRoom, 20) * ratio)) : undefined;
+  const digest = digestUnits !== undefined ? digestLine(foldedEntries, parts.omitted, digestUnits) : null;
   const userTurn = buildUserTurn(shownEntries, ask, parts.omitted + folded, digest);
   const userTokens = count(userTurn) + PER_REQUEST;
 
@@ -367,6 +374,8 @@ export function fitPrompt(parts: PromptParts, budget: number, maxTokens: number,
     folded,
     droppedHistory: start,
     cutObservation,
+    ...(cutTo !== undefined ? { cutTo } : {}),
+    ...(digestUnits !== undefined ? { digestUnits } : {}),
     units,
     messageCount: messages.length + (summary ? 2 : 1),
   };
