@@ -11,6 +11,7 @@ import { RepliesInFlight } from './inflight.js';
 import { markdownReady, renderMarkdown } from './markdown.js';
 import { messageBody } from './msgbody.js';
 import { agentOf, handleColor } from './state.js';
+import { seenRow } from './seen.js';
 
 const DECISION_ICONS = { pass: '·', cooldown: '⏳', cap: '⛔', error: '⚠', muted: '🔇', depth: '↳', batch: '≡', selector: '🎯', stopped: '⏹' };
 /** Bidi controls and invisible characters: names stored before the server cleaned them still show plainly. */
@@ -229,6 +230,8 @@ export class Feed {
     const agent = agentOf(e.agentId) || { id: e.agentId || e.authorId, name: e.authorName, avatar: null, color: null };
     const color = colorFor(agent);
     const details = e.meta ? this.renderDetails(e.meta) : null;
+    // Replies recorded with their prompt's reference can show what the agent saw.
+    if (details && e.meta.prompt) details.append(seenRow(e));
     const detailsBtn = details
       ? h('button', { type: 'button', className: 'details-btn', 'aria-expanded': 'false', title: 'Model, tokens, latency, cost', text: 'details',
           onclick: (ev) => {
