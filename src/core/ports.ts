@@ -147,6 +147,35 @@ export interface TranscriptPage {
   hasMore: boolean;
 }
 
+/** A page of history around one entry: oldest first, and whether older and newer entries exist. */
+export interface AroundPage {
+  entries: TranscriptEntry[];
+  hasMore: boolean;
+  hasNewer: boolean;
+}
+
+/** One search result as the web API answers it. */
+export interface SearchResult {
+  groupId: string;
+  groupTitle: string;
+  id: string;
+  seq: number;
+  ts: number;
+  kind: TranscriptEntry['kind'];
+  authorId: string;
+  authorName: string;
+  agentId?: string | undefined;
+  /** Plain text around the match; never markup. */
+  snippet: string;
+  /** The matched words in `snippet`, as [start, end) UTF-16 offsets. */
+  highlights: Array<[number, number]>;
+}
+
+export interface SearchPage {
+  results: SearchResult[];
+  next: SearchCursor | null;
+}
+
 /**
  * What the router offers user interfaces and APIs. Methods throw `UserError` (with an HTTP
  * status and a code) for bad input: unknown group, unknown agent, invalid config value, ...
@@ -165,6 +194,14 @@ export interface GatewayApi {
   messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]>;
   /** The same page, and whether entries older than it exist (exact for every `limit` up to 500). */
   messagePage(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptPage>;
+  /**
+   * Messages matching `q` in one group (archived ones too) or in every live group, newest first,
+   * with a snippet each, and where the next page starts (null after the last). Throws a 404
+   * UserError for an unknown group. Optional: a gateway without it cannot search.
+   */
+  search?(opts: { groupId?: string | undefined; q: string; limit: number; before?: SearchCursor | undefined }): Promise<SearchPage>;
+  /** The page around entry `around` (about half older, half newer), to jump to any message. */
+  messagesAround?(id: string, opts: { around: number; limit: number }): Promise<AroundPage>;
   /** Listen to every group's events; returns the unsubscribe function. */
   subscribe(listener: (ev: GatewayEvent) => void): () => void;
   /** Readiness for `/readyz`: the store takes writes and every channel is connected. */
@@ -567,6 +604,28 @@ export interface DeadLetters {
   keep(letter: DeadLetter): Promise<string>;
 }
 
+/** Where a page of search results ended: results are ordered newest first by (ts, groupId, seq). */
+export interface SearchCursor {
+  ts: number;
+  groupId: string;
+  seq: number;
+}
+
+export interface SearchRequest {
+  groupIds: readonly string[];
+  /** Folded terms (`searchTerms`), each matched as the start of a word; all are required. */
+  terms: readonly string[];
+  /** Only results after this one in the order (older). */
+  before?: SearchCursor | undefined;
+  limit: number;
+}
+
+/** A message a search found, with its group. */
+export interface SearchFound {
+  groupId: string;
+  entry: TranscriptEntry;
+}
+
 /** Durable storage: an append-only log per group plus checkpoints. */
 export interface Store {
   /**
@@ -592,6 +651,13 @@ export interface Store {
    * with seq < `beforeSeq` (or the newest overall), or with `afterSeq` the oldest `limit` after it.
    */
   readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]>;
+  /**
+   * The durable messages of these groups that match every term (see core/text/search.ts), newest
+   * first by (ts, group id, seq), at most `limit`, older than `before` when given. Only what
+   * `searchable` accepts is ever found. The one read behind every search, so a later edit or
+   * deletion of an entry has a single place to be honoured. Optional: a store without it cannot search.
+   */
+  searchEntries?(req: SearchRequest): Promise<SearchFound[]>;
   /** Try a small durable write; throws StoreUnavailableError when the store cannot write. */
   checkWritable(): Promise<void>;
   /**

@@ -15,7 +15,7 @@
  * - Health: not writable from a failed write until a write succeeds again (a group taken over by
  *   another writer is not a failure); groups left out at open are named with their problem.
  */
-import type { GroupCheckpoint, GroupRecord, Logger, Store, StoredGroup, UnreadableGroup } from '../core/ports.js';
+import type { GroupCheckpoint, GroupRecord, Logger, SearchFound, SearchRequest, Store, StoredGroup, UnreadableGroup } from '../core/ports.js';
 import type { TranscriptEntry } from '../core/types.js';
 import { StoreFormatError, StoreUnavailableError, describeError } from '../core/errors.js';
 import { FencedError, type LogBackend } from './LogBackend.js';
@@ -222,6 +222,11 @@ export class GroupCommit<P> implements Store {
 
   readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
     return this.backend.readEntries(groupId, range);
+  }
+
+  searchEntries(req: SearchRequest): Promise<SearchFound[]> {
+    if (req.terms.length === 0 || req.groupIds.length === 0 || req.limit <= 0) return Promise.resolve([]);
+    return this.backend.searchEntries(req);
   }
 
   checkWritable(): Promise<void> {

@@ -6,7 +6,7 @@
  * batch of records, reads records and entries back, keeps one checkpoint per group, and lists
  * the groups it holds.
  */
-import type { GroupRecord, StoredGroup } from '../core/ports.js';
+import type { GroupRecord, SearchFound, SearchRequest, StoredGroup } from '../core/ports.js';
 import type { TranscriptEntry } from '../core/types.js';
 import { StoreUnavailableError } from '../core/errors.js';
 
@@ -55,6 +55,8 @@ export interface LogBackend<P> {
   writeCheckpoint(groupId: string, n: number, text: string): Promise<void>;
 
   readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]>;
+  /** See `Store.searchEntries`: only durable entries, newest first. */
+  searchEntries(req: SearchRequest): Promise<SearchFound[]>;
   /** A small durable write; throws StoreUnavailableError when the place takes no writes. */
   checkWritable(): Promise<void>;
   close(): Promise<void>;

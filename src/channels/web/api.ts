@@ -11,6 +11,7 @@ import { CLIENT_KEY, clientAddressKey, clientTag } from './client.js';
 import { HttpError, field, intParam, readJsonObject, sendJson } from './http.js';
 import type { RequestContext, Router } from './router.js';
 import type { SseHub } from './sse.js';
+import { registerSearchRoutes, sendAround } from './searchApi.js';
 
 export interface ApiDeps {
   host(): ChannelHost;
@@ -137,6 +138,9 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
   router.add('GET', '/api/groups/:id/messages', async ({ res, params, url }) => {
     const before = intParam(url.searchParams, 'before', { min: 0, max: SEQ_MAX });
     const limit = intParam(url.searchParams, 'limit', { min: 1, max: 500 }) ?? 50;
+    // The page around any entry (a search hit, a reply's original far back): see searchApi.ts.
+    const around = intParam(url.searchParams, 'around', { min: 1, max: SEQ_MAX });
+    if (around !== undefined) return sendAround(res, gw(), params.id!, around, limit, before);
     // Archived groups can still be read: their history is kept.
     const page = await gw().messagePage(params.id!, { before, limit });
     sendJson(res, 200, { messages: page.entries, hasMore: page.hasMore });
@@ -197,6 +201,8 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
   router.add('GET', '/api/events', ({ res }) => {
     deps.hub().open(res, null, undefined);
   });
+
+  registerSearchRoutes(router, gw);
 }
 
 /**

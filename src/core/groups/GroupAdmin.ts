@@ -3,6 +3,7 @@
  * added), membership, muting, memory resets, config changes, dissolving, and the read models the
  * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
+import type { AroundPage, SearchCursor, SearchPage } from '../ports.js';
 import type { Channel, ChannelStatus, Clock, GatewayApi, Ownership, Store, GatewayEvent, GroupDetail, GroupDoc, GroupSummary, GroupView, Logger, Readiness, TranscriptPage } from '../ports.js';
 import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
@@ -11,6 +12,7 @@ import type { Outbox } from '../router/Outbox.js';
 import type { Recorder } from '../router/Recorder.js';
 import { PAGE_MAX, pageOf, type GroupManager } from './GroupManager.js';
 import { promptContext, type PromptContext } from './promptContext.js';
+import { pageAround, searchHistory, type HistoryDeps } from './history.js';
 
 export interface GroupAdminDeps {
   groups: GroupManager;
@@ -249,6 +251,18 @@ export class GroupAdmin implements GatewayApi {
   /** A page of the full transcript (archived groups too: their history is kept). */
   async messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
     return (await this.messagePage(id, opts)).entries;
+  }
+
+  private get history(): HistoryDeps {
+    return { groups: this.d.groups, store: this.d.store, page: (id, opts) => this.messagePage(id, opts), owns: (id) => !this.d.ownership || this.d.ownership.owns(id) };
+  }
+
+  search(opts: { groupId?: string | undefined; q: string; limit: number; before?: SearchCursor | undefined }): Promise<SearchPage> {
+    return searchHistory(this.history, opts);
+  }
+
+  messagesAround(id: string, opts: { around: number; limit: number }): Promise<AroundPage> {
+    return pageAround(this.history, id, opts);
   }
 
   async messagePage(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptPage> {

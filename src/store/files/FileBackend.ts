@@ -7,14 +7,16 @@
  */
 import { mkdir, open, readdir, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { GroupRecord, Logger, StoredGroup } from '../../core/ports.js';
+import type { GroupRecord, Logger, SearchFound, SearchRequest, StoredGroup } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { StoreUnavailableError, describeError } from '../../core/errors.js';
+import { newestFirst, searchable } from '../../core/text/search.js';
 import type { GroupWrite, LogBackend } from '../LogBackend.js';
 import { checkFormat, segmentName } from './format.js';
 import { GroupLog } from './GroupLog.js';
 import { DamagedGroupError, checkLogReaches, readCheckpoint } from './groupFiles.js';
 import { migrateV1 } from './migrateV1.js';
+import { SearchIndexes, type IndexedEntry } from './searchIndex.js';
 import { spanOf, type RecordSpan } from './segmentIndex.js';
 import { plainWrite, replaceFile, truncateBack, writeFully, type WriteFn } from './writeFully.js';
 
@@ -31,6 +33,8 @@ export interface FileBackendOptions {
   beforeWrite?: ((path: string, data: Buffer, fh: import('node:fs/promises').FileHandle) => Promise<void>) | undefined;
   /** Test hook: every write(2) of the store goes through it; it may take less than asked, as a full disk does. */
   write?: WriteFn | undefined;
+  /** Heap the search indexes may take before the least recently searched are dropped (default 64 MiB). */
+  searchIndexBytes?: number | undefined;
 }
 
 /** Write counters, read by the benchmarks. */
@@ -47,6 +51,8 @@ export interface FileStoreStats {
 export interface FileAppend {
   line: string;
   span: RecordSpan;
+  /** Its searchable entries, for a search index of the group once they are durable. */
+  found: IndexedEntry[];
 }
 
 /** One group's part of a batch that reached its file (not yet synced). */
@@ -64,10 +70,12 @@ export class FileBackend implements LogBackend<FileAppend> {
   private readonly logs = new Map<string, GroupLog>();
   private readonly segmentBytes: number;
   private readonly writeFn: WriteFn;
+  readonly search: SearchIndexes;
 
   constructor(private readonly o: FileBackendOptions) {
     this.segmentBytes = o.segmentBytes ?? 8 * 1024 * 1024;
     this.writeFn = o.write ?? plainWrite;
+    this.search = new SearchIndexes(o.searchIndexBytes ?? 64 * 1024 * 1024);
   }
 
   private get groupsDir(): string {
@@ -111,6 +119,8 @@ export class FileBackend implements LogBackend<FileAppend> {
   async load(id: string): Promise<StoredGroup> {
     const old = this.logs.get(id);
     this.logs.delete(id);
+    // Its index may hold what a failed write left: built again from the log on the next search.
+    this.search.drop(id);
     await old?.close();
     const dir = join(this.groupsDir, id);
     const log = new GroupLog(id, dir, this.o.logger);
@@ -122,7 +132,8 @@ export class FileBackend implements LogBackend<FileAppend> {
   }
 
   prepare(_groupId: string, record: GroupRecord): FileAppend {
-    return { line: `${JSON.stringify(record)}\n`, span: spanOf(record) };
+    const found = (record.entries ?? []).filter(searchable).map((e) => ({ seq: e.seq, ts: e.ts, text: e.text }));
+    return { line: `${JSON.stringify(record)}\n`, span: spanOf(record), found };
   }
 
   async write(batch: ReadonlyArray<GroupWrite<FileAppend>>): Promise<ReadonlyMap<string, unknown>> {
@@ -145,6 +156,10 @@ export class FileBackend implements LogBackend<FileAppend> {
       );
     }
     for (const w of written) if (!refused.has(w.id)) w.log.acked = { path: w.log.activePath!, size: w.log.size };
+    for (const g of batch) {
+      if (refused.has(g.groupId)) this.search.drop(g.groupId);
+      else this.search.appended(g.groupId, g.records.flatMap((r) => r.found));
+    }
     return refused;
   }
 
@@ -191,6 +206,29 @@ export class FileBackend implements LogBackend<FileAppend> {
   async readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
     const log = this.logs.get(groupId);
     return log ? log.entries(range) : [];
+  }
+
+  /**
+   * Each group's index (searchIndex.ts) names the newest matches; only those entries are read
+   * back, one positional read each, with their latest delivery state.
+   */
+  async searchEntries(req: SearchRequest): Promise<SearchFound[]> {
+    const places = [];
+    for (const id of req.groupIds) {
+      const log = this.logs.get(id);
+      if (!log) continue;
+      const index = await this.search.index(id, async (add) => {
+        for await (const rec of log.records(0)) for (const e of rec.entries ?? []) if (searchable(e)) add({ seq: e.seq, ts: e.ts, text: e.text });
+      });
+      places.push(...index.match(req.terms, id, req.before, req.limit));
+    }
+    places.sort(newestFirst);
+    const out: SearchFound[] = [];
+    for (const p of places.slice(0, req.limit)) {
+      const [entry] = await this.logs.get(p.groupId)!.entries({ afterSeq: p.seq - 1, limit: 1 });
+      if (entry?.seq === p.seq) out.push({ groupId: p.groupId, entry });
+    }
+    return out;
   }
 
   async checkWritable(): Promise<void> {

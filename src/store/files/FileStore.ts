@@ -6,6 +6,7 @@
  */
 import { GroupCommit } from '../GroupCommit.js';
 import { FileBackend, type FileAppend, type FileBackendOptions, type FileStoreStats } from './FileBackend.js';
+import type { SearchIndexes } from './searchIndex.js';
 
 export type FileStoreOptions = FileBackendOptions;
 export type { FileStoreStats };
@@ -13,10 +14,13 @@ export type { FileStoreStats };
 export class FileStore extends GroupCommit<FileAppend> {
   /** Write counters, read by the benchmarks. */
   readonly stats: FileStoreStats;
+  /** The in-memory search indexes (searchIndex.ts). */
+  readonly search: SearchIndexes;
 
   constructor(o: FileStoreOptions) {
     const backend = new FileBackend(o);
     super(backend, o.logger);
     this.stats = backend.stats;
+    this.search = backend.search;
   }
 }

@@ -12,12 +12,13 @@
  */
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import type { GroupCheckpoint, GroupRecord, Logger, StoredGroup } from '../../core/ports.js';
+import type { GroupCheckpoint, GroupRecord, Logger, SearchFound, SearchRequest, StoredGroup } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { StoreUnavailableError, describeError } from '../../core/errors.js';
 import { FencedError, type GroupWrite, type LogBackend } from '../LogBackend.js';
 import { CHECKPOINT_VERSION, parseCheckpoint, parseRecord } from '../logSchema.js';
 import { migrate } from './migrations.js';
+import { backfillSearch, searchEntries } from './search.js';
 import { WriteFailure, definiteRollback, lostCommitOutcome, pgAppend, writeRows, type PgAppend, type WriteHooks } from './pgWrite.js';
 
 /** Counters, read by the benchmarks. */
@@ -49,6 +50,8 @@ export class PgBackend implements LogBackend<PgAppend> {
   /** Groups known to have a `chorus_groups` row (never deleted, so never forgotten). */
   private readonly listed = new Set<string>();
   private readonly probeId = `${hostname()}:${process.pid}`;
+  /** The start's pass giving older entries their search vectors (search.ts); awaited by close. */
+  searchBackfill: Promise<number> = Promise.resolve(0);
 
   constructor(private readonly o: PgBackendOptions) {}
 
@@ -60,6 +63,8 @@ export class PgBackend implements LogBackend<PgAppend> {
     await migrate(this.o.pool, this.o.logger);
     const { rows } = await this.o.pool.query<{ id: string }>('SELECT id FROM chorus_groups ORDER BY id');
     for (const r of rows) this.listed.add(r.id);
+    // In the background: a large history must not hold up the start (search misses it meanwhile).
+    this.searchBackfill = backfillSearch(this.o.pool, this.o.logger);
     return { groups: rows.map((r) => r.id), unreadable: [] };
   }
 
@@ -200,6 +205,10 @@ export class PgBackend implements LogBackend<PgAppend> {
     });
   }
 
+  searchEntries(req: SearchRequest): Promise<SearchFound[]> {
+    return searchEntries(this.o.pool, req);
+  }
+
   async checkWritable(): Promise<void> {
     try {
       await this.o.pool.query('INSERT INTO chorus_probe (instance, at) VALUES ($1, now()) ON CONFLICT (instance) DO UPDATE SET at = now()', [this.probeId]);
@@ -209,6 +218,7 @@ export class PgBackend implements LogBackend<PgAppend> {
   }
 
   async close(): Promise<void> {
+    await this.searchBackfill;
     if (this.o.ownPool) await this.o.pool.end();
   }
 }

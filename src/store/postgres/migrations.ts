@@ -11,6 +11,7 @@ import { StoreFormatError } from '../../core/errors.js';
 import { STORE_SQL } from './schema.js';
 import { CLUSTER_SQL } from '../../cluster/schema.js';
 import { DEAD_LETTERS_SQL } from './deadLetters.js';
+import { SEARCH_SQL } from './search.js';
 
 export interface Migration {
   version: number;
@@ -26,6 +27,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 2, name: 'cluster', sql: CLUSTER_SQL },
   // Inbound items a channel can never hand over (malformed platform updates), kept for an operator.
   { version: 3, name: 'dead letters', sql: DEAD_LETTERS_SQL },
+  // Full-text search over the messages (search.ts); older rows get their vectors at start.
+  { version: 4, name: 'search', sql: SEARCH_SQL },
 ];
 
 /** Key of the transaction-level advisory lock held while migrating ("Chor", 1). */

@@ -6,6 +6,7 @@
 import type pg from 'pg';
 import type { GroupRecord } from '../../core/ports.js';
 import { StoreUnavailableError, describeError } from '../../core/errors.js';
+import { SEARCH_VECTOR, searchColumn } from './search.js';
 
 /** One record as it is appended, serialised when `append` was called. */
 export interface PgAppend {
@@ -14,8 +15,8 @@ export interface PgAppend {
   v: number;
   ts: number;
   body: string;
-  /** The record's entries. */
-  entries: Array<{ seq: number; json: string }>;
+  /** The record's entries, with their search tokens (search.ts). */
+  entries: Array<{ seq: number; json: string; search: string }>;
   delivery: Array<{ seq: number; delivery: string; posted: string | null }>;
 }
 
@@ -26,7 +27,7 @@ export function pgAppend(groupId: string, record: GroupRecord): PgAppend {
     v: record.v,
     ts: record.ts,
     body: JSON.stringify(record),
-    entries: (record.entries ?? []).map((e) => ({ seq: e.seq, json: JSON.stringify(e) })),
+    entries: (record.entries ?? []).map((e) => ({ seq: e.seq, json: JSON.stringify(e), search: searchColumn(e) })),
     delivery: (record.delivery ?? []).map((d) => ({ seq: d.seq, delivery: d.delivery, posted: d.postedIds ? JSON.stringify(d.postedIds) : null })),
   };
 }
@@ -140,7 +141,7 @@ export async function lostCommitOutcome(pool: pg.Pool, rows: PgAppend[], pid: nu
 function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text: string; values: unknown[] } {
   const newGroups = [...new Set(items.map((i) => i.groupId).filter((id) => !listed.has(id)))];
   const rec = { g: [] as string[], n: [] as number[], v: [] as number[], ts: [] as number[], body: [] as string[] };
-  const ent = { g: [] as string[], seq: [] as number[], n: [] as number[], entry: [] as string[], delivery: [] as Array<string | null>, posted: [] as Array<string | null> };
+  const ent = { g: [] as string[], seq: [] as number[], n: [] as number[], entry: [] as string[], delivery: [] as Array<string | null>, posted: [] as Array<string | null>, search: [] as string[] };
   const inBatch = new Map<string, number>();
   const later = new Map<string, { g: string; seq: number; delivery: string; posted: string | null }>();
   for (const it of items) {
@@ -155,6 +156,7 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
       ent.seq.push(e.seq);
       ent.n.push(it.n);
       ent.entry.push(e.json);
+      ent.search.push(e.search);
       ent.delivery.push(null);
       ent.posted.push(null);
     }
@@ -177,8 +179,9 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
   g AS (INSERT INTO chorus_groups (id) SELECT unnest($1::text[]) ON CONFLICT (id) DO NOTHING),
   r AS (INSERT INTO chorus_records (group_id, n, v, ts, body)
         SELECT * FROM unnest($2::text[], $3::bigint[], $4::smallint[], $5::bigint[], $6::json[])),
-  e AS (INSERT INTO chorus_entries (group_id, seq, n, entry, delivery, posted_ids)
-        SELECT * FROM unnest($7::text[], $8::bigint[], $9::bigint[], $10::json[], $11::text[], $12::json[])),
+  e AS (INSERT INTO chorus_entries (group_id, seq, n, entry, delivery, posted_ids, search)
+        SELECT u.g, u.seq, u.n, u.entry, u.delivery, u.posted, ${SEARCH_VECTOR('u.s')}
+          FROM unnest($7::text[], $8::bigint[], $9::bigint[], $10::json[], $11::text[], $12::json[], $17::text[]) AS u(g, seq, n, entry, delivery, posted, s)),
   d AS (UPDATE chorus_entries c SET delivery = u.delivery, posted_ids = COALESCE(u.posted_ids, c.posted_ids)
         FROM unnest($13::text[], $14::bigint[], $15::text[], $16::json[]) AS u(group_id, seq, delivery, posted_ids)
         WHERE c.group_id = u.group_id AND c.seq = u.seq)
@@ -190,6 +193,7 @@ SELECT 1`;
       rec.g, rec.n, rec.v, rec.ts, rec.body,
       ent.g, ent.seq, ent.n, ent.entry, ent.delivery, ent.posted,
       del.map((d) => d.g), del.map((d) => d.seq), del.map((d) => d.delivery), del.map((d) => d.posted),
+      ent.search,
     ],
   };
 }
