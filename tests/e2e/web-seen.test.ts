@@ -63,6 +63,13 @@ groups:
     expect((await post('@analyst your view?')).status).toBe(202);
     await expect.poll(async () => (await stored()).filter((e) => e.kind === 'agent').length, POLL).toBe(2);
 
+    // The route itself: unknown entries and a person's message are refused.
+    const human = (await stored()).find((e) => e.kind === 'human')!;
+    expect((await fetch(`${base}/api/groups/lobby/messages/lobby.9999/context`)).status).toBe(404);
+    const notReply = await fetch(`${base}/api/groups/lobby/messages/${human.id}/context`);
+    expect(notReply.status).toBe(400);
+    expect(((await notReply.json()) as { error: { code: string } }).error.code).toBe('not_agent_reply');
+
     const context = await withName(await browser.newContext({ viewport: { width: 1280, height: 900 } }));
     const page = await context.newPage();
     const errors: string[] = [];

@@ -119,6 +119,29 @@ describe('what an agent saw, rebuilt from the log', () => {
     }
   });
 
+  it('a pass in the history, and an observation cut to fit, are rebuilt exactly too', async () => {
+    const h = await makeRouter({ llm: { replies: { analyst } }, participants: ['analyst', 'writer'] });
+    await h.say('hello everyone, anything to add?'); // Analyst passes: its turn is in the history
+    expect(h.transcript().some((e) => e.decision?.type === 'pass' && e.decision.agentId === 'analyst')).toBe(true);
+    await h.say('@analyst and now?');
+    let reply = h.transcript().filter((e) => e.kind === 'agent' && e.agentId === 'analyst').at(-1)!;
+    let ctx = await h.router.gateway.promptContext('room', reply.id);
+    let req = h.llm.callsFor('analyst').at(-1)!;
+    expect(ctx.exact).toEqual({ system: true, summary: true, history: true, observations: true });
+    expect(ctx.history.map((m) => ({ role: m.role, content: m.content }))).toEqual(req.messages.slice(0, -1));
+    expect(ctx.history.at(-1)).toMatchObject({ role: 'assistant', content: '[PASS]' });
+
+    const small = await makeRouter({ contextTokens: 700, llm: { replies: { analyst } } });
+    await small.say(`@analyst ${'please read this very long brief carefully. '.repeat(120)}`);
+    reply = small.transcript().filter((e) => e.kind === 'agent' && e.agentId === 'analyst').at(-1)!;
+    ctx = await small.router.gateway.promptContext('room', reply.id);
+    req = small.llm.callsFor('analyst').at(-1)!;
+    expect(ctx.exact).toEqual({ system: true, summary: true, history: true, observations: true });
+    const newest = ctx.observations.full.at(-1)!;
+    expect(newest.cut).toBe(true);
+    expect(req.messages.at(-1)!.content).toContain(newest.text);
+  });
+
   it('a reply recorded before prompts were referenced answers 410', async () => {
     const h = await makeRouter({});
     await h.say('@analyst hi');
