@@ -5,7 +5,9 @@ import { MessageActions } from './actions.js';
 import { Composer } from './composer.js';
 import { Feed } from './feed.js';
 import { setOwnTag, wireNameButton } from './identity.js';
+import { jumpTo } from './jump.js';
 import { Notifier } from './notify.js';
+import { Search } from './search.js';
 import { Panel } from './panel.js';
 import { Sidebar } from './sidebar.js';
 import { agentOf, lastSeenSeq, loadUnread, markSeen, saveUnread, setAgents, state } from './state.js';
@@ -36,6 +38,26 @@ $('#stop-round').addEventListener('click', async () => {
     feed.addLocal({ kind: 'error', text: '⚠ ' + (err.message || 'Could not stop.') });
   }
 });
+// Search (Ctrl+K) and jumping to any message: a result, or the message a reply refers to when it
+// is not loaded (the reply line's own click handles one that is).
+new Search({ currentGroup: () => state.currentId, onPick: (r) => openMessage(r.groupId, r.id) });
+$('#messages').addEventListener('click', (ev) => {
+  const ref = ev.target instanceof Element ? ev.target.closest('.reply-ref') : null;
+  if (ref && state.currentId && !feed.entries.has(ref.dataset.replyTo)) openMessage(state.currentId, ref.dataset.replyTo);
+});
+
+async function openMessage(groupId, entryId) {
+  try {
+    if (state.currentId !== groupId) await selectGroup(groupId);
+    if (state.currentId !== groupId) return;
+    if (!(await jumpTo(feed, groupId, entryId, () => state.currentId === groupId)) && state.currentId === groupId) {
+      feed.addLocal({ kind: 'error', text: '⚠ That message could not be found.' });
+    }
+  } catch (err) {
+    feed.addLocal({ kind: 'error', text: '⚠ ' + (err.message || 'Could not load that message.') });
+  }
+}
+
 let groupStream = null;
 let globalStream = null;
 let detailTimer = null;
