@@ -14,7 +14,7 @@ import type {
   TranscriptEntry,
   Usage,
 } from './types.js';
-import type { PromptContext } from './groups/promptContext.js';
+import type { PromptContext } from './groups/promptContextView.js';
 
 /** Structured logger; pino satisfies it. Never pass secrets in fields. */
 export interface Logger {

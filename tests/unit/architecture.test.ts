@@ -1,7 +1,8 @@
 /**
- * Rules for the shape of the code. The core (src/core) imports only itself and p-queue — no
- * channel adapter, model SDK, HTTP or file-system module — so it talks to the world only through
- * its ports (src/core/ports.ts) and runs in tests against fakes. And src/ has no import cycles.
+ * Rules for the shape of the code. The core (src/core) imports only itself, p-queue and
+ * node:crypto (a digest is computation, not I/O) — no channel adapter, model SDK, HTTP or
+ * file-system module — so it talks to the world only through its ports (src/core/ports.ts) and
+ * runs in tests against fakes. And src/ has no import cycles.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -14,12 +15,12 @@ function files(dir: string): string[] {
   });
 }
 
-it('src/core imports only itself and p-queue', () => {
+it('src/core imports only itself, p-queue and node:crypto', () => {
   const offenders: string[] = [];
   for (const f of files('src/core')) {
     for (const m of readFileSync(f, 'utf8').matchAll(/^import[^'"]*['"]([^'"]+)['"]/gm)) {
       const spec = m[1]!;
-      const ok = spec === 'p-queue' || (spec.startsWith('.') && !/\.\.\/\.\.\/(channels|llm|store|config)|^\.\.\/(channels|llm|store|config)/.test(spec) && !spec.includes('/channels/') && !spec.includes('/llm/') && !spec.includes('/store/') && !spec.includes('/config/'));
+      const ok = spec === 'p-queue' || spec === 'node:crypto' || (spec.startsWith('.') && !/\.\.\/\.\.\/(channels|llm|store|config)|^\.\.\/(channels|llm|store|config)/.test(spec) && !spec.includes('/channels/') && !spec.includes('/llm/') && !spec.includes('/store/') && !spec.includes('/config/'));
       if (!ok) offenders.push(`${f}: ${spec}`);
     }
   }
