@@ -17,9 +17,15 @@ const SNIPPET_CHARS = 180;
 
 const WORD = /[\p{L}\p{N}\p{M}]+/gu;
 const NOT_WORD = /[^\p{L}\p{N}]+/u;
+const ASCII_WORD = /^[A-Za-z0-9]+$/;
 
 /** The tokens one word of text folds to (usually one; `x¼` decomposes into `x1` and `4`). */
 function foldWord(word: string): string[] {
+  // Most words are plain ASCII: nothing to decompose (and indexing a long log is mostly this).
+  if (ASCII_WORD.test(word)) {
+    const t = word.toLowerCase();
+    return [t.length > MAX_TOKEN ? t.slice(0, MAX_TOKEN) : t];
+  }
   const folded = word.toLowerCase().normalize('NFKD').replace(/\p{M}/gu, '');
   const out: string[] = [];
   for (const part of folded.split(NOT_WORD)) {

@@ -18,7 +18,7 @@ export interface IndexedEntry {
 }
 
 /** Rough heap cost, for the bound: per message, per posting, per distinct token (plus its characters). */
-const BYTES_PER_DOC = 24;
+const BYTES_PER_DOC = 64;
 const BYTES_PER_POSTING = 8;
 const BYTES_PER_TOKEN = 96;
 
