@@ -130,25 +130,51 @@ export interface EphemeralAnswer {
   retryAfterSeconds?: number | undefined;
 }
 
-/** What the router answers when a channel hands it a message. */
-export interface ReceiveResult {
-  /**
-   * 'recorded': durable in transcript and mailboxes; the channel may now acknowledge.
-   * 'forwarded': another instance runs the group; the message is durable in the shared inbox
-   * (`inboxId`) and that instance records it in the log (no entry id yet) — acknowledge too.
-   */
-  status: 'recorded' | 'forwarded' | 'duplicate' | 'command' | 'no_group' | 'rejected';
-  groupId?: string | undefined;
-  entryId?: string | undefined;
-  /** 'forwarded': the id of the message's row in the cluster inbox. */
-  inboxId?: string | undefined;
-  /** Human-readable reason for 'rejected' / 'no_group'. */
-  reason?: string | undefined;
-  /** Why a message was rejected, for APIs that map it to a status. */
-  code?: 'rate_limited' | 'too_long' | 'empty' | 'shutting_down' | 'unavailable' | undefined;
-  /** For `msg.ephemeral`: the command's answer or the refusal, for the asker only (nothing recorded). */
-  ephemeral?: EphemeralAnswer | undefined;
+/** Why the router refused a message, for APIs that map it to a status. */
+export type RejectCode = 'rate_limited' | 'too_long' | 'empty' | 'shutting_down' | 'unavailable';
+
+/**
+ * What the router answers when a channel hands it a message, by `status`:
+ * - 'recorded': durable in transcript and mailboxes; the channel may now acknowledge.
+ * - 'forwarded': another instance runs the group; the message is durable in the shared inbox
+ *   (`inboxId`) and that instance records it in the log (no entry id yet) — acknowledge too. A
+ *   web command handed over carries the owner's answer when it came in time, or a note.
+ * - 'duplicate': seen before (a redelivery, another bot's copy); nothing new was recorded. No
+ *   group when the chat has none (a command sent to several bots).
+ * - 'command': a command ran; its line is `entryId`, or for an ephemeral message (`msg.ephemeral`)
+ *   the answer is for the asker alone and nothing was recorded. No group in a chat without one;
+ *   `inboxId` when it was handed over to the instance that runs the group and answered there.
+ * - 'no_group': the chat has no group.
+ * - 'rejected': refused, nothing recorded; an ephemeral message gets the refusal for the asker.
+ */
+export type ReceiveResult =
+  | ReceiveShape<'recorded', 'groupId' | 'entryId'>
+  | ReceiveShape<'forwarded', 'groupId' | 'inboxId', 'entryId' | 'ephemeral'>
+  | ReceiveShape<'duplicate', never, 'groupId'>
+  | ReceiveShape<'command', never, 'groupId' | 'entryId' | 'inboxId' | 'ephemeral'>
+  | ReceiveShape<'no_group', 'reason'>
+  | ReceiveShape<'rejected', 'code' | 'reason', 'groupId' | 'ephemeral'>;
+
+/** Every field a ReceiveResult can have. */
+interface ReceiveFields {
+  groupId: string;
+  entryId: string;
+  /** The id of the message's row in the cluster inbox. */
+  inboxId: string;
+  /** Human-readable reason. */
+  reason: string;
+  code: RejectCode;
+  /** The command's answer or the refusal, for the asker only (nothing recorded). */
+  ephemeral: EphemeralAnswer;
 }
+
+/**
+ * One status's result: the fields it always has (`Has`), the ones it may have (`May`); the rest
+ * it never has — they read as undefined, so a field can be read before the status is checked.
+ */
+type ReceiveShape<S extends string, Has extends keyof ReceiveFields, May extends keyof ReceiveFields = never> = { status: S } & Pick<ReceiveFields, Has> & {
+  [K in May]?: ReceiveFields[K] | undefined;
+} & { [K in Exclude<keyof ReceiveFields, Has | May>]?: undefined };
 
 /** Token and cost figures of one LLM call. */
 export interface Usage {

@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ClusterStatus, ForwardedChange, Ownership } from '../../src/core/ports.js';
-import type { InboundMessage, ReceiveResult } from '../../src/core/types.js';
+import type { EphemeralAnswer, InboundMessage, ReceiveResult } from '../../src/core/types.js';
 import { makeRouter } from '../helpers/router-harness.js';
 
 /** Ownership of one group that a test can take away; forwarded messages land in `inbox`. */
@@ -18,7 +18,7 @@ class SwitchableOwnership implements Ownership {
   owned = true;
   readonly inbox: InboundMessage[] = [];
   /** What the owner answers a handed-over web command with (undefined: no answer in time). */
-  answer: Partial<ReceiveResult> | undefined;
+  answer: { ephemeral?: EphemeralAnswer; entryId?: string } | undefined;
   owns(): boolean {
     return this.owned;
   }

@@ -30,7 +30,8 @@ export class RecordingHost implements ChannelHost {
     this.seen.add(key);
     this.received.push(msg);
     for (const w of this.waiters.splice(0)) w();
-    return { status: 'recorded', groupId: `${msg.channel}-${msg.chatId}` };
+    const groupId = `${msg.channel}-${msg.chatId}`;
+    return { status: 'recorded', groupId, entryId: `${groupId}.${this.received.length}` };
   }
   agents(): readonly AgentDef[] {
     return this.agentList;

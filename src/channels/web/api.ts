@@ -285,17 +285,17 @@ async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: Group
       // Durable in the shared inbox; the instance that runs the group gives it its seq (it shows
       // up on the live feed of every instance as soon as that one records it).
       // A command handed over carries a note for the asker (where it went, what to expect).
-      sendJson(res, 202, { status: 'forwarded', entryId: null, inboxId: result.inboxId ?? null, groupId: result.groupId ?? g.id, ...(result.ephemeral ? { ephemeral: result.ephemeral } : {}) });
+      sendJson(res, 202, { status: 'forwarded', entryId: null, inboxId: result.inboxId, groupId: result.groupId, ...(result.ephemeral ? { ephemeral: result.ephemeral } : {}) });
       return;
     case 'no_group':
-      throw new HttpError(404, 'unknown_group', result.reason ?? `no group "${g.id}"`);
+      throw new HttpError(404, 'unknown_group', result.reason);
     case 'rejected': {
-      const reason = result.reason ?? 'message rejected';
+      const reason = result.reason;
       if (result.code === 'shutting_down' || result.code === 'unavailable') throw new HttpError(503, 'unavailable', reason, { 'retry-after': '5' });
       const status = result.code === 'rate_limited' ? 429 : 422;
       const retry = result.ephemeral?.retryAfterSeconds;
       // The refusal, with when to try again; the page keeps the typed text in the composer.
-      sendJson(res, status, { error: { code: result.code ?? 'rejected', message: reason }, ...(result.ephemeral ? { ephemeral: result.ephemeral } : {}) },
+      sendJson(res, status, { error: { code: result.code, message: reason }, ...(result.ephemeral ? { ephemeral: result.ephemeral } : {}) },
         retry !== undefined ? { 'retry-after': String(retry) } : {});
       return;
     }

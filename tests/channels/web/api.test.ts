@@ -281,8 +281,8 @@ describe('web API: messages', () => {
     expectError(await post({ text: 'fast' }), 429, 'rate_limited');
     gw.nextResult = { status: 'rejected', code: 'too_long', reason: 'message too long' };
     expectError(await post({ text: 'long' }), 422, 'too_long');
-    gw.nextResult = { status: 'rejected', reason: 'refused for another reason' };
-    expectError(await post({ text: 'other' }), 422, 'rejected');
+    gw.nextResult = { status: 'rejected', code: 'empty', reason: 'message is empty' };
+    expectError(await post({ text: 'other' }), 422, 'empty');
     gw.nextResult = { status: 'rejected', code: 'shutting_down', reason: 'shutting down' };
     const down = await post({ text: 'bye' });
     expectError(down, 503, 'unavailable');
