@@ -1,5 +1,5 @@
 /**
- * Several Chorus instances on one PostgreSQL database (issue 16): which instance runs which
+ * Several Chorus instances on one PostgreSQL database: which instance runs which
  * group, and how the others reach it.
  *
  * - **Leases.** Each group has a row in `chorus_group_leases` (owner, epoch, expires_at). The

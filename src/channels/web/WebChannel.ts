@@ -1,5 +1,5 @@
 /**
- * The web feed channel (SPEC §7.3): an HTTP server with the JSON API, Server-Sent Events and the
+ * The web feed channel: an HTTP server with the JSON API, Server-Sent Events and the
  * page. Unlike Telegram and Discord, the web feed has no platform to post to: the router already
  * records every reply in the transcript and emits it as a live event, which the page receives
  * over SSE. So posting just hands back ids, and typing is shown from the router's typing events.

@@ -1,5 +1,5 @@
 /**
- * The JSON API of the web feed (SPEC §7.3). Handlers validate their input, call the gateway,
+ * The JSON API of the web feed. Handlers validate their input, call the gateway,
  * and answer JSON; every mistake becomes a 4xx `{error: {code, message}}` (see server.ts).
  */
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Bearer-token auth for the web API (SPEC §7.3). With a token configured, every `/api/*` call
+ * Bearer-token auth for the web API. With a token configured, every `/api/*` call
  * (and `/metrics`) needs `Authorization: Bearer <token>`; SSE routes also accept `?token=`
  * because EventSource cannot send headers. Tokens are compared in constant time over hashes,
  * so neither content nor length leaks through timing.

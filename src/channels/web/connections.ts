@@ -1,5 +1,5 @@
 /**
- * Slow and greedy clients on the web server (issue 13): every connection is bounded in time and
+ * Slow and greedy clients on the web server: every connection is bounded in time and
  * each client address in how many connections it may hold.
  *
  * Why the old settings did not hold: `headersTimeout` and `requestTimeout` were set, but Node

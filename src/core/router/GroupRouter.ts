@@ -262,7 +262,10 @@ export class GroupRouter implements ChannelHost {
     if (!this.ownership.owns(g.id)) return;
     if (g.state.archived || (g.undelivered.length === 0 && g.rounds.length === 0)) return;
     this.logger.info({ group: g.id, rounds: g.rounds.length, undelivered: g.undelivered.length }, 'resuming unfinished work');
-    if (g.undelivered.length > 0) void this.queues.run(g.id, () => this.recorder.redeliver(g));
+    if (g.undelivered.length > 0) {
+      // Nobody awaits this: a failure is logged here, and the entries stay undelivered for the next start.
+      this.queues.run(g.id, () => this.recorder.redeliver(g)).catch((err: unknown) => this.logger.warn({ group: g.id, err: describeError(err) }, 'could not post entries left undelivered; they are offered again at the next start'));
+    }
     this.schedule(g);
   }
 

@@ -1,5 +1,5 @@
 /**
- * One agent's turn in a round (SPEC §4 steps 5–9): the checks that may skip it (already answered,
+ * One agent's turn in a round: the checks that may skip it (already answered,
  * mute, caps, cooldown, budget), the prompt fitted to the model's context window, the model call,
  * then a pass, a discard or the delivered reply with its reactions. Each outcome is written in one
  * record together with the round's progress (see RoundRunner), so a restart answers nothing twice.
@@ -76,7 +76,7 @@ export class TurnRunner {
     const session = groups.session(g, agent.id);
     if (HUMAN_CAUSED.has(t.reason) && !round.forced && this.alreadySeen(g, round, g.state.repliedUpTo?.[agent.id] ?? 0)) {
       // A reply the agent delivered had already seen this round's message(s); no need to wait
-      // out a cooldown first. A pass or a failure never counts as an answer (issue 12).
+      // out a cooldown first. A pass or a failure never counts as an answer.
       drop(round, t);
       return decide(this.d, g, round, 'batch', agent.id, `${agent.name} already answered this together with an earlier message`);
     }
@@ -316,7 +316,7 @@ export class TurnRunner {
     return { kind: 'addressed', by: this.trigger(g, round)?.authorName ?? null, how };
   }
 
-  /** A delivered reply that @mentions other participants gives them a turn at depth+1 (SPEC §4.7). */
+  /** A delivered reply that @mentions other participants gives them a turn at depth+1. */
   private queueReactions(g: GroupDoc, round: RoundRecord, t: PlannedTurn, agent: AgentDef, text: string): NewEntry | null {
     const mentioned = findMentions(text, this.d.handles, g.participants).filter((id) => id !== agent.id);
     if (mentioned.length === 0) return null;
