@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { onTestFailed } from 'vitest';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 const MAIN = join(ROOT, 'src/main.ts');
@@ -19,7 +20,13 @@ export interface Daemon {
   kill(signal?: NodeJS.Signals): void;
 }
 
-export async function startDaemon(configPath: string, env: Record<string, string> = {}, timeoutMs = 20_000): Promise<Daemon> {
+/**
+ * Start the daemon and wait for its URL. How long a start takes depends on the machine (about a
+ * second and a half here, ten times that on a busy one), so by default there is no deadline of its
+ * own: the test's time limit bounds a start that hangs, and its output is printed if the test
+ * fails. `timeoutMs` sets one anyway.
+ */
+export async function startDaemon(configPath: string, env: Record<string, string> = {}, timeoutMs?: number): Promise<Daemon> {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'start', '--config', configPath], {
     cwd: ROOT,
     env: { ...process.env, CHORUS_LOG_FORMAT: 'json', ...env },
@@ -29,6 +36,11 @@ export async function startDaemon(configPath: string, env: Record<string, string
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  try {
+    onTestFailed(() => console.log(`[daemon ${child.pid}] output:\n${out.slice(-8000)}`));
+  } catch {
+    // Not inside a test (a hook): nothing to attach the output to.
+  }
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
     child.on('exit', (code, signal) => {
       live.delete(child);
@@ -36,10 +48,13 @@ export async function startDaemon(configPath: string, env: Record<string, string
     }),
   );
   const url = await new Promise<string>((resolveUrl, reject) => {
-    const deadline = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`daemon did not print its URL within ${timeoutMs} ms:\n${out}`));
-    }, timeoutMs);
+    const deadline =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            child.kill('SIGKILL');
+            reject(new Error(`daemon did not print its URL within ${timeoutMs} ms:\n${out}`));
+          }, timeoutMs);
     const probe = () => {
       const m = /Open (http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
       if (m) {
