@@ -176,12 +176,18 @@ export function initials(name) {
   return (parts.length > 1 ? parts[0][0] + parts[1][0] : (parts[0] || '?').slice(0, 2)).toUpperCase();
 }
 
+// Formatters made once: toLocaleTimeString and friends build a new one on every call, a good
+// part of what rendering a page of 100 older messages costs.
+const TIME = new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit' });
+const SHORT_DATE = new Intl.DateTimeFormat([], { month: 'short', day: 'numeric' });
+
 export function formatTime(ts) {
   const d = new Date(ts);
+  if (!Number.isFinite(d.getTime())) return '';
   const now = new Date();
-  const time = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const time = TIME.format(d);
   if (d.toDateString() === now.toDateString()) return time;
-  return d.toLocaleDateString([], { month: 'short', day: 'numeric' }) + ' ' + time;
+  return SHORT_DATE.format(d) + ' ' + time;
 }
 
 export function formatMs(ms) {

@@ -2,24 +2,13 @@
 // streamed text while an agent writes, the typing line and the decision toggle. The passes of
 // one round fold into a single line that opens on click, so an unaddressed message adds one
 // quiet line instead of one per agent; failures and cap notices stay visible whatever the filter.
-// Message text is Markdown (markdown.js). The feed follows new entries while the reader is at the
+// How each entry looks is entryview.js. The feed follows new entries while the reader is at the
 // bottom; a reader who scrolled up gets a "N new messages ↓" button instead of being pulled down.
 // Entries of different days are separated by a date line; every time shows the full date on hover.
-import { $, accentVars, avatar, clear, colorFor, formatCost, formatInt, formatMs, formatTime, h, show } from './dom.js';
-import { isOwn, personColor } from './identity.js';
+import { $, clear, h, show } from './dom.js';
+import { DECISION_ICONS, dayData, markdownText, renderEntry, setTime, visibleName } from './entryview.js';
 import { RepliesInFlight } from './inflight.js';
-import { markdownReady, renderMarkdown } from './markdown.js';
-import { messageBody } from './msgbody.js';
-import { agentOf, handleColor } from './state.js';
-import { seenRow } from './seen.js';
-
-const DECISION_ICONS = { pass: '·', cooldown: '⏳', cap: '⛔', error: '⚠', muted: '🔇', depth: '↳', batch: '≡', selector: '🎯', stopped: '⏹' };
-/** Bidi controls and invisible characters: names stored before the server cleaned them still show plainly. */
-const NAME_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]/g;
-
-function visibleName(name) {
-  return String(name || '').replace(NAME_CONTROLS, '').trim() || 'someone';
-}
+import { agentOf } from './state.js';
 
 export class Feed {
   constructor() {
@@ -84,20 +73,25 @@ export class Feed {
     let added = 0;
     let fresh = 0;
     let newer = false;
-    for (const e of entries) {
+    // A page of older history is placed newest first, so each entry lands at the top of the list.
+    const older = this.oldestSeq !== null && entries.every((e) => e && e.seq < this.oldestSeq);
+    for (const e of older ? [...entries].sort((a, b) => b.seq - a.seq) : entries) {
       if (!e || typeof e.id !== 'string' || this.entries.has(e.id)) continue;
       this.entries.set(e.id, e);
+      // Only entries newer than what was shown are news: an older page of history is not.
+      const news = e.seq > newestBefore;
+      // A reply that streamed here keeps what its bubble rendered while it streamed.
+      const streamed = news && e.kind === 'agent' && e.agentId && !e.decision ? this.live.take(e.agentId) : null;
       if (foldable(e)) this.addToRound(e);
-      else this.place(this.renderEntry(e), e.seq);
-      // Only entries newer than what was shown count: an older page of history is not news.
-      if (e.seq > newestBefore) {
+      else this.place(renderEntry(this, e, streamed), e.seq);
+      if (news) {
         newer = true;
         if (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system') fresh++;
       }
       this.lastSeq = Math.max(this.lastSeq, e.seq);
       this.oldestSeq = this.oldestSeq === null ? e.seq : Math.min(this.oldestSeq, e.seq);
       // Only news ends a reply being written: an older page of history says nothing about it.
-      if (e.seq > newestBefore) this.endLive(e);
+      if (news) this.endLive(e);
       added++;
     }
     this.updateEmpty();
@@ -146,7 +140,14 @@ export class Feed {
   insert(el, seq) {
     // Keep seq order. Streaming bubbles (no seq) stay at the bottom; every other child has a seq
     // and they are sorted, so a binary search finds the place: live entries land last, a page of
-    // older history lands first, and a 10,000-message scroll-back stays linear overall.
+    // older history lands first. An entry older than all shown (each of a page of history, added
+    // newest first) goes first without the search: after every insert the browser walks the
+    // list's children again to count and index them, a walk of thousands on a long history.
+    const first = this.list.firstElementChild;
+    if (!first || (first.dataset.seq !== undefined && seq <= Number(first.dataset.seq))) {
+      this.list.insertBefore(el, first);
+      return;
+    }
     const children = this.list.children;
     let hi = children.length;
     while (hi > 0 && children[hi - 1].dataset.seq === undefined) hi--;
@@ -187,7 +188,7 @@ export class Feed {
       Object.assign(r.el.dataset, dayData(e.ts));
       this.place(r.el, e.seq);
     }
-    const line = this.renderEntry(e);
+    const line = renderEntry(this, e);
     const after = [...r.lines.children].find((c) => Number(c.dataset.seq) > e.seq) || null;
     r.lines.insertBefore(line, after);
     const members = [...r.lines.children].map((c) => this.entries.get(c.dataset.entryId)).filter(Boolean);
@@ -201,114 +202,9 @@ export class Feed {
     setTime(r.time, last.ts);
   }
 
-  renderEntry(e) {
-    const base = { dataset: { entryId: e.id, seq: String(e.seq), kind: e.kind, ...dayData(e.ts) } };
-    if (e.kind === 'decision' || e.decision) return this.renderDecision(e, base);
-    if (e.kind === 'system') {
-      return h('li', { className: 'msg system', ...base },
-        h('div', { className: 'system-body' }, h('span', { className: 'system-label', text: 'Chorus' }), this.body(e.text)),
-        timeEl(e.ts));
-    }
-    if (e.kind === 'human') {
-      // People are marked as people: no avatar or @handle, and a "person" tag, so a person who
-      // calls themselves "Analyst" (on Telegram, say) never looks like the agent. This reader's
-      // own messages (sent from this browser) sit on the right; everyone else's on the left, in a
-      // colour of their own. The name is isolated (<bdi>) and cleaned so right-to-left tricks
-      // cannot reorder it.
-      const own = isOwn(e);
-      return h('li', { className: `msg human ${own ? 'own' : 'other'}`, vars: own ? null : accentVars(personColor(e)), ...base },
-        h('div', { className: 'bubble' },
-          h('div', { className: 'meta' },
-            h('bdi', { className: 'author', text: visibleName(e.authorName) }),
-            h('span', { className: 'role-tag', title: 'a person, not an agent', text: 'person' }),
-            timeEl(e.ts),
-            this.actionsFor(e)),
-          e.replyTo ? this.replyRef(e.replyTo) : null,
-          this.body(e.text)));
-    }
-    const actions = this.actionsFor(e);
-    const agent = agentOf(e.agentId) || { id: e.agentId || e.authorId, name: e.authorName, avatar: null, color: null };
-    const color = colorFor(agent);
-    const details = e.meta ? this.renderDetails(e.meta) : null;
-    // Replies recorded with their prompt's reference can show what the agent saw.
-    if (details && e.meta.prompt) details.append(seenRow(e));
-    const detailsBtn = details
-      ? h('button', { type: 'button', className: 'details-btn', 'aria-expanded': 'false', title: 'Model, tokens, latency, cost', text: 'details',
-          onclick: (ev) => {
-            const open = details.hidden;
-            details.hidden = !open;
-            ev.currentTarget.setAttribute('aria-expanded', String(open));
-          } })
-      : null;
-    return h('li', { className: 'msg agent', vars: accentVars(color), ...base, dataset: { ...base.dataset, agentId: agent.id } },
-      avatar(agent),
-      h('div', { className: 'bubble' },
-        h('div', { className: 'meta' },
-          h('span', { className: 'author', text: e.authorName || agent.name }),
-          h('span', { className: 'handle', text: '@' + agent.id }),
-          timeEl(e.ts),
-          regenTag(e),
-          stoppedTag(e),
-          detailsBtn,
-          actions),
-        this.body(e.text),
-        details));
-  }
-
-  /** "↩ Writer: first words…" above a reply; a click brings the message replied to into view. */
-  replyRef(id) {
-    const target = this.entries.get(id);
-    const who = !target ? null : target.kind === 'agent' ? (agentOf(target.agentId) || { name: target.authorName }).name : visibleName(target.authorName);
-    const words = target ? String(target.text).replace(/\s+/g, ' ').trim() : '';
-    const label = target ? `↩ ${who}: ${words.length > 80 ? words.slice(0, 79) + '…' : words}` : '↩ an earlier message';
-    return h('button', { type: 'button', className: 'reply-ref', dataset: { replyTo: id }, title: 'Show the message this replies to', text: label,
-      onclick: () => {
-        const el = this.list.querySelector(`[data-entry-id="${CSS.escape(id)}"]`);
-        if (!el) return;
-        el.scrollIntoView({ block: 'center' });
-        el.classList.add('flash');
-        setTimeout(() => el.classList.remove('flash'), 1200);
-      } });
-  }
-
-  renderDecision(e, base) {
-    const d = e.decision || { type: 'pass' };
-    const agent = d.agentId ? agentOf(d.agentId) : null;
-    let text = (e.text || '').trim();
-    if (!text) {
-      const who = agent ? agent.name : 'An agent';
-      text = { pass: `${who} passed`, cooldown: `${who} is cooling down`, cap: 'Turn cap reached', error: `${who} could not reply`, muted: `${who} is muted` }[d.type] || d.type;
-      if (d.detail) text += ` (${d.detail})`;
-    }
-    const icon = DECISION_ICONS[d.type] || '·';
-    const label = text.startsWith(icon) ? text : `${icon} ${text}`;
-    return h('li', { className: `msg decision decision-${d.type}`, ...base, dataset: { ...base.dataset, decision: d.type } },
-      h('span', { className: 'text', text: label }),
-      timeEl(e.ts));
-  }
-
-  renderDetails(meta) {
-    const u = meta.usage || {};
-    const inTotal = (u.inputTokens || 0) + (u.cacheReadTokens || 0) + (u.cacheWriteTokens || 0);
-    const share = inTotal > 0 ? Math.round(((u.cacheReadTokens || 0) / inTotal) * 100) : 0;
-    const rows = [
-      ['Model', meta.model || '—'],
-      ['Why', meta.reason ? meta.reason + (meta.depth ? ` (depth ${meta.depth})` : '') : '—'],
-      ['Tokens', `${formatInt(u.inputTokens)} in · ${formatInt(u.outputTokens)} out`],
-      ['Cache', `${share}% read from cache (${formatInt(u.cacheReadTokens || 0)} read, ${formatInt(u.cacheWriteTokens || 0)} written)`],
-      ['Latency', formatMs(meta.latencyMs)],
-      ['Cost', meta.costUsd === null ? 'price unknown' : formatCost(meta.costUsd)],
-    ];
-    return h('dl', { className: 'details', hidden: true }, rows.map(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })]));
-  }
-
+  /** Markdown as a fragment (streamed text is rendered with it too). */
   text(value) {
-    return renderMarkdown(String(value ?? ''), (handle) => handleColor(handle, colorFor));
-  }
-
-  /** A finished message's text (msgbody.js: direction, folding, code colours). */
-  body(value) {
-    return messageBody(value, (t) => this.text(t), textClass(), (handle) => handleColor(handle, colorFor));
+    return markdownText(value);
   }
 
   setTyping(agentId, active) {
@@ -447,11 +343,6 @@ function foldable(e) {
   return e.kind === 'decision' && e.decision && e.decision.type === 'pass' && typeof e.roundId === 'string' && e.roundId !== '';
 }
 
-function textClass() {
-  // Markdown output is made of blocks (paragraphs, lists); the plain-text fallback keeps newlines.
-  return markdownReady() ? 'text md' : 'text';
-}
-
 /** The entry after / before `el` in the list, skipping day lines; null at either end or at a stream. */
 function nextEntry(el) {
   let n = el.nextElementSibling;
@@ -468,38 +359,4 @@ function prevEntry(el) {
 /** Lines that are not entries: date lines, the "new since you left" line, lines for this reader only. */
 function isMarker(n) {
   return n.classList.contains('day-separator') || n.classList.contains('new-since') || n.classList.contains('local');
-}
-
-/** The local day of `ts`: a key to compare and the words a date line shows. */
-function dayData(ts) {
-  const d = new Date(ts);
-  if (!Number.isFinite(d.getTime())) return {};
-  return { day: d.toDateString(), dayLabel: d.toLocaleDateString([], { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric' }) };
-}
-
-/** "stopped" on a reply cut by Stop: what it had written until then was kept. */
-function stoppedTag(e) {
-  if (!e.meta || e.meta.cut !== 'stopped') return null;
-  return h('span', { className: 'stopped-tag', title: 'Stopped while writing: this is what it had written until then', text: '⏹ stopped' });
-}
-
-/** "another answer" on a regenerated reply: the first answer is kept above it. */
-function regenTag(e) {
-  if (!e.meta || !e.meta.regenerates) return null;
-  return h('span', { className: 'regen-tag', title: 'Regenerated: another answer to the same message; the earlier answer is kept above', text: '↻ another answer' });
-}
-
-/** A time: short on the line, the full date and time on hover. */
-function timeEl(ts) {
-  const el = h('time', { className: 'time' });
-  setTime(el, ts);
-  return el;
-}
-
-function setTime(el, ts) {
-  const d = new Date(ts);
-  el.textContent = formatTime(ts);
-  if (!Number.isFinite(d.getTime())) return;
-  el.setAttribute('datetime', d.toISOString());
-  el.title = d.toLocaleString([], { dateStyle: 'full', timeStyle: 'medium' });
 }

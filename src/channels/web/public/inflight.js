@@ -83,6 +83,19 @@ export class RepliesInFlight {
     this.feed.updateEmpty();
   }
 
+  /**
+   * The agent's reply is recorded: the StreamView of its latest bubble, whose rendered blocks
+   * the recorded reply keeps (its text element moves into the reply), or null. The bubble
+   * itself goes with `end`.
+   */
+  take(agentId) {
+    let found = null;
+    for (const s of this.streams.values()) if (s.agentId === agentId && s.el) found = s;
+    if (!found) return null;
+    this.dirty.delete(found);
+    return found.view;
+  }
+
   /** The agent's reply (or its decision) is recorded: its bubbles go. */
   end(agentId) {
     for (const [turnId, s] of this.streams) if (s.agentId === agentId) this.drop(turnId, s);

@@ -16,20 +16,26 @@ const FOLD_LINES = 25;
 let folds = 0;
 
 /**
- * `render(text)` gives the Markdown fragment, `plain(text)` the plain-text one; `className` is
- * the class of the Markdown text. Returns the nodes to put in the bubble.
+ * `render(text)` gives the Markdown fragment; `className` is the class of the Markdown text.
+ * Returns the nodes to put in the bubble.
  */
 export function messageBody(text, render, className, handleColor) {
   const source = String(text ?? '');
-  let content = render(source);
-  let cls = className;
-  if (source.trim() !== '' && !showsText(content)) {
-    content = renderText(source, handleColor);
-    cls = 'text';
+  return finishBody(h('div', { className }, render(source)), source, handleColor);
+}
+
+/**
+ * Everything but the Markdown itself, for a `body` that holds `source` rendered: freshly, or
+ * block by block as it streamed in (streaming.js). Returns the nodes to put in the bubble.
+ */
+export function finishBody(body, source, handleColor) {
+  if (source.trim() !== '' && !showsText(body)) {
+    body.replaceChildren(renderText(source, handleColor));
+    body.className = 'text';
   }
-  for (const el of content.querySelectorAll('pre, table')) el.setAttribute('tabindex', '0');
-  highlightCode(content);
-  const body = h('div', { className: cls, dir: 'auto' }, content);
+  body.dir = 'auto';
+  for (const el of body.querySelectorAll('pre, table')) el.setAttribute('tabindex', '0');
+  highlightCode(body);
   return isLong(source) ? fold(body) : body;
 }
 

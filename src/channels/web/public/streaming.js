@@ -5,7 +5,10 @@
 // own nodes, and only the open block at the end — the tail — is rendered again, at most once per
 // animation frame. A long tail (one huge code block) is re-rendered less often, in proportion
 // to what rendering it costs, so the page keeps most of each second to itself.
-// When the reply is recorded the feed replaces all this with the entry rendered whole.
+// When the reply is recorded, its bubble keeps what was rendered: `finish` splits the recorded
+// text the same way, keeps every block already on screen whose text is unchanged and renders only
+// the rest, a frame's budget at a time. Rendering 20 KB whole again would hold the page up for
+// over 100 ms on a busy machine, just as the reply ends.
 
 /** A fence line: up to 3 spaces, then ``` or ~~~ (a backtick fence's info string has no backtick). */
 const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
@@ -17,6 +20,13 @@ const FRAME_BUDGET_MS = 12;
 const TAIL_BACKOFF = 4;
 /** The server never streams the pass token; this only keeps a stray one off the screen. */
 const PASS_TOKEN = /\[PASS\]/gi;
+/**
+ * Markdown that reaches across blocks, so the blocks rendered one by one would not match the
+ * whole text rendered at once: a link reference definition (`[x]: url`, usable from any block)
+ * and raw HTML (an HTML block may run over blank lines). A recorded reply with either is
+ * rendered whole.
+ */
+const CROSS_BLOCK = /^ {0,3}(?:\[[^\]\n]+\]:|<)/m;
 
 /**
  * Splits growing Markdown into the top-level blocks that are settled and the tail still open.
@@ -107,13 +117,18 @@ export class StreamView {
     this.el = el;
     this.render = render;
     this.splitter = new BlockSplitter();
-    /** Settled blocks not rendered yet. */
+    /** Blocks not rendered yet (the text to render). */
     this.pending = [];
-    /** The nodes of the rendered tail, always the last children of `el`. */
+    /** Blocks on screen, in order: the text each was rendered from, and its nodes. */
+    this.blocks = [];
+    /** The nodes of the rendered tail, always the last children of `el`, and their text. */
     this.tailNodes = [];
+    this.tailSource = null;
     this.tailDirty = false;
     /** performance.now() before which the tail is not rendered again. */
     this.tailNotBefore = 0;
+    /** Set by `finish`: the text is the recorded reply, every part of it a block, and nothing more comes. */
+    this.final = false;
   }
 
   get text() {
@@ -126,18 +141,58 @@ export class StreamView {
   }
 
   append(chunk) {
-    for (const block of this.splitter.push(chunk)) this.pending.push(block);
+    if (this.final) return;
+    for (const block of this.splitter.push(chunk)) this.pending.push(clean(block));
     this.tailDirty = true;
   }
 
   /** Start again from `text` (the server's copy of the reply so far, after a reconnect). */
   replace(text) {
+    if (this.final) return;
     this.splitter = new BlockSplitter();
     this.pending = [];
+    this.blocks = [];
     this.removeTail();
     while (this.el.firstChild) this.el.firstChild.remove();
     this.tailNotBefore = 0;
     this.append(text);
+  }
+
+  /**
+   * The reply is recorded as `text`: make `el` hold exactly what rendering `text` whole gives,
+   * keeping the blocks already rendered from the same text. Returns true when that is done now;
+   * otherwise (a long reply that was far from all on screen) the rest is rendered in later
+   * tasks, a frame's budget each, and `later()` is called once it is.
+   */
+  finish(text, later) {
+    this.final = true;
+    let blocks;
+    if (CROSS_BLOCK.test(text)) blocks = [text];
+    else {
+      const splitter = new BlockSplitter();
+      blocks = splitter.push(text);
+      blocks.push(splitter.tail());
+    }
+    blocks = blocks.filter((b) => b !== '');
+    // Rendering is a function of the text alone, so a block rendered from the same text is the
+    // same nodes a fresh render would give. Blocks rendered from text that has changed since
+    // (a stray pass token cleaned out while streaming) go, with everything after them.
+    let keep = 0;
+    while (keep < this.blocks.length && keep < blocks.length && this.blocks[keep].source === blocks[keep]) keep++;
+    for (const b of this.blocks.splice(keep)) for (const n of b.nodes) n.remove();
+    if (keep === this.blocks.length && keep < blocks.length && this.tailSource === blocks[keep]) {
+      // The tail on screen is the last text streamed, and now a block of the recorded reply.
+      this.blocks.push({ source: this.tailSource, nodes: this.tailNodes });
+      this.tailNodes = [];
+      keep++;
+    }
+    this.removeTail();
+    this.tailDirty = false;
+    this.pending = blocks.slice(keep);
+    if (!this.flush()) return true;
+    const step = () => (this.flush() ? setTimeout(step, 0) : later());
+    setTimeout(step, 0);
+    return false;
   }
 
   /** Bring the screen up to date within this frame's budget; true when more work is left. */
@@ -146,18 +201,23 @@ export class StreamView {
     if (this.pending.length > 0) {
       // The old tail held the text of these blocks: it goes before they are shown.
       this.removeTail();
-      this.tailDirty = true;
+      this.tailDirty = !this.final;
       while (this.pending.length > 0) {
-        this.el.append(this.render(clean(this.pending.shift())));
-        if (performance.now() - started > FRAME_BUDGET_MS) return true;
+        const source = this.pending.shift();
+        const frag = this.render(source);
+        this.blocks.push({ source, nodes: [...frag.childNodes] });
+        this.el.append(frag);
+        if (performance.now() - started > FRAME_BUDGET_MS) return this.pending.length > 0 || this.tailDirty;
       }
     }
     if (!this.tailDirty) return false;
     const now = performance.now();
     if (now < this.tailNotBefore) return true;
     this.removeTail();
-    const frag = this.render(clean(this.splitter.tail()));
+    const source = clean(this.splitter.tail());
+    const frag = this.render(source);
     this.tailNodes = [...frag.childNodes];
+    this.tailSource = source;
     this.el.append(frag);
     this.tailDirty = false;
     const took = performance.now() - now;
@@ -168,6 +228,7 @@ export class StreamView {
   removeTail() {
     for (const n of this.tailNodes) n.remove();
     this.tailNodes = [];
+    this.tailSource = null;
   }
 }
 
