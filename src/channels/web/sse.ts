@@ -78,6 +78,8 @@ export class SseHub {
   private readonly clients = new Set<SseClient>();
   private unsubscribe: (() => void) | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
+  /** When the last heartbeat ran (0: none yet). */
+  private lastPingAt = 0;
   private readonly heartbeatMs: number;
   private readonly retryMs: number;
 
@@ -154,7 +156,9 @@ export class SseHub {
   private ensureSubscribed(): void {
     if (this.unsubscribe) return;
     this.unsubscribe = this.opts.gateway.subscribe((ev) => this.broadcast(ev));
-    this.heartbeat = setInterval(() => this.ping(), this.heartbeatMs);
+    // Checked from setImmediate: after a stall of the whole process the timer fires before the
+    // socket completions that piled up meanwhile have run, and a reading client would look stuck.
+    this.heartbeat = setInterval(() => setImmediate(() => this.ping()), this.heartbeatMs);
     this.heartbeat.unref();
   }
 
@@ -258,6 +262,11 @@ export class SseHub {
    * client does not grow by a line per interval.
    */
   private ping(): void {
+    const now = Date.now();
+    // A beat that comes much later than its interval means this process was not running (a busy
+    // machine, a paused VM): nobody's output could move meanwhile, so that interval counts for no one.
+    const late = this.lastPingAt !== 0 && now - this.lastPingAt > this.heartbeatMs * 1.5;
+    this.lastPingAt = now;
     for (const client of [...this.clients]) {
       const res = client.res;
       if (res.writableEnded || res.destroyed) {
@@ -266,7 +275,7 @@ export class SseHub {
       }
       const stuck = res.writableLength > 0 && client.flushed === client.flushedAtBeat;
       client.flushedAtBeat = client.flushed;
-      client.missedBeats = stuck ? client.missedBeats + 1 : 0;
+      if (!late) client.missedBeats = stuck ? client.missedBeats + 1 : 0;
       if (client.missedBeats >= STALLED_BEATS) {
         this.opts.logger.warn({ groupId: client.groupId, unsentBytes: res.writableLength }, 'web: SSE client stopped reading, disconnecting');
         if (this.opts.metrics) this.opts.metrics.sseStalled++;
