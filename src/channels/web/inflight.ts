@@ -10,6 +10,7 @@
  * ones quiet longest going first.
  */
 import type { GatewayEvent } from '../../core/ports.js';
+import { BoundedSet } from '../../core/lib/BoundedMap.js';
 
 /** What a page is sent on connecting: who is typing and the text so far of each reply in flight. */
 export interface InFlightSnapshot {
@@ -41,7 +42,7 @@ export class InFlightReplies {
   /** groupId → agents typing there. */
   private readonly typing = new Map<string, Set<string>>();
   /** turnIds whose reply outgrew `maxChars`: not offered again, and not restarted by later chunks. */
-  private readonly overgrown = new Set<string>();
+  private readonly overgrown: BoundedSet<string>;
   private readonly limits: InFlightLimits;
 
   constructor(
@@ -49,6 +50,7 @@ export class InFlightReplies {
     private readonly now: () => number = Date.now,
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
+    this.overgrown = new BoundedSet(this.limits.maxReplies);
   }
 
   /** Number of replies kept (tests, metrics). */
@@ -105,9 +107,8 @@ export class InFlightReplies {
     }
     if (r.text.length + text.length > this.limits.maxChars) {
       this.replies.delete(turnId);
+      // Remembered only while there are few (the oldest forgotten first); a reply this long is rare.
       this.overgrown.add(turnId);
-      // Remembered only while there are few; a reply this long is a rare event.
-      if (this.overgrown.size > this.limits.maxReplies) this.overgrown.delete(this.overgrown.values().next().value!);
       return;
     }
     r.text += text;
