@@ -5,10 +5,10 @@
  * data of a newer Chorus is refused whole rather than misread.
  */
 import { z } from 'zod';
-import type { GroupCheckpoint, GroupRecord } from '../core/ports.js';
+import type { GroupChange, GroupCheckpoint, GroupHead, GroupRecord, RoundRecord, SessionDelta } from '../core/records.js';
 import { StoreFormatError } from '../core/errors.js';
 
-export const RECORD_VERSION = 1;
+export const RECORD_VERSION = 2;
 export const CHECKPOINT_VERSION = 2;
 
 const usage = z.object({
@@ -98,12 +98,46 @@ const sessionDelta = z.object({
   usage,
 });
 
+const delivery = z.object({ seq: z.number(), delivery: z.enum(['posted', 'failed']), postedIds: z.array(z.string()).optional() });
+
+const usageOfCall = z.object({ inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number(), cacheWriteTokens: z.number() });
+
+const change = z.discriminatedUnion('t', [
+  z.object({ t: z.literal('head'), head }),
+  z.object({ t: z.literal('join'), agentId: z.string() }),
+  z.object({ t: z.literal('leave'), agentId: z.string() }),
+  z.object({ t: z.literal('config'), config: z.record(z.string(), z.unknown()) }),
+  z.object({ t: z.literal('mute'), agentId: z.string(), muted: z.boolean() }),
+  z.object({ t: z.literal('sticky'), agentId: z.string().nullable() }),
+  z.object({ t: z.literal('rotation'), next: z.number().int().min(0) }),
+  z.object({ t: z.literal('spoke'), agentId: z.string(), at: z.number(), seenUpTo: z.number().optional() }),
+  z.object({ t: z.literal('usage'), key: z.string(), at: z.number(), usage: usageOfCall, costUsd: z.number().nullable().optional() }),
+  z.object({ t: z.literal('budget-notice'), which: z.enum(['warned', 'refused']), at: z.number() }),
+  z.object({ t: z.literal('archive') }),
+  z.object({ t: z.literal('rekey'), chatId: z.string() }),
+  // A new round carries all of it, a change only what changed.
+  z.object({ t: z.literal('round'), id: z.string(), set: round.partial() }),
+  z.object({ t: z.literal('round-done'), id: z.string() }),
+  sessionDelta.extend({ t: z.literal('session') }),
+  z.object({ t: z.literal('seen'), key: z.string(), at: z.number() }),
+]);
+
 export const recordSchema = z.object({
   v: z.literal(RECORD_VERSION),
   n: z.number().int().positive(),
   ts: z.number(),
   entries: z.array(entry).optional(),
-  delivery: z.array(z.object({ seq: z.number(), delivery: z.enum(['posted', 'failed']), postedIds: z.array(z.string()).optional() })).optional(),
+  delivery: z.array(delivery).optional(),
+  changes: z.array(change).optional(),
+});
+
+/** Records as the first log format wrote them: the group's head whole, rounds whole, session deltas. */
+const recordV1Schema = z.object({
+  v: z.literal(1),
+  n: z.number().int().positive(),
+  ts: z.number(),
+  entries: z.array(entry).optional(),
+  delivery: z.array(delivery).optional(),
   head: head.optional(),
   rounds: z.array(round).optional(),
   roundsDone: z.array(z.string()).optional(),
@@ -135,8 +169,41 @@ export function firstIssue(err: z.ZodError): string {
  */
 export function parseRecord(json: unknown, where: string, version: unknown = (json as { v?: unknown } | null)?.v): { record: GroupRecord } | { problem: string } {
   if (typeof version === 'number' && version > RECORD_VERSION) throw new StoreFormatError(`${where} was written by a newer Chorus (record version ${version}); this version reads ${RECORD_VERSION}`);
+  if (version === 1) {
+    const old = recordV1Schema.safeParse(json);
+    return old.success ? { record: upgradeV1(old.data as unknown as RecordV1) } : { problem: firstIssue(old.error) };
+  }
   const res = recordSchema.safeParse(json);
   return res.success ? { record: res.data as unknown as GroupRecord } : { problem: firstIssue(res.error) };
+}
+
+interface RecordV1 {
+  v: 1;
+  n: number;
+  ts: number;
+  entries?: GroupRecord['entries'];
+  delivery?: GroupRecord['delivery'];
+  head?: GroupHead;
+  rounds?: RoundRecord[];
+  roundsDone?: string[];
+  sessions?: SessionDelta[];
+  seen?: string[];
+}
+
+/**
+ * A record of the first format as the same change list: the head set whole, each round set whole,
+ * finished rounds, session deltas and dedupe keys (as of the record's time), in the order that
+ * format applied them.
+ */
+function upgradeV1(r: RecordV1): GroupRecord {
+  const changes: GroupChange[] = [
+    ...(r.head ? [{ t: 'head' as const, head: r.head }] : []),
+    ...(r.seen ?? []).map((key) => ({ t: 'seen' as const, key, at: r.ts })),
+    ...(r.rounds ?? []).map((round) => ({ t: 'round' as const, id: round.id, set: round })),
+    ...(r.roundsDone ?? []).map((id) => ({ t: 'round-done' as const, id })),
+    ...(r.sessions ?? []).map((d) => ({ t: 'session' as const, ...d })),
+  ];
+  return { v: 2, n: r.n, ts: r.ts, ...(r.entries ? { entries: r.entries } : {}), ...(r.delivery ? { delivery: r.delivery } : {}), ...(changes.length ? { changes } : {}) };
 }
 
 /** A checkpoint read back, as `parseRecord`. A damaged one is only a lost shortcut. */

@@ -6,7 +6,7 @@
 import type { GroupCheckpoint, GroupDoc, GroupRecord, RoundRecord, SessionDoc, Store, StoredGroup } from '../../src/core/ports.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
 import { StoreUnavailableError } from '../../src/core/errors.js';
-import { applyRecord, fromCheckpoint } from '../../src/core/groups/replay.js';
+import { emptyGroup, evolve, headOf } from '../../src/core/groups/evolve.js';
 
 /** A group as a replay of its whole log gives it: the full transcript, every session. */
 export interface DurableGroup extends Omit<GroupDoc, 'seen' | 'transcript'> {
@@ -104,10 +104,11 @@ export class MemoryStore implements Store {
   /** The durable state of a group: a replay of its whole log. */
   group(id: string): DurableGroup {
     if (!this.logs.has(id)) throw new Error(`no stored group ${id}`);
-    const r = fromCheckpoint(null);
-    for (const rec of this.records(id)) applyRecord(r, rec);
-    if (!r.head) throw new Error(`group ${id} has no head record`);
-    return { ...r.head, transcript: this.entries(id), nextSeq: r.nextSeq, rounds: r.rounds, seen: [...r.seen.keys()], undelivered: [...r.undelivered.values()], sessions: r.sessions };
+    const g = emptyGroup(id);
+    const records = this.records(id);
+    for (const rec of records) evolve(g, rec);
+    if (!records.some((rec) => rec.changes?.some((c) => c.t === 'head'))) throw new Error(`group ${id} has no head record`);
+    return { ...headOf(g), transcript: this.entries(id), nextSeq: g.nextSeq, rounds: g.rounds, seen: [...g.seen.keys()], undelivered: g.undelivered, sessions: g.sessions };
   }
 
   session(groupId: string, agentId: string): SessionDoc {

@@ -50,7 +50,7 @@ describe.skipIf(!db)('chorus doctor: the PostgreSQL store', () => {
 
     const store = new PostgresStore({ url: db!.url, logger: silentLogger });
     await store.open();
-    await store.append('g', { v: 1, n: 1, ts: 1 });
+    await store.append('g', { v: 2, n: 1, ts: 1 });
     await store.close();
     lines = await doctor(url);
     expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^✔ ${subject}: PostgreSQL .*schema version \\d+, 1 group\\(s\\)$`)));

@@ -101,7 +101,7 @@ describe('ids cannot escape data_dir', () => {
     const dataDir = join(root, 'data');
     const store = new FileStore({ dataDir, fsync: 'never', logger: silentLogger });
     await store.open();
-    const rec: GroupRecord = { v: 1, n: 1, ts: 0 };
+    const rec: GroupRecord = { v: 2, n: 1, ts: 0 };
     for (const bad of ['../x', '..', '/etc/passwd', 'a/b', 'a\\b', '.hidden', '', 'UPPER', 'x'.repeat(81), 'nul\u0000l']) {
       await expect(Promise.resolve().then(() => store.append(bad, rec)), bad).rejects.toThrow(/unsafe|id/i);
     }

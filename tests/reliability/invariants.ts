@@ -13,7 +13,7 @@ import type { GroupRecord, RoundRecord, SessionDoc, Store } from '../../src/core
 import type { TranscriptEntry } from '../../src/core/types.js';
 import type { GroupState } from '../../src/core/ports.js';
 import { isObservable } from '../../src/core/groups/GroupManager.js';
-import { applyRecord, fromCheckpoint } from '../../src/core/groups/replay.js';
+import { emptyGroup, evolve, fromCheckpoint } from '../../src/core/groups/evolve.js';
 import { observationLine } from '../../src/core/session/prompt.js';
 import { FileStore } from '../../src/store/files/FileStore.js';
 import { CapturingLogger } from '../helpers/logger.js';
@@ -41,9 +41,13 @@ export async function snapshotOf(store: Store, corrupt: string[] = []): Promise<
   const { groups, unreadable } = await store.open();
   for (const id of unreadable) corrupt.push(`unreadable group ${id}`);
   for (const stored of groups) {
-    const r = fromCheckpoint(stored.checkpoint);
-    for await (const rec of stored.records()) applyRecord(r, rec as GroupRecord);
-    if (!r.head) {
+    const r = stored.checkpoint ? fromCheckpoint(stored.checkpoint) : emptyGroup(stored.id);
+    let described = !!stored.checkpoint;
+    for await (const rec of stored.records()) {
+      evolve(r, rec);
+      if (rec.changes?.some((c) => c.t === 'head')) described = true;
+    }
+    if (!described) {
       corrupt.push(`group ${stored.id} has no head`);
       continue;
     }
@@ -54,7 +58,7 @@ export async function snapshotOf(store: Store, corrupt: string[] = []): Promise<
       transcript.push(...page);
       after = page.at(-1)!.seq;
     }
-    out.groups.push({ id: stored.id, chatId: r.head.chatId, transcript, nextSeq: r.nextSeq, rounds: r.rounds, state: r.head.state });
+    out.groups.push({ id: stored.id, chatId: r.chatId, transcript, nextSeq: r.nextSeq, rounds: r.rounds, state: r.state });
     out.sessions.push(...[...r.sessions.values()].map((s) => ({ ...s, groupId: stored.id })));
   }
   return out;
@@ -80,7 +84,8 @@ export function humanTextsOnDisk(dir: string): Array<{ chatId: string; texts: st
           } catch {
             continue; // a line still being written
           }
-          if (rec.head) chatId = rec.head.chatId;
+          for (const c of rec.changes ?? []) if (c.t === 'head') chatId = c.head.chatId;
+          for (const c of rec.changes ?? []) if (c.t === 'rekey') chatId = c.chatId;
           for (const e of rec.entries ?? []) if (e.kind === 'human') texts.push(e.text);
         }
       }

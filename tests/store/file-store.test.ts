@@ -198,8 +198,8 @@ describe('file store: damage and crashes', () => {
 
     const dir2 = tempDir();
     mkdirSync(join(dir2, 'groups', 'g', 'log'), { recursive: true });
-    writeFileSync(join(dir2, 'groups', 'g', 'log', '000000000001.jsonl'), JSON.stringify({ v: 2, n: 1, ts: 0 }) + '\n');
-    await expect(new FileStore({ dataDir: dir2, fsync: 'never', logger: silentLogger }).open()).rejects.toThrow(/record version 2/);
+    writeFileSync(join(dir2, 'groups', 'g', 'log', '000000000001.jsonl'), JSON.stringify({ v: 3, n: 1, ts: 0 }) + '\n');
+    await expect(new FileStore({ dataDir: dir2, fsync: 'never', logger: silentLogger }).open()).rejects.toThrow(/record version 3/);
   });
 
   it('a group that cannot be read is reported and left alone', async () => {

@@ -380,10 +380,10 @@ describe.skipIf(!db)('postgres store', () => {
       await expect(store(url).open()).rejects.toThrow(/newer Chorus \(schema version 99/);
       await p.query('DELETE FROM chorus_schema_migrations WHERE version = 99');
 
-      await p.query(`INSERT INTO chorus_records (group_id, n, v, ts, body) VALUES ('g', 2, 2, 0, '{"v":2,"n":2,"ts":0}')`);
+      await p.query(`INSERT INTO chorus_records (group_id, n, v, ts, body) VALUES ('g', 2, 3, 0, '{"v":3,"n":2,"ts":0}')`);
       const t = store(url);
       const { groups } = await t.open();
-      await expect(all(groups[0]!)).rejects.toThrow(/record version 2/);
+      await expect(all(groups[0]!)).rejects.toThrow(/record version 3/);
       await t.close();
     });
 
@@ -395,7 +395,7 @@ describe.skipIf(!db)('postgres store', () => {
       await s.close();
       const p = pool(url);
       await p.query(`INSERT INTO chorus_records (group_id, n, v, ts, body) VALUES ('g', 2, 1, 0, '{"v":1,"n":"two"}')`);
-      await p.query(`INSERT INTO chorus_records (group_id, n, v, ts, body) VALUES ('g', 3, 1, 0, $1)`, [JSON.stringify(rec(3, { entries: [entry(1)] }) satisfies GroupRecord)]);
+      await p.query(`INSERT INTO chorus_records (group_id, n, v, ts, body) VALUES ('g', 3, 2, 0, $1)`, [JSON.stringify(rec(3, { entries: [entry(1)] }) satisfies GroupRecord)]);
       const log = new CapturingLogger();
       const t = store(url, { logger: log });
       const { groups } = await t.open();

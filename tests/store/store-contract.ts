@@ -33,8 +33,16 @@ export const HEAD: GroupHead = {
   state: { muted: [], lastSpoke: {}, sticky: null, rrIndex: 0, archived: false, usage: {} },
 };
 
-export function rec(n: number, extra: Partial<GroupRecord> = {}): GroupRecord {
-  return { v: 1, n, ts: 1000 + n, ...extra };
+/** A record; `head` describes the group whole (the change a new group's first record carries). */
+export function rec(n: number, extra: Partial<GroupRecord> & { head?: GroupHead } = {}): GroupRecord {
+  const { head, ...rest } = extra;
+  return { v: 2, n, ts: 1000 + n, ...rest, ...(head ? { changes: [{ t: 'head', head }, ...(rest.changes ?? [])] } : {}) };
+}
+
+/** The group description a record carries whole, if any. */
+export function headIn(r: GroupRecord): GroupHead | undefined {
+  const c = r.changes?.find((x) => x.t === 'head');
+  return c?.t === 'head' ? c.head : undefined;
 }
 
 export async function all(g: StoredGroup): Promise<GroupRecord[]> {
@@ -152,7 +160,7 @@ export function storeContract(name: string, factory: StoreFactory): void {
       await store.open();
       const r = rec(1, { head: { ...HEAD, title: 'before' }, entries: [entry(1, 'original')] });
       const p = store.append('g', r);
-      r.head!.title = 'after';
+      headIn(r)!.title = 'after';
       r.entries![0]!.text = 'changed';
       await p;
       const c = cp(1);
@@ -179,7 +187,7 @@ export function storeContract(name: string, factory: StoreFactory): void {
       const again = make();
       const { groups } = await again.open();
       const records = await all(groups[0]!);
-      expect(records[0]!.head!.title).toBe(texts[0]);
+      expect(headIn(records[0]!)!.title).toBe(texts[0]);
       expect(records.slice(1).map((r) => r.entries![0]!.text)).toEqual(texts);
       expect((await again.readEntries('g', { limit: 10 })).map((e) => e.text)).toEqual(texts);
       await again.close();

@@ -1,18 +1,17 @@
 /**
- * Live equals replay (SPEC §6), property-based.
+ * Live equals replay, property-based.
  *
  * The core keeps each group in memory (GroupManager) and writes every change as one log record;
- * at start, and after a failed write, a group is rebuilt from its checkpoint and log
- * (core/groups/replay.ts), read back through a Store. The two are separate hand-written copies of
- * every transition (plus a third, the checkpoint), kept equal only by discipline. This test is the
- * guard against any drift between them — today and after the coming `evolve(state, record)`
- * redesign: it drives a real GroupRouter with random inputs and checks that
+ * at start, and after a failed write, a group is rebuilt from its checkpoint and log, read back
+ * through a Store. Both go through the one `evolve` (core/groups/evolve.ts): live, each change is
+ * applied as it is made; on replay, the records are folded over the checkpoint. This test is the
+ * guard that the two stay equal: it drives a real GroupRouter with random inputs and checks that
  *
  *  1. at rest, the group held in memory equals the group a fresh GroupManager rebuilds from the
  *     store (checkpoint + log, read through the real store), and
  *  2. after ANY record k (a simulated crash: the store kept records 1..k, with or without the
- *     newest checkpoint at or before k), the rebuilt group equals the group as it was in memory
- *     the moment record k was committed, and
+ *     newest checkpoint at or before k), the rebuilt group equals the group exactly as it was in
+ *     memory the moment record k was committed — round progress included, and
  *  3. the transcript the store serves (its entry index, with the latest delivery outcomes) is the
  *     one the records carry, and its newest entries are the ones memory holds.
  *
@@ -31,10 +30,8 @@
  * succeed or fail; checkpoints come every few records.
  *
  * How the live state is seen: `Tap` wraps the Store port (no change in src). GroupManager.commit
- * calls `store.append` synchronously, right after it has turned the pending change into the
+ * calls `store.append` synchronously, right after it has turned the pending changes into the
  * record, so at that moment memory is exactly "the state as of record k": Tap clones it then.
- * Sessions are read from GroupManager's private `sessions` map (a test-only cast; the public
- * `session()` would create missing ones).
  *
  * Compared exactly (after a JSON round trip, so an `undefined` property equals an absent one, as
  * in every store): the head (title, chat, participants, config, state: muted, sticky, rrIndex,
@@ -46,20 +43,16 @@
  *  - The transcript beyond the newest TRANSCRIPT_TAIL entries: memory keeps a tail of 64–96
  *    entries (it is trimmed in batches, and entries a waiting round refers to are kept); a rebuilt
  *    group reads exactly the newest 64. Older entries are checked through the store (3.) instead.
- *  - After a crash only: a waiting round's progress made since the record that last carried it
- *    (plan, queue, voluntary candidates asked, counters). It is written with the outcome of the
- *    turn it belongs to, by design; see `asLastWritten` — which also documents the one difference
- *    this leaves between a checkpoint and its log (reported, not fixed here).
  *  - Runtime bookkeeping that is never persisted and has no durable counterpart: the record
- *    counter and pending change (GroupManager's `Runtime`), the router's queues and rate limiter,
+ *    counter and pending changes (GroupManager's `Runtime`), the router's queues and rate limiter,
  *    the outbox's posted-id index, and the dedupe memory of chats without a group.
  *
- * What it found when written: the stores' read schema (src/store/files/schema.ts, used by the
- * file and PostgreSQL stores) dropped `state.repliedUpTo` and `state.today`, so every restart or
- * reload forgot the day's budget usage and notices and what each agent's last reply had seen
- * (fixed with it). It fails when replay.ts is broken: dropping the `rounds`, `roundsDone`,
- * `seen` or `delivery` of a record, a session delta's `drop`, or moving a cursor each give a
- * counterexample within a few cases, shrunk to a handful of inputs.
+ * What it found: when first written (over the hand-written replay the core had then), the stores'
+ * read schema dropped `state.repliedUpTo` and `state.today`; and a waiting round's progress (its
+ * plan, the voluntary candidates asked, the round-robin position) was held in memory but written
+ * only with a later turn's outcome, so a checkpoint (taken from memory) and the log before it
+ * disagreed. Since every change is a record's change, the crash comparison holds with no
+ * exception for round progress.
  *
  * Run longer or reproduce: CHORUS_PBT_RUNS=<n> (per store), CHORUS_PBT_SEED=<seed> (fast-check
  * prints the seed and path of a failure).
@@ -314,8 +307,7 @@ function stateOf(gm: GroupManager, id: string): GroupStateSnapshot {
   const g = gm.get(id);
   if (!g) throw new Error(`group ${id} is not loaded`);
   // Test-only read of a private field (see the top of the file).
-  const all = (gm as unknown as { sessions: Map<string, SessionDoc> }).sessions;
-  const sessions = [...all.values()].filter((s) => s.groupId === id).sort((a, b) => a.agentId.localeCompare(b.agentId));
+  const sessions = [...g.sessions.values()].sort((a, b) => a.agentId.localeCompare(b.agentId));
   const head: GroupHead = { id: g.id, title: g.title, channel: g.channel, chatId: g.chatId, dmAgentId: g.dmAgentId, participants: g.participants, config: g.config, createdAt: g.createdAt, state: g.state };
   // Through JSON: `undefined` properties are what a store drops, never a difference.
   return JSON.parse(JSON.stringify({ head, nextSeq: g.nextSeq, rounds: g.rounds, seen: [...g.seen], undelivered: g.undelivered, tail: g.transcript.slice(-TRANSCRIPT_TAIL), sessions })) as GroupStateSnapshot;
@@ -644,39 +636,6 @@ function compareTranscript(what: string, served: TranscriptEntry[], records: rea
   for (const d of differences(live.tail, newest)) problems.push(`${what}: newest transcript entries in memory vs served by the store: ${d}`);
 }
 
-/** A round's progress through its turns: written with each turn's outcome, not on its own. */
-const PROGRESS = ['planned', 'queue', 'asked', 'capped', 'voluntary'] as const;
-
-/**
- * The live state as of record k, with each waiting round's progress as of the last record that
- * carried that round. By design (RoundRunner, TurnRunner) a round's progress is written together
- * with the outcome of the turn it belongs to: the plan of a round with the first turn's outcome
- * ("a restart before that re-derives the same plan"), a voluntary candidate asked or a turn taken
- * off the queue with that turn's outcome. A record written in between for something else (a
- * command, another message, a delivery outcome, a summary) does not carry it, and a restart
- * redoes that step. Everything else about a round (which rounds exist and in which order, their
- * messages, addressed agents, forced/about/regenerates) is compared as it is in memory.
- *
- * A checkpoint, however, is taken from memory (GroupManager.checkpointOf): it holds the rounds
- * with their unwritten progress, so a restart from a checkpoint at n resumes the plan that a
- * restart from records 1..n re-derives. That is a real (small) difference between the checkpoint
- * and the log it is supposed to be a shortcut of; it is counted here as a write of the rounds
- * (`checkpointN`) so the rest stays strict, and it is reported with this test.
- */
-function asLastWritten(tap: Tap, k: number, checkpointN: number): GroupStateSnapshot {
-  const s = structuredClone(tap.states[k - 1]!);
-  s.rounds = s.rounds.map((r) => {
-    let j = k - 1;
-    while (j >= 0 && j + 1 > checkpointN && !tap.records[j]!.rounds?.some((x) => x.id === r.id)) j--;
-    const then = j >= 0 ? tap.states[j]!.rounds.find((x) => x.id === r.id) : undefined;
-    if (!then) return r;
-    const out = { ...r } as Record<string, unknown>;
-    for (const f of PROGRESS) out[f] = then[f];
-    return out as unknown as RoundRecord;
-  });
-  return s;
-}
-
 /** Which records to crash after: the generated points first, then spread evenly; each at most once. */
 function crashPoints(c: Case, N: number, count: number): Array<{ k: number; checkpoint: boolean }> {
   const out = new Map<number, boolean>();
@@ -759,7 +718,7 @@ async function runCase(kind: StoreKind, c: Case): Promise<void> {
       await writer.flush();
       const reader = p.open();
       const what = `crash after record ${k} of ${N}${cp ? ` (checkpoint at ${cp.n})` : ''}`;
-      const atK = asLastWritten(tap, k, cp?.n ?? 0);
+      const atK = tap.states[k - 1]!;
       compare(what, atK, await rebuild(reader, id, defaults, records.at(-1)!.ts), problems);
       compareTranscript(what, await readAll(reader, id), records, atK, problems);
       await p.dispose();

@@ -10,6 +10,11 @@ import { makeRouter } from '../helpers/router-harness.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 
+/** The session changes a record carries. */
+const sessionsIn = (rec: GroupRecord) => (rec.changes ?? []).flatMap((c) => (c.t === 'session' ? [c] : []));
+/** The round changes a record carries (a new round carries all of it). */
+const roundsIn = (rec: GroupRecord) => (rec.changes ?? []).flatMap((c) => (c.t === 'round' ? [c] : []));
+
 const until = async (cond: () => boolean, ms = 5000) => {
   const end = Date.now() + ms;
   while (!cond()) {
@@ -28,18 +33,18 @@ describe('one turn, one record', () => {
     const rec = withReply[0]!;
     const reply = rec.entries!.find((e) => e.kind === 'agent')!;
     expect(reply.text).toBe('Revenue is up.');
-    const delta = rec.sessions!.find((s) => s.agentId === 'analyst')!;
+    const delta = sessionsIn(rec).find((s) => s.agentId === 'analyst')!;
     // The turn is appended (not the whole history rewritten) and the cursor covers the question.
     expect(delta.reset).toBeUndefined();
     expect(delta.append!.map((t) => t.role)).toEqual(['user', 'assistant']);
     expect(delta.append![1]!.content).toBe('Revenue is up.');
     const question = records.flatMap((r) => r.entries ?? []).find((e) => e.kind === 'human')!;
     expect(delta.cursor).toBeGreaterThanOrEqual(question.seq);
-    expect(rec.rounds?.map((r) => r.id)).toContain(reply.roundId);
+    expect(roundsIn(rec).map((r) => r.id)).toContain(reply.roundId);
     // The human message and its round were one record too.
     const humanRec = records.find((r) => r.entries?.some((e) => e.kind === 'human'))!;
-    expect(humanRec.rounds).toHaveLength(1);
-    expect(humanRec.rounds![0]!.triggerIds).toEqual([question.id]);
+    expect(roundsIn(humanRec)).toHaveLength(1);
+    expect(roundsIn(humanRec)[0]!.set.triggerIds).toEqual([question.id]);
   });
 
   it('records stay small: appending a turn never rewrites the history', async () => {

@@ -106,7 +106,6 @@ export class GroupAdmin implements GatewayApi {
         if (own && err instanceof UserError && err.code === 'conflict') return own.forwardChange(g.id, { kind: 'membership', chat, change });
         throw err;
       }
-      this.d.events.emit({ type: 'group', groupId: g.id, action: 'created' });
       await this.d.recorder.notice(g, this.greeting(g), { viaAgentId: joined[0] });
       return;
     }
@@ -122,7 +121,6 @@ export class GroupAdmin implements GatewayApi {
     this.d.groups.rekey(g, newChatId);
     this.d.logger.info({ group: g.id, from: oldChatId, to: newChatId }, 'chat moved to a new id; group re-keyed');
     await this.d.recorder.record(g);
-    this.d.events.emit({ type: 'group', groupId: g.id, action: 'updated' });
   }
 
   greeting(g: GroupDoc): string {
@@ -159,7 +157,6 @@ export class GroupAdmin implements GatewayApi {
     // Web rooms are addressed by their group id (chatId '' = use the id).
     const g = this.d.groups.create({ channel: 'web', chatId: input.id ?? '', title: input.title, participants: input.participants, id: input.id });
     await this.persistNew(g);
-    this.d.events.emit({ type: 'group', groupId: g.id, action: 'created' });
     return this.d.groups.view(g);
   }
 
@@ -168,7 +165,6 @@ export class GroupAdmin implements GatewayApi {
     const g = this.d.groups.create({ channel: msg.channel, chatId: msg.chatId, title: msg.chatTitle ?? `Chat ${msg.chatId}`, participants });
     // Its other copies (one per bot) and redeliveries after a restart are duplicates now.
     await this.persistNew(g, msg.messageId);
-    this.d.events.emit({ type: 'group', groupId: g.id, action: 'created' });
     return g;
   }
 
@@ -176,7 +172,6 @@ export class GroupAdmin implements GatewayApi {
     const g = this.owned(id);
     this.d.groups.archive(g);
     await this.d.recorder.record(g);
-    this.d.events.emit({ type: 'group', groupId: g.id, action: 'dissolved' });
   }
 
   async updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig> {
@@ -190,7 +185,6 @@ export class GroupAdmin implements GatewayApi {
     }
     this.d.groups.setConfig(g, next);
     await this.d.recorder.record(g);
-    this.d.events.emit({ type: 'config', groupId: g.id, config: { ...g.config } });
     return { ...g.config };
   }
 
@@ -203,7 +197,6 @@ export class GroupAdmin implements GatewayApi {
     // The newcomer is shown the last messages so it has context.
     this.d.groups.join(g, agentId, true);
     await this.d.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${agent.name} joined the group.`, delivery: 'posted' }] });
-    this.d.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], added: agentId });
     return this.d.groups.view(g);
   }
 
@@ -214,7 +207,6 @@ export class GroupAdmin implements GatewayApi {
     this.d.groups.removeParticipant(g, agentId);
     const name = this.d.agentMap.get(agentId)?.name ?? agentId;
     await this.d.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${name} left the group.`, delivery: 'posted' }] });
-    this.d.events.emit({ type: 'member', groupId: g.id, participants: [...g.participants], removed: agentId });
     return this.d.groups.view(g);
   }
 
@@ -223,7 +215,6 @@ export class GroupAdmin implements GatewayApi {
     const g = this.owned(id);
     this.d.groups.setMuted(g, agentId, muted);
     await this.d.recorder.record(g);
-    this.d.events.emit({ type: 'group', groupId: g.id, action: 'updated' });
   }
 
   /** `/group reset`: these agents forget the group and listen from now on. */

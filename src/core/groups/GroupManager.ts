@@ -1,30 +1,22 @@
 /**
- * The in-memory groups and sessions, and the only place that changes them. Every mutation is
- * noted as part of the group's pending change; `commit` turns the pending change into one log
- * record, so whatever must change together — a reply, the agent's cursor and history,
- * the round's progress — is durable together or not at all.
+ * The in-memory groups and sessions, and the only place that changes them. Each change is a
+ * `GroupChange` value, applied by `evolve` at once and kept as part of the group's pending record;
+ * `commit` writes the pending record as one line of the log, so whatever must change together — a
+ * reply, the agent's cursor and history, the round's progress — is durable together or not at
+ * all. A restart applies the same records with the same `evolve`.
  *
- * Changes are applied in memory first and become visible to the outside (events, acks) only once
- * their record is durable. If a write fails, the group is reloaded from the store as after a
- * crash: what was not durable is gone without a trace.
+ * Changes become visible to the outside (events, acks) only once their record is durable: the
+ * live events of a record are made from it then (`projection.ts`). If a write fails, the group is
+ * reloaded from the store as after a crash: what was not durable is gone without a trace.
  */
-import type { GroupCheckpoint, GroupDoc, TranscriptPage, GroupHead, GroupRecord, GroupSummary, GroupView, Logger, RoundRecord, SessionDelta, SessionDoc, Store, StoredGroup, UsageTotals } from '../ports.js';
+import type { TranscriptPage, GroupSummary, GroupView, Logger, Store, StoredGroup } from '../ports.js';
+import type { DeliveryOutcome, GroupChange, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
 import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, TranscriptEntry, Usage } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
-import { applyRecord, applySessionDelta, emptyUsage, fromCheckpoint, pruneSeen } from './replay.js';
-import { addDayUsage } from '../router/budget.js';
+import { TRANSCRIPT_TAIL, applyChange, applyDelivery, applyEntry, checkpointOf, emptyGroup, emptyUsage, entryAt, evolve, fromCheckpoint, plus, pruneSeen, trimTail } from './evolve.js';
 
-export { emptyUsage } from './replay.js';
+export { TRANSCRIPT_TAIL, emptyUsage, seqOfId } from './evolve.js';
 
-/**
- * Transcript entries kept in memory per group; older ones are read from the store on demand (a
- * long-silent agent's mailbox, history pages, SSE resumes). Sized for what a round reads — the
- * entries since the agents' cursors, which move every round — not for history: at ~700 bytes of
- * heap an entry, this tail is most of what an idle group costs in memory.
- */
-export const TRANSCRIPT_TAIL = 64;
-/** Trim the in-memory tail in batches rather than one entry at a time. */
-const TRIM_BATCH = 32;
 /** Transcript messages a newcomer is shown on `/group add`. */
 const JOIN_CONTEXT = 20;
 /** Observations put in one prompt after a long silence; older ones are counted, not shown. */
@@ -46,43 +38,22 @@ export function checkpointInterval(seen: number, every = CHECKPOINT_EVERY): numb
   return Math.max(every, Math.ceil(seen / SEEN_PER_RECORD));
 }
 
-/** Add one call's figures to running totals. */
-function addUsage(totals: UsageTotals, res: { usage: Usage; costUsd?: number | null | undefined }): void {
-  totals.calls++;
-  totals.inputTokens += res.usage.inputTokens;
-  totals.outputTokens += res.usage.outputTokens;
-  totals.cacheReadTokens += res.usage.cacheReadTokens;
-  totals.cacheWriteTokens += res.usage.cacheWriteTokens;
-  totals.costUsd += res.costUsd ?? 0;
-  // A model without a price costs "unknown", not $0: counted so the total can say so.
-  if (typeof res.costUsd !== 'number') totals.unpricedCalls = (totals.unpricedCalls ?? 0) + 1;
-}
-
 /** Entries an agent is shown: humans, agents, and system notices meant for agents. */
 export function isObservable(e: TranscriptEntry): boolean {
   return !e.hiddenFromAgents && (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system');
 }
 
-/** The seq inside a transcript id (`<group>.<seq>`). */
-export function seqOfId(id: string): number {
-  return Number(id.slice(id.lastIndexOf('.') + 1));
-}
-
-/** What a group has changed since its last record. */
+/** What a group has changed since its last record (already applied in memory), in order. */
 interface Pending {
   entries: TranscriptEntry[];
-  delivery: NonNullable<GroupRecord['delivery']>;
-  rounds: Map<string, RoundRecord>;
-  roundsDone: Set<string>;
-  sessions: Map<string, SessionDelta>;
-  seen: string[];
+  delivery: DeliveryOutcome[];
+  changes: GroupChange[];
 }
 
 /** Bookkeeping of one loaded group (never persisted). */
 interface Runtime {
   n: number;
   pending: Pending;
-  headJson: string;
   lastWrite: Promise<void>;
   sinceCheckpoint: number;
   /** A write failed: refuse everything until the group is reloaded. */
@@ -94,18 +65,19 @@ interface Runtime {
 }
 
 function emptyPending(): Pending {
-  return { entries: [], delivery: [], rounds: new Map(), roundsDone: new Set(), sessions: new Map(), seen: [] };
+  return { entries: [], delivery: [], changes: [] };
 }
 
 export class GroupManager {
   private readonly groups = new Map<string, GroupDoc>();
   private readonly byChat = new Map<string, string>();
-  private readonly sessions = new Map<string, SessionDoc>();
   private readonly runtime = new WeakMap<GroupDoc, Runtime>();
   /** Ids of groups whose data could not be read: never created over. */
   private readonly reserved = new Set<string>();
   /** Called once when a group's write fails (the router schedules its reload). */
   onBroken: (g: GroupDoc, err: unknown) => void = () => undefined;
+  /** Called with each record once it is durable, before whoever waits for it goes on (live events). */
+  onRecorded: (g: GroupDoc, rec: GroupRecord) => void = () => undefined;
 
   constructor(
     private readonly store: Store,
@@ -132,7 +104,6 @@ export class GroupManager {
     if (old) this.rt(old).stale = true;
     const loaded = await this.build(await this.store.reopen(id));
     if (old) this.byChat.delete(chatKey(old.channel, old.chatId, old.dmAgentId));
-    for (const key of [...this.sessions.keys()]) if (key.startsWith(`${id}/`)) this.sessions.delete(key);
     if (!loaded) {
       this.groups.delete(id);
       return undefined;
@@ -140,44 +111,49 @@ export class GroupManager {
     return this.install(loaded);
   }
 
-  private async build(stored: StoredGroup): Promise<{ doc: GroupDoc; sessions: SessionDoc[]; n: number } | null> {
-    const r = fromCheckpoint(stored.checkpoint);
+  private async build(stored: StoredGroup): Promise<{ doc: GroupDoc; n: number } | null> {
+    const g = stored.checkpoint ? fromCheckpoint(stored.checkpoint) : emptyGroup(stored.id);
+    let n = stored.checkpoint?.n ?? 0;
+    let described = !!stored.checkpoint;
     let records = 0;
     for await (const rec of stored.records()) {
-      applyRecord(r, rec);
+      // Records at or below the checkpoint were applied before it was taken.
+      if (rec.n <= n) continue;
+      evolve(g, rec);
+      n = rec.n;
       records++;
+      if (rec.changes?.some((c) => c.t === 'head')) described = true;
     }
     // A group whose first record never became durable never existed.
-    if (!r.head && !stored.checkpoint && records === 0) return null;
-    if (!r.head) {
+    if (!described && records === 0) return null;
+    if (!described) {
       this.logger.error({ group: stored.id }, 'group log has no description of the group; left untouched');
       this.reserved.add(stored.id);
       return null;
     }
-    const head = r.head;
-    pruneSeen(r.seen, this.now());
-    const doc: GroupDoc = {
-      ...head,
-      // Config keys added in newer versions get their defaults; agents no longer configured leave.
-      config: { ...this.defaults, ...head.config },
-      participants: head.participants.filter((p) => this.agents.has(p)),
-      transcript: await this.store.readEntries(stored.id, { limit: TRANSCRIPT_TAIL }),
-      nextSeq: r.nextSeq,
-      rounds: r.rounds,
-      seen: r.seen,
-      undelivered: [...r.undelivered.values()].sort((a, b) => a.seq - b.seq),
-    };
-    for (const s of r.sessions.values()) s.groupId = doc.id;
-    return { doc, sessions: [...r.sessions.values()], n: r.n };
+    pruneSeen(g.seen, this.now());
+    // Config keys added in newer versions get their defaults; agents no longer configured leave.
+    g.config = { ...this.defaults, ...g.config };
+    g.participants = g.participants.filter((p) => this.agents.has(p));
+    g.transcript = await this.store.readEntries(stored.id, { limit: TRANSCRIPT_TAIL });
+    g.undelivered.sort((a, b) => a.seq - b.seq);
+    for (const s of g.sessions.values()) s.groupId = g.id;
+    return { doc: g, n };
   }
 
-  private install(loaded: { doc: GroupDoc; sessions: SessionDoc[]; n: number }): GroupDoc {
+  private install(loaded: { doc: GroupDoc; n: number }, indexed = true): GroupDoc {
     const g = loaded.doc;
     this.groups.set(g.id, g);
-    if (!g.state.archived) this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
-    for (const s of loaded.sessions) this.sessions.set(sessionKey(g.id, s.agentId), s);
-    this.runtime.set(g, { n: loaded.n, pending: emptyPending(), headJson: JSON.stringify(headOf(g)), lastWrite: Promise.resolve(), sinceCheckpoint: 0, broken: false, stale: false, soon: false });
+    if (indexed && !g.state.archived) this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
+    this.runtime.set(g, { n: loaded.n, pending: emptyPending(), lastWrite: Promise.resolve(), sinceCheckpoint: 0, broken: false, stale: false, soon: false });
     return g;
+  }
+
+  /** Apply a change to the group now; it is written with the group's next record. */
+  private change(g: GroupDoc, c: GroupChange): void {
+    const rt = this.rt(g);
+    applyChange(g, c);
+    rt.pending.changes.push(c);
   }
 
   private rt(g: GroupDoc): Runtime {
@@ -234,24 +210,23 @@ export class GroupManager {
       const why = this.reserved.has(id) ? ' (its data could not be read; it is kept untouched)' : archived ? ' (archived; its history is kept)' : '';
       throw new UserError(`a group with id "${id}" already exists${why}`, 'conflict', 409);
     }
-    const g: GroupDoc = {
-      id,
-      title: input.title.trim() || id,
-      channel: input.channel,
-      chatId: input.chatId || id,
-      ...(input.dmAgentId ? { dmAgentId: input.dmAgentId } : {}),
-      participants,
-      config: { ...this.defaults, ...input.config },
-      createdAt: this.now(),
-      state: { muted: [], lastSpoke: {}, sticky: null, rrIndex: 0, archived: false, usage: {} },
-      transcript: [],
-      nextSeq: 1,
-      rounds: [],
-      seen: new Map(),
-      undelivered: [],
-    };
-    this.install({ doc: g, sessions: [], n: 0 });
-    this.rt(g).headJson = ''; // the first record carries the head
+    const g = this.install({ doc: emptyGroup(id), n: 0 }, false);
+    // The first record describes the group whole.
+    this.change(g, {
+      t: 'head',
+      head: {
+        id,
+        title: input.title.trim() || id,
+        channel: input.channel,
+        chatId: input.chatId || id,
+        ...(input.dmAgentId ? { dmAgentId: input.dmAgentId } : {}),
+        participants,
+        config: { ...this.defaults, ...input.config },
+        createdAt: this.now(),
+        state: { muted: [], lastSpoke: {}, sticky: null, rrIndex: 0, archived: false, usage: {} },
+      },
+    });
+    this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
     for (const p of participants) this.join(g, p, false);
     return g;
   }
@@ -264,7 +239,7 @@ export class GroupManager {
     if (entry.seq < g.nextSeq) return;
     g.transcript.push(entry);
     g.nextSeq = entry.seq + 1;
-    if (g.transcript.length > TRANSCRIPT_TAIL + TRIM_BATCH) g.transcript.splice(0, g.transcript.length - TRANSCRIPT_TAIL);
+    trimTail(g);
   }
 
   /** Drop a group created in memory whose first record was never written (its id was taken). */
@@ -273,141 +248,105 @@ export class GroupManager {
     this.rt(g).stale = true;
     this.groups.delete(g.id);
     this.byChat.delete(chatKey(g.channel, g.chatId, g.dmAgentId));
-    for (const key of [...this.sessions.keys()]) if (key.startsWith(`${g.id}/`)) this.sessions.delete(key);
   }
 
+  /** The group is dissolved: its rounds end, its chat is free for a new group, its history stays. */
   archive(g: GroupDoc): void {
-    g.state.archived = true;
-    for (const r of g.rounds) this.rt(g).pending.roundsDone.add(r.id);
-    g.rounds = [];
+    this.change(g, { t: 'archive' });
     this.byChat.delete(chatKey(g.channel, g.chatId, g.dmAgentId));
   }
 
   rekey(g: GroupDoc, newChatId: string): void {
     this.byChat.delete(chatKey(g.channel, g.chatId, g.dmAgentId));
-    g.chatId = newChatId;
+    this.change(g, { t: 'rekey', chatId: newChatId });
     this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
   }
 
   // -------------------------------------------------------------------------------------------
-  // The group's head: members, config and small state (written whole when it changed)
+  // The group's head: members, config and small state
 
   addParticipant(g: GroupDoc, agentId: string): void {
-    if (!g.participants.includes(agentId)) g.participants.push(agentId);
+    if (!g.participants.includes(agentId)) this.change(g, { t: 'join', agentId });
   }
 
   /** The agent leaves; it stops being sticky or the configured last speaker. Its memory stays. */
   removeParticipant(g: GroupDoc, agentId: string): void {
-    g.participants = g.participants.filter((p) => p !== agentId);
-    if (g.state.sticky === agentId) g.state.sticky = null;
-    if (g.config.last_speaker === agentId) g.config = { ...g.config, last_speaker: null };
+    this.change(g, { t: 'leave', agentId });
   }
 
   setConfig(g: GroupDoc, config: GroupConfig): void {
-    g.config = config;
+    this.change(g, { t: 'config', config });
   }
 
   setMuted(g: GroupDoc, agentId: string, muted: boolean): void {
-    g.state.muted = g.state.muted.filter((m) => m !== agentId);
-    if (muted) g.state.muted.push(agentId);
+    this.change(g, { t: 'mute', agentId, muted });
   }
 
   setSticky(g: GroupDoc, agentId: string | null): void {
-    g.state.sticky = agentId;
+    if (g.state.sticky !== agentId) this.change(g, { t: 'sticky', agentId });
   }
 
   /** The next agent in round-robin order among `eligible`. */
   nextInRotation(g: GroupDoc, eligible: string[]): string {
     const next = eligible[g.state.rrIndex % eligible.length]!;
-    g.state.rrIndex = (g.state.rrIndex + 1) % eligible.length;
+    this.change(g, { t: 'rotation', next: (g.state.rrIndex + 1) % eligible.length });
     return next;
   }
 
   /** A reply was delivered: cooldowns and "last spoke" count from now. */
   noteSpoke(g: GroupDoc, agentId: string, seenUpTo?: number): void {
-    g.state.lastSpoke[agentId] = this.now();
-    // What the reply had seen: human messages up to here count as answered by it (TurnRunner.alreadySeen).
-    if (seenUpTo !== undefined) g.state.repliedUpTo = { ...g.state.repliedUpTo, [agentId]: Math.max(seenUpTo, g.state.repliedUpTo?.[agentId] ?? 0) };
+    this.change(g, { t: 'spoke', agentId, at: this.now(), seenUpTo });
   }
 
-  /** A model call's cost, counted for the group under `key` (an agent, or "(selector)"). */
+  /** A model call's cost, counted for the group under `key` (an agent, or "(selector)") and for today's budget. */
   addGroupUsage(g: GroupDoc, key: string, res: { usage: Usage; costUsd?: number | null | undefined }): void {
-    addUsage((g.state.usage[key] ??= emptyUsage()), res);
-    addDayUsage(g, this.now(), res); // the daily budget (router/budget.ts)
+    this.change(g, { t: 'usage', key, at: this.now(), usage: { ...res.usage }, costUsd: res.costUsd });
+  }
+
+  /** A budget notice was posted today (written with the notice). */
+  markBudgetNotice(g: GroupDoc, which: 'warned' | 'refused'): void {
+    this.change(g, { t: 'budget-notice', which, at: this.now() });
   }
 
   // -------------------------------------------------------------------------------------------
   // Sessions
 
   session(g: GroupDoc, agentId: string): SessionDoc {
-    const key = sessionKey(g.id, agentId);
-    let s = this.sessions.get(key);
-    if (!s) {
-      // Normally made when the agent joins; this fallback shows it the recent context.
-      s = { groupId: g.id, agentId, history: [], cursor: this.contextStart(g), summary: null, usage: emptyUsage() };
-      this.sessions.set(key, s);
-      this.noteSession(g, s, { reset: true, append: [] });
-    }
-    return s;
+    // Normally made when the agent joins; this fallback shows it the recent context.
+    if (!g.sessions.has(agentId)) this.setSession(g, { agentId, reset: true, append: [], cursor: this.contextStart(g), summary: null, usage: emptyUsage() });
+    return g.sessions.get(agentId)!;
   }
 
   /** An agent joins now: a fresh session (or its old memory) that is shown the recent context. */
   join(g: GroupDoc, agentId: string, withContext: boolean): SessionDoc {
     const cursor = withContext ? this.contextStart(g) : g.nextSeq - 1;
-    const old = this.sessions.get(sessionKey(g.id, agentId));
-    if (old) {
-      // A returning member keeps its memory but is brought up to date through its mailbox.
-      old.cursor = Math.min(old.cursor, cursor);
-      this.noteSession(g, old, {});
-      return old;
-    }
-    const s: SessionDoc = { groupId: g.id, agentId, history: [], cursor, summary: null, usage: emptyUsage() };
-    this.sessions.set(sessionKey(g.id, agentId), s);
-    this.noteSession(g, s, { reset: true, append: [] });
-    return s;
+    const old = g.sessions.get(agentId);
+    // A returning member keeps its memory but is brought up to date through its mailbox.
+    if (old) this.setSession(g, { agentId, cursor: Math.min(old.cursor, cursor), summary: old.summary, usage: { ...old.usage } });
+    else this.setSession(g, { agentId, reset: true, append: [], cursor, summary: null, usage: emptyUsage() });
+    return g.sessions.get(agentId)!;
   }
 
   /** One turn of the agent: its history grows and its mailbox is drained up to `seenUpTo`. */
-  recordTurn(g: GroupDoc, s: SessionDoc, turns: ChatTurn[], seenUpTo: number, res: { usage: Usage; costUsd?: number | null | undefined }): void {
-    s.history.push(...turns);
-    s.cursor = Math.max(s.cursor, seenUpTo);
-    addUsage(s.usage, res);
-    this.noteSession(g, s, { append: turns });
+  recordTurn(g: GroupDoc, agentId: string, turns: ChatTurn[], seenUpTo: number, res: { usage: Usage; costUsd?: number | null | undefined }): void {
+    const s = this.session(g, agentId);
+    this.setSession(g, { agentId, append: turns, cursor: Math.max(s.cursor, seenUpTo), summary: s.summary, usage: plus(s.usage, res) });
   }
 
   /** Old turns were folded into the summary (or cut when summarising keeps failing). */
-  foldHistory(g: GroupDoc, s: SessionDoc, drop: number, summary: string | null, res?: { usage: Usage; costUsd?: number | null | undefined }): void {
-    s.history = s.history.slice(drop);
-    s.summary = summary;
-    if (res) addUsage(s.usage, res);
-    this.noteSession(g, s, { drop });
+  foldHistory(g: GroupDoc, agentId: string, drop: number, summary: string | null, res?: { usage: Usage; costUsd?: number | null | undefined }): void {
+    const s = this.session(g, agentId);
+    this.setSession(g, { agentId, drop, cursor: s.cursor, summary, usage: res ? plus(s.usage, res) : { ...s.usage } });
   }
 
   /** `/group reset`: the agent forgets this group and starts listening from now. */
   resetSession(g: GroupDoc, agentId: string): void {
     const s = this.session(g, agentId);
-    s.history = [];
-    s.summary = null;
-    s.cursor = g.nextSeq - 1;
-    this.noteSession(g, s, { reset: true, append: [] });
+    this.setSession(g, { agentId, reset: true, append: [], cursor: g.nextSeq - 1, summary: null, usage: { ...s.usage } });
   }
 
-  private noteSession(g: GroupDoc, s: SessionDoc, change: { reset?: true; drop?: number; append?: ChatTurn[] }): void {
-    const pending = this.rt(g).pending.sessions;
-    const prev = pending.get(s.agentId);
-    let d: SessionDelta;
-    if (change.reset || (prev && change.drop && (prev.append?.length || prev.reset))) {
-      // Not expressible as "drop, then append": write the whole (bounded) history instead.
-      d = { agentId: s.agentId, reset: true, append: [...s.history], cursor: s.cursor, summary: s.summary, usage: s.usage };
-    } else {
-      d = prev ?? { agentId: s.agentId, cursor: s.cursor, summary: s.summary, usage: s.usage };
-      if (change.drop) d.drop = (d.drop ?? 0) + change.drop;
-      if (change.append?.length) d.append = [...(d.append ?? []), ...change.append];
-    }
-    d.cursor = s.cursor;
-    d.summary = s.summary;
-    d.usage = s.usage;
-    pending.set(s.agentId, d);
+  private setSession(g: GroupDoc, delta: SessionDelta): void {
+    this.change(g, { t: 'session', ...delta });
   }
 
   /** Cursor that shows the last JOIN_CONTEXT human/agent messages. */
@@ -442,19 +381,9 @@ export class GroupManager {
     return { entries, omitted };
   }
 
-  /** A transcript entry still in memory, by seq (binary search: the tail is in seq order). */
+  /** A transcript entry still in memory, by seq. */
   entryAt(g: GroupDoc, seq: number): TranscriptEntry | undefined {
-    const t = g.transcript;
-    let lo = 0;
-    let hi = t.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const at = t[mid]!.seq;
-      if (at === seq) return t[mid];
-      if (at < seq) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return undefined;
+    return entryAt(g.transcript, seq);
   }
 
   private async countObservable(g: GroupDoc, s: SessionDoc, before: number): Promise<number> {
@@ -474,51 +403,37 @@ export class GroupManager {
 
   /** Add a transcript entry (id and seq assigned); durable with the next commit. */
   append(g: GroupDoc, entry: Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number }): TranscriptEntry {
-    const seq = g.nextSeq++;
+    const seq = g.nextSeq;
     const full: TranscriptEntry = { ...entry, id: `${g.id}.${seq}`, seq, ts: entry.ts ?? this.now() };
-    g.transcript.push(full);
-    if (full.delivery === 'pending') g.undelivered.push(full);
-    // Its platform id is dedupe memory from now on (a replay derives the same from the entry).
-    if (full.kind === 'human' && full.platformMessageId) this.markSeen(g, full.platformMessageId, true);
+    applyEntry(g, full);
     this.rt(g).pending.entries.push(full);
-    this.trim(g);
     return full;
   }
 
   /** The channel posted (or gave up on) an entry. */
   markDelivered(g: GroupDoc, e: TranscriptEntry, outcome: 'posted' | 'failed', postedIds?: string[]): void {
+    const d: DeliveryOutcome = { seq: e.seq, delivery: outcome, postedIds };
+    applyDelivery(g, d);
+    // The caller's copy too, when it is not the one in memory (an entry read back from the store).
     e.delivery = outcome;
     if (postedIds) e.postedIds = postedIds;
-    g.undelivered = g.undelivered.filter((x) => x !== e && x.seq !== e.seq);
-    this.rt(g).pending.delivery.push({ seq: e.seq, delivery: outcome, postedIds });
+    this.rt(g).pending.delivery.push(d);
   }
 
-  /** Keep the in-memory tail short; the log keeps everything. */
-  private trim(g: GroupDoc): void {
-    if (g.transcript.length <= TRANSCRIPT_TAIL + TRIM_BATCH) return;
-    // Rounds still waiting refer to their human messages: keep them in memory.
-    const firstTrigger = Math.min(...g.rounds.flatMap((r) => r.triggerIds.map(seqOfId)));
-    let cut = g.transcript.length - TRANSCRIPT_TAIL;
-    const stop = g.transcript.findIndex((e) => e.seq >= firstTrigger);
-    if (stop >= 0) cut = Math.min(cut, stop);
-    if (cut > 0) g.transcript.splice(0, cut);
-  }
-
+  /** A new round (its object is the group's from now on: change it only through `updateRound`). */
   addRound(g: GroupDoc, round: RoundRecord): void {
-    g.rounds.push(round);
-    this.touchRound(g, round);
+    this.change(g, { t: 'round', id: round.id, set: round });
   }
 
-  /** The round's progress changed: it travels with the next record. */
-  touchRound(g: GroupDoc, round: RoundRecord): void {
-    if (g.rounds.includes(round)) this.rt(g).pending.rounds.set(round.id, round);
+  /** The round's progress: what changed, written with the group's next record. */
+  updateRound(g: GroupDoc, round: RoundRecord, set: Partial<Omit<RoundRecord, 'id'>>): void {
+    if (g.rounds.includes(round)) this.change(g, { t: 'round', id: round.id, set });
+    // A round no longer (or not yet) in the group is only the caller's.
+    else Object.assign(round, set);
   }
 
   finishRound(g: GroupDoc, round: RoundRecord): void {
-    g.rounds = g.rounds.filter((r) => r !== round);
-    const p = this.rt(g).pending;
-    p.rounds.delete(round.id);
-    p.roundsDone.add(round.id);
+    if (g.rounds.some((r) => r.id === round.id)) this.change(g, { t: 'round-done', id: round.id });
   }
 
   isSeen(g: GroupDoc, key: string): boolean {
@@ -526,11 +441,9 @@ export class GroupManager {
   }
 
   /** Remember a platform message id (dedupe, ≥ 24 h); false if it was seen before. */
-  markSeen(g: GroupDoc, key: string, inEntry = false): boolean {
+  markSeen(g: GroupDoc, key: string): boolean {
     if (g.seen.has(key)) return false;
-    g.seen.set(key, this.now());
-    if (!inEntry) this.rt(g).pending.seen.push(key);
-    pruneSeen(g.seen, this.now());
+    this.change(g, { t: 'seen', key, at: this.now() });
     return true;
   }
 
@@ -546,29 +459,20 @@ export class GroupManager {
     const rt = this.rt(g);
     if (rt.stale || rt.broken) return { entries: [], durable: Promise.reject(new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`)) };
     const p = rt.pending;
-    const head = headOf(g);
-    const headJson = JSON.stringify(head);
-    const headChanged = headJson !== rt.headJson;
-    const empty = !headChanged && p.entries.length === 0 && p.delivery.length === 0 && p.rounds.size === 0 && p.roundsDone.size === 0 && p.sessions.size === 0 && p.seen.length === 0;
-    if (empty) return { entries: [], durable: rt.lastWrite };
+    if (p.entries.length === 0 && p.delivery.length === 0 && p.changes.length === 0) return { entries: [], durable: rt.lastWrite };
     // No copy needed: the store serialises the record before `append` returns.
     const rec: GroupRecord = {
-      v: 1 as const,
+      v: 2 as const,
       n: ++rt.n,
       ts: this.now(),
       ...(p.entries.length ? { entries: p.entries } : {}),
       ...(p.delivery.length ? { delivery: p.delivery } : {}),
-      ...(headChanged ? { head } : {}),
-      ...(p.rounds.size ? { rounds: [...p.rounds.values()] } : {}),
-      ...(p.roundsDone.size ? { roundsDone: [...p.roundsDone] } : {}),
-      ...(p.sessions.size ? { sessions: [...p.sessions.values()] } : {}),
-      ...(p.seen.length ? { seen: p.seen } : {}),
+      ...(p.changes.length ? { changes: p.changes } : {}),
     };
     const entries = p.entries;
     rt.pending = emptyPending();
-    rt.headJson = headJson;
     const durable = this.store.append(g.id, rec).then(
-      () => undefined,
+      () => this.onRecorded(g, rec),
       (err: unknown) => {
         if (!rt.broken && !rt.stale) {
           rt.broken = true;
@@ -584,7 +488,7 @@ export class GroupManager {
       rt.sinceCheckpoint = 0;
       // Taken now, as of this record; the store serialises it at once and writes it only once
       // every record up to it is durable (never, if one of them fails).
-      void this.store.checkpoint(g.id, this.checkpointOf(g, rt.n)).catch(() => undefined);
+      void this.store.checkpoint(g.id, checkpointOf(g, rt.n)).catch(() => undefined);
     }
     return { entries, durable };
   }
@@ -632,23 +536,9 @@ export class GroupManager {
         this.commit(g).durable.catch(() => undefined);
         if (rt.sinceCheckpoint === 0) return;
         rt.sinceCheckpoint = 0;
-        await this.store.checkpoint(g.id, this.checkpointOf(g, rt.n));
+        await this.store.checkpoint(g.id, checkpointOf(g, rt.n));
       }),
     );
-  }
-
-  /** The group as of record `n`. Not a copy: the store serialises it before `checkpoint` returns. */
-  private checkpointOf(g: GroupDoc, n: number): GroupCheckpoint {
-    return {
-      version: 2 as const,
-      n,
-      head: headOf(g),
-      nextSeq: g.nextSeq,
-      rounds: g.rounds,
-      sessions: [...this.sessions.values()].filter((s) => s.groupId === g.id),
-      seen: [...g.seen],
-      undelivered: g.undelivered,
-    };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -722,28 +612,9 @@ export function naturalGroupId(channel: ChannelKind, chatId: string, title: stri
   return (channel === 'web' ? slugify(title) || 'room' : `${channel === 'telegram' ? 'tg' : 'dc'}-${slugify(chatId) || 'chat'}`).slice(0, 60);
 }
 
-/** The small, whole-rewritten part of a group. */
-function headOf(g: GroupDoc): GroupHead {
-  return {
-    id: g.id,
-    title: g.title,
-    channel: g.channel,
-    chatId: g.chatId,
-    ...(g.dmAgentId ? { dmAgentId: g.dmAgentId } : {}),
-    participants: g.participants,
-    config: g.config,
-    createdAt: g.createdAt,
-    state: g.state,
-  };
-}
-
 /** Private chats share one chat id across bots, so the agent is part of their key. */
 function chatKey(channel: ChannelKind, chatId: string, dmAgentId?: string): string {
   return dmAgentId ? `${channel}:${chatId}#${dmAgentId}` : `${channel}:${chatId}`;
-}
-
-function sessionKey(groupId: string, agentId: string): string {
-  return `${groupId}/${agentId}`;
 }
 
 /** Lower-case slug usable as a file name. */
@@ -756,4 +627,3 @@ function slugify(s: string): string {
     .slice(0, 60);
 }
 
-export { applySessionDelta };

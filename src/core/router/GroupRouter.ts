@@ -12,6 +12,7 @@ import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import { GroupManager, seqOfId } from '../groups/GroupManager.js';
+import { eventsOf } from '../groups/projection.js';
 import { HandleIndex, findMentions } from './mentions.js';
 import { LlmGate, type GateSettings } from './LlmGate.js';
 import { RoundRunner } from './RoundRunner.js';
@@ -90,8 +91,11 @@ export class GroupRouter implements ChannelHost {
     this.handles = new HandleIndex(opts.agents, opts.aliases);
     this.groups = new GroupManager(opts.store, this.agentMap, opts.groupDefaults, () => opts.clock.now(), opts.logger, opts.checkpointEvery);
     this.groups.onBroken = (g) => this.recover(g.id);
+    this.groups.onRecorded = (g, rec) => {
+      for (const ev of eventsOf(g, rec)) this.events.emit(ev);
+    };
     this.outbox = new Outbox(this.channels, this.agentMap, this.events, opts.logger);
-    this.recorder = new Recorder(this.groups, this.events, this.outbox);
+    this.recorder = new Recorder(this.groups, this.outbox);
     this.gateway = new GroupAdmin({
       groups: this.groups,
       agents: opts.agents,
@@ -337,7 +341,6 @@ export class GroupRouter implements ChannelHost {
       const agent = this.agentMap.get(dm)!;
       g = this.groups.create({ channel: msg.channel, chatId: msg.chatId, dmAgentId: dm, title: `${agent.name} · ${msg.author.name}`, participants: [dm] });
       await this.gateway.persistNew(g);
-      this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
     }
     if (!this.ownership.owns(g.id)) {
       if (forwarded) throw new StoreUnavailableError(`group ${g.id} is no longer run by this instance`);
@@ -446,7 +449,8 @@ export class GroupRouter implements ChannelHost {
     // A round not planned yet has no turns listed: count its addressed agents (or one open turn).
     const turnsDropped = rounds.reduce((n, r) => n + (r.planned ? r.queue.length : Math.max(1, r.addressed.length)), 0);
     for (const r of rounds) {
-      r.queue = [];
+      // A turn still holding the round sees nothing left to do.
+      this.groups.updateRound(g, r, { queue: [] });
       this.groups.finishRound(g, r);
     }
     const what =
@@ -613,13 +617,13 @@ export class GroupRouter implements ChannelHost {
         if (waiting.length > 1) {
           // Not written on its own: the next record carries the merge, and a restart before it
           // merges the same rounds again.
-          for (const r of waiting.slice(1)) {
-            round.triggerIds.push(...r.triggerIds);
-            for (const a of r.addressed) if (!round.addressed.includes(a)) round.addressed.push(a);
-            round.forced ||= r.forced;
-            this.groups.finishRound(g, r);
-          }
-          this.groups.touchRound(g, round);
+          const rest = waiting.slice(1);
+          this.groups.updateRound(g, round, {
+            triggerIds: [...round.triggerIds, ...rest.flatMap((r) => r.triggerIds)],
+            addressed: [...new Set([...round.addressed, ...rest.flatMap((r) => r.addressed)])],
+            forced: round.forced || rest.some((r) => r.forced),
+          });
+          for (const r of rest) this.groups.finishRound(g, r);
           this.logger.info({ group: g.id, messages: waiting.length }, 'answering waiting messages as one batch');
         }
       }

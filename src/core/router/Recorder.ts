@@ -1,13 +1,13 @@
 /**
  * The one path every transcript entry takes (human messages, agent replies, notices, decisions,
  * membership lines): **record** it (id and seq assigned), make it **durable** in one log record
- * together with whatever changed with it, **publish** it as a live event carrying its durable
- * seq, then **deliver** it through its group's `Channel` — the web feed included. Rounds,
- * commands and group management call `record`; none of them saves or emits on its own.
+ * together with whatever changed with it — its live event is made from that record as it lands
+ * (groups/projection.ts) — then **deliver** it through its group's `Channel`, the web feed
+ * included. Rounds, commands and group management call `record`; none of them saves or emits on
+ * its own.
  */
 import type { GroupDoc, RoundRecord } from '../ports.js';
 import type { DecisionType, TranscriptEntry } from '../types.js';
-import type { EventHub } from '../events.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { Outbox } from './Outbox.js';
 
@@ -17,7 +17,7 @@ export type NewEntry = Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: numbe
 /** What changes together with the entries of one record. */
 export interface RecordChange {
   entries?: NewEntry[];
-  /** A round added (`add`), advanced, or finished (`done`) by this change. */
+  /** A round added (`add`) or finished (`done`) with this record (its progress is written as it is made). */
   round?: { record: RoundRecord; add?: boolean; done?: boolean } | undefined;
   /** Platform message id to remember for dedupe (when no entry carries it). */
   seen?: string | undefined;
@@ -28,7 +28,6 @@ export interface RecordChange {
 export class Recorder {
   constructor(
     private readonly groups: GroupManager,
-    private readonly events: EventHub,
     private readonly outbox: Outbox,
   ) {}
 
@@ -48,24 +47,20 @@ export class Recorder {
     const r = change.round;
     if (r?.add) this.groups.addRound(g, r.record);
     else if (r?.done) this.groups.finishRound(g, r.record);
-    else if (r) this.groups.touchRound(g, r.record);
     if (change.seen) this.groups.markSeen(g, change.seen);
     const { entries, durable } = this.groups.commit(g);
+    // Its live events are made from the record as it becomes durable (groups/projection.ts).
     await durable;
-    for (const e of entries) this.publish(g, e);
     for (const e of entries) if (e.delivery === 'pending' && added.includes(e)) await this.deliver(g, e, change.replyTo);
     return added;
   }
 
   /**
    * Entries appended to the group outside `record` (a reply `/stop` cut short joins the stop's own
-   * record, see stoppedReply.ts): once durable they are published, unless the record that carried
-   * them did so already, and handed to the channel like any recorded entry.
+   * record, see stoppedReply.ts): once durable they are handed to the channel like any recorded entry.
    */
   async deliverAppended(g: GroupDoc, appended: TranscriptEntry[], replyTo: string | undefined): Promise<void> {
-    const { entries, durable } = this.groups.commit(g);
-    await durable;
-    for (const e of entries) this.publish(g, e);
+    await this.groups.commit(g).durable;
     for (const e of appended) if (e.delivery === 'pending' && g.undelivered.includes(e) && this.groups.usable(g)) await this.deliver(g, e, replyTo);
   }
 
@@ -86,7 +81,6 @@ export class Recorder {
           decision: opts.decision ? { type: opts.decision, agentId: opts.agentId, detail: text } : undefined,
         },
       ],
-      round: opts.round ? { record: opts.round } : undefined,
       seen: opts.seen,
     });
     return entry!;
@@ -98,10 +92,6 @@ export class Recorder {
       if (!this.groups.usable(g)) return;
       await this.deliver(g, e, undefined);
     }
-  }
-
-  private publish(g: GroupDoc, entry: TranscriptEntry): void {
-    this.events.emit({ type: entry.kind === 'decision' ? 'decision' : 'message', groupId: g.id, entry });
   }
 
   /** Hand one recorded entry to its channel; the outcome rides on the group's next record. */

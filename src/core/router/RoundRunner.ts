@@ -65,10 +65,11 @@ export class RoundRunner {
     const tally = newTally();
     if (!round.planned) {
       // Over budget: no plan, so no selector call either; the round ends unanswered.
-      if (await budgetRefuses(this.d, g, round)) round.planned = true;
-      // A deterministic plan is not written on its own: the first turn's write carries it, and a
-      // restart before that re-derives the same plan. A selector's choice is written at once.
-      else if (await planRound(this.d, g, round, stop)) await this.d.recorder.record(g, { round: { record: round } });
+      if (await budgetRefuses(this.d, g, round)) this.d.groups.updateRound(g, round, { planned: true });
+      // A deterministic plan is not written on its own: the first turn's write carries it (with
+      // the round-robin position it took), and a restart before that re-derives the same plan. A
+      // selector's choice is written at once.
+      else if (await planRound(this.d, g, round, stop)) await this.d.recorder.record(g);
     }
     const plain: TurnControl = { stop, signal: stop, inOrder: (call) => call, stream: true, cancelled: [], decided: () => undefined };
     while (round.queue.length > 0 && !stop.aborted && !this.d.shutdown.aborted && !g.state.archived && this.d.groups.usable(g)) {

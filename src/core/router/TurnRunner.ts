@@ -72,22 +72,22 @@ export class TurnRunner {
     const { groups, clock } = this.d;
     const agent = this.d.agents.get(t.agentId);
     const cfg = g.config;
-    if (!agent || !g.participants.includes(t.agentId)) return drop(round, t);
+    if (!agent || !g.participants.includes(t.agentId)) return drop(this.d, g, round, t);
     const session = groups.session(g, agent.id);
     if (HUMAN_CAUSED.has(t.reason) && !round.forced && this.alreadySeen(g, round, g.state.repliedUpTo?.[agent.id] ?? 0)) {
       // A reply the agent delivered had already seen this round's message(s); no need to wait
       // out a cooldown first. A pass or a failure never counts as an answer.
-      drop(round, t);
+      drop(this.d, g, round, t);
       return decide(this.d, g, round, 'batch', agent.id, `${agent.name} already answered this together with an earlier message`);
     }
     const cooldownLeft = (g.state.lastSpoke[agent.id] ?? -Infinity) + cfg.cooldown_seconds * 1000 - clock.now();
     const capReached = round.capped >= cfg.max_agent_turns_per_message;
 
     if (!HUMAN_CAUSED.has(t.reason)) {
-      if (t.reason === 'voluntary' && g.state.muted.includes(agent.id)) return drop(round, t);
-      if (t.reason === 'voluntary' && round.voluntary >= cfg.max_voluntary_responders) return drop(round, t);
+      if (t.reason === 'voluntary' && g.state.muted.includes(agent.id)) return drop(this.d, g, round, t);
+      if (t.reason === 'voluntary' && round.voluntary >= cfg.max_voluntary_responders) return drop(this.d, g, round, t);
       if (capReached) {
-        drop(round, t);
+        drop(this.d, g, round, t);
         if (!notes.has('cap')) {
           notes.add('cap');
           await decide(this.d, g, round, 'cap', undefined, `turn cap reached (${cfg.max_agent_turns_per_message} agent replies for this message)`);
@@ -95,7 +95,7 @@ export class TurnRunner {
         return;
       }
       if (cooldownLeft > 0) {
-        drop(round, t);
+        drop(this.d, g, round, t);
         return decide(this.d, g, round, 'cooldown', agent.id, `${agent.name} is cooling down (${Math.ceil(cooldownLeft / 1000)}s left)`);
       }
     } else if (cooldownLeft > 0) {
@@ -106,8 +106,8 @@ export class TurnRunner {
         return;
       }
     }
-    if (round.asked.includes(agent.id) && t.reason === 'voluntary') return drop(round, t);
-    if (t.reason === 'voluntary') round.asked.push(agent.id);
+    if (round.asked.includes(agent.id) && t.reason === 'voluntary') return drop(this.d, g, round, t);
+    if (t.reason === 'voluntary') groups.updateRound(g, round, { asked: [...round.asked, agent.id] });
 
     const seenUpTo = g.nextSeq - 1;
     const mailbox = await groups.mailbox(g, session);
@@ -125,7 +125,7 @@ export class TurnRunner {
     const mustReply = ask.kind !== 'voluntary';
     const timeout = (t.reason === 'voluntary' ? cfg.voluntary_timeout_seconds : cfg.agent_reply_timeout_seconds) * 1000;
 
-    if (await budgetRefuses(this.d, g, round)) return drop(round, t);
+    if (await budgetRefuses(this.d, g, round)) return drop(this.d, g, round, t);
     // Someone asked: the agent is working on it from now. A voluntary turn is only the agent
     // considering whether to speak — most pass — so it shows as typing once its text comes.
     let typing = false;
@@ -143,7 +143,7 @@ export class TurnRunner {
       ? new StoppedReply(this.d, g, ctl.stop, (text) => {
           // The agent remembers saying it, as everyone saw; usage never arrived (the call was cancelled).
           const usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
-          if (prompt) groups.recordTurn(g, session, [{ role: 'user', content: prompt.userTurn }, { role: 'assistant', content: text }], seenUpTo, { usage, costUsd: null });
+          if (prompt) groups.recordTurn(g, agent.id, [{ role: 'user', content: prompt.userTurn }, { role: 'assistant', content: text }], seenUpTo, { usage, costUsd: null });
           return this.replyEntry(g, round, t, agent, text, { model, usage, latencyMs: clock.now() - callStarted, costUsd: null, cut: 'stopped', prompt: prompt ? refOf(true) : undefined });
         })
       : null;
@@ -190,7 +190,7 @@ export class TurnRunner {
         { group: g.id, agent: agent.id, model, turn: t.reason, code, err: describeError(err), ...(why.hint ? { hint: why.hint } : {}) },
         `${agent.name} could not reply (${why.reason}): ${describeError(err)}${why.hint ? ` — ${why.hint}` : ''}`,
       );
-      drop(round, t);
+      drop(this.d, g, round, t);
       // The mailbox is not drained: the agent sees these observations next time.
       // Nobody asked a voluntary turn: its failure is a quiet decision line, not a ⚠ in the chat
       // (one "anyone hungry?" must not bring three notices). Someone did ask the others.
@@ -218,14 +218,14 @@ export class TurnRunner {
       // candidate order filled it (or a reaction replaced this turn). Not shown, not remembered:
       // the agent's mailbox stays as it was; only the cost is counted.
       groups.addGroupUsage(g, agent.id, res);
-      drop(round, t);
+      drop(this.d, g, round, t);
       const recorded = decide(this.d, g, round, 'discarded', agent.id, `${agent.name}'s reply was not needed (enough replies already)`);
       ctl.decided();
       return recorded;
     }
-    groups.recordTurn(g, session, [{ role: 'user', content: prompt!.userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text }], seenUpTo, res);
+    groups.recordTurn(g, agent.id, [{ role: 'user', content: prompt!.userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text }], seenUpTo, res);
     groups.addGroupUsage(g, agent.id, res);
-    drop(round, t);
+    drop(this.d, g, round, t);
     countCall(tally, res);
 
     if (pass || !text) {
@@ -233,7 +233,7 @@ export class TurnRunner {
       tally.passed.push(agent.id);
       // The pass line carries the turn's reference: a later turn's history is rebuilt from it.
       const line = decision(this.d, 'pass', agent.id, `${agent.name} passed`, round.id);
-      const recorded = this.d.recorder.record(g, { entries: [{ ...line, decision: { ...line.decision!, prompt: refOf(false) } }], round: { record: round } }).then(() => undefined);
+      const recorded = this.d.recorder.record(g, { entries: [{ ...line, decision: { ...line.decision!, prompt: refOf(false) } }] }).then(() => undefined);
       ctl.decided();
       return recorded;
     }
@@ -241,14 +241,14 @@ export class TurnRunner {
     const ref = refOf(true);
     const reply = this.replyEntry(g, round, t, agent, text, { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, cut: res.cut, prompt: ref });
     groups.noteSpoke(g, agent.id, seenUpTo);
-    if (t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected') round.capped++;
-    if (t.reason === 'voluntary') round.voluntary++;
+    const capped = t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected';
+    if (capped) groups.updateRound(g, round, { capped: round.capped + 1, voluntary: round.voluntary + (t.reason === 'voluntary' ? 1 : 0) });
     const depthNote = this.queueReactions(g, round, t, agent, text);
     const replyTo = HUMAN_CAUSED.has(t.reason) ? this.trigger(g, round)?.platformMessageId : undefined;
     // One record: the reply, the agent's turn and cursor, its cooldown and the round's progress.
     // A cut reply says why in a quiet line: its "…" alone does not (see LlmGate for the cuts).
     const cutNote = res.cut ? decision(this.d, 'cut', agent.id, cutDetail(agent.name, res.cut), round.id) : null;
-    const [written] = await this.d.recorder.record(g, { entries: [reply, ...(cutNote ? [cutNote] : []), ...(depthNote ? [depthNote] : [])], round: { record: round }, replyTo });
+    const [written] = await this.d.recorder.record(g, { entries: [reply, ...(cutNote ? [cutNote] : []), ...(depthNote ? [depthNote] : [])], replyTo });
     if (written) this.refs.recorded(g.id, agent.id, ref, written.seq);
     this.d.metrics.replied(agent.id);
     tally.answered.push(agent.id);
@@ -261,7 +261,7 @@ export class TurnRunner {
    * a stopped reply had streamed was kept with the stop (`kept`): it is delivered now.
    */
   private async cancelledTurn(g: GroupDoc, round: RoundRecord, t: PlannedTurn, ctl: TurnControl, kept?: TranscriptEntry | null): Promise<void> {
-    drop(round, t);
+    drop(this.d, g, round, t);
     if (!ctl.stop.aborted) ctl.cancelled.push(t.agentId);
     if (kept) await this.d.recorder.deliverAppended(g, [kept], HUMAN_CAUSED.has(t.reason) ? this.trigger(g, round)?.platformMessageId : undefined);
   }
@@ -328,7 +328,7 @@ export class TurnRunner {
     const reactions: PlannedTurn[] = mentioned.filter((id) => !owed.has(id)).map((id) => ({ agentId: id, reason: 'reaction', depth: t.depth + 1, by: agent.id }));
     if (reactions.length === 0) return null;
     // A reaction replaces that agent's pending voluntary turn and runs before the rest.
-    round.queue = [...reactions, ...round.queue.filter((q) => !(q.reason === 'voluntary' && mentioned.includes(q.agentId)))];
+    this.d.groups.updateRound(g, round, { queue: [...reactions, ...round.queue.filter((q) => !(q.reason === 'voluntary' && mentioned.includes(q.agentId)))] });
     return null;
   }
 }

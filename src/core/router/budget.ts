@@ -1,45 +1,21 @@
 /**
  * A group's daily budget (group config `budget: { daily_usd, daily_tokens }`, UTC day). The day's
- * usage lives in the group's state (`state.today`), so it is written with the record of the call
+ * usage lives in the group's state (`state.today`, changed by `evolve`), so it is written with the record of the call
  * that used it and survives restarts; a new UTC day starts from zero.
  *
  * The budget is checked before each model call of the group: a call already under way when the
  * limit is crossed still finishes (its cost is counted), so a day can end slightly over the limit.
  * Tokens are everything a call processed: input, output, cache reads and cache writes.
  */
-import type { DayUsage, GroupDoc } from '../ports.js';
-import type { Usage } from '../types.js';
+import type { DayUsage, GroupDoc } from '../records.js';
+import { dayUsage } from '../groups/evolve.js';
 
 /** The chat is warned once a day when usage reaches this share of a limit. */
 const WARN_AT = 0.8;
 
-/** YYYY-MM-DD of an epoch-ms time, in UTC. */
-function utcDay(ms: number): string {
-  // Asked on every model call: the day's string is kept until the day changes.
-  if (ms < dayCache.from || ms >= dayCache.to) {
-    const from = Math.floor(ms / DAY_MS) * DAY_MS;
-    dayCache = { from, to: from + DAY_MS, day: new Date(from).toISOString().slice(0, 10) };
-  }
-  return dayCache.day;
-}
-const DAY_MS = 86_400_000;
-let dayCache = { from: 0, to: 0, day: '' };
-
-/** Today's usage of the group (a fresh, zero day when the stored one is from an earlier day). Not stored. */
+/** Today's usage of the group (a fresh, zero day when the stored one is from an earlier day). */
 export function today(g: GroupDoc, now: number): DayUsage {
-  const day = utcDay(now);
-  const t = g.state.today;
-  return t && t.day === day ? t : { day, tokens: 0, costUsd: 0, costUnknown: false, warned: false, refused: false };
-}
-
-/** Count one call's usage for today (the caller's record makes it durable). */
-export function addDayUsage(g: GroupDoc, now: number, res: { usage: Usage; costUsd?: number | null | undefined }): void {
-  const t = { ...today(g, now) };
-  const u = res.usage;
-  t.tokens += u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens;
-  if (typeof res.costUsd === 'number') t.costUsd += res.costUsd;
-  else t.costUnknown = true;
-  g.state.today = t;
+  return dayUsage(g, now);
 }
 
 export interface BudgetLevel {
@@ -68,11 +44,6 @@ export function budgetLevel(g: GroupDoc, now: number): BudgetLevel {
     parts.push(`${compact(t.tokens)} of ${compact(b.daily_tokens)} tokens`);
   }
   return { share, over: share >= 1, warn: share >= WARN_AT, parts };
-}
-
-/** Mark a budget notice as posted today (written with the notice's record). */
-export function markNotice(g: GroupDoc, now: number, which: 'warned' | 'refused'): void {
-  g.state.today = { ...today(g, now), [which]: true };
 }
 
 /** 1234 → "1.2k", 2_000_000 → "2M". */

@@ -4,7 +4,7 @@
  * checked before a round is planned and before each turn's model call; the warning after each step.
  */
 import type { GroupDoc, RoundRecord } from '../ports.js';
-import { budgetLevel, markNotice, today } from './budget.js';
+import { budgetLevel, today } from './budget.js';
 import type { RoundDeps } from './RoundDeps.js';
 
 type Deps = Pick<RoundDeps, 'clock' | 'groups' | 'recorder'>;
@@ -18,8 +18,8 @@ export async function budgetRefuses(d: Deps, g: GroupDoc, round: RoundRecord): P
   const level = budgetLevel(g, now);
   if (!level.over) return false;
   if (!today(g, now).refused) {
-    markNotice(g, now, 'refused');
-    markNotice(g, now, 'warned');
+    d.groups.markBudgetNotice(g, 'refused');
+    d.groups.markBudgetNotice(g, 'warned');
     const text = `⛔ This group's daily budget is used up (${level.parts.join(', ')}): the agents stay silent until 00:00 UTC. Messages are still recorded. An admin can raise it with /group config budget.daily_usd <dollars> or budget.daily_tokens <tokens>.`;
     await d.recorder.notice(g, text, { decision: 'budget', round });
   }
@@ -31,6 +31,6 @@ export async function budgetWarning(d: Deps, g: GroupDoc, round: RoundRecord): P
   const now = d.clock.now();
   const level = budgetLevel(g, now);
   if (!level.warn || level.over || today(g, now).warned || !d.groups.usable(g)) return;
-  markNotice(g, now, 'warned');
+  d.groups.markBudgetNotice(g, 'warned');
   await d.recorder.notice(g, `⚠ This group has used ${Math.floor(level.share * 100)}% of its daily budget (${level.parts.join(', ')}); at 100% the agents stop answering until 00:00 UTC.`, { decision: 'budget', round });
 }

@@ -9,8 +9,8 @@ import type { NewEntry } from './Recorder.js';
 import type { RoundDeps } from './RoundDeps.js';
 
 /** Take `t` off the round's remaining turns (the caller's next record makes it durable). */
-export function drop(round: RoundRecord, t: PlannedTurn): void {
-  round.queue = round.queue.filter((x) => x !== t);
+export function drop(d: Pick<RoundDeps, 'groups'>, g: GroupDoc, round: RoundRecord, t: PlannedTurn): void {
+  d.groups.updateRound(g, round, { queue: round.queue.filter((x) => x !== t) });
 }
 
 /** A decision entry, to record together with other entries. Named after the agent, or Chorus. */
@@ -22,5 +22,5 @@ export function decision(d: Pick<RoundDeps, 'agents' | 'logger'>, type: Decision
 
 /** A quiet decision line, recorded with the round's progress. */
 export async function decide(d: Pick<RoundDeps, 'agents' | 'logger' | 'recorder'>, g: GroupDoc, round: RoundRecord, type: DecisionType, agentId: string | undefined, detail: string): Promise<void> {
-  await d.recorder.record(g, { entries: [decision(d, type, agentId, detail, round.id)], round: { record: round } });
+  await d.recorder.record(g, { entries: [decision(d, type, agentId, detail, round.id)] });
 }

@@ -20,8 +20,8 @@ const SELECTOR_CONTEXT = 12;
  */
 export async function planRound(d: RoundDeps, g: GroupDoc, round: RoundRecord, signal?: AbortSignal): Promise<boolean> {
   const calls = { made: false };
-  round.queue = await chooseTurns(d, g, round, calls, signal);
-  round.planned = true;
+  const queue = await chooseTurns(d, g, round, calls, signal);
+  d.groups.updateRound(g, round, { queue, planned: true });
   return calls.made;
 }
 

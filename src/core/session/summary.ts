@@ -86,13 +86,13 @@ export class Summarizer {
       if (!text) throw new Error('empty summary');
       this.budgets.learn(model, { units: textUnits(SUMMARY_SYSTEM) + textUnits(request), messageCount: 2 }, res.usage);
       if (d.shutdown.aborted || !unchanged()) return;
-      d.groups.foldHistory(g, s, fold.length, text, res);
+      d.groups.foldHistory(g, agent.id, fold.length, text, res);
       d.groups.addGroupUsage(g, agent.id, res);
     } catch (err) {
       if (d.shutdown.aborted) return; // aborted by the stop: nothing to write, the history is intact
       d.logger.warn({ group: g.id, agent: agent.id, err: describeError(err) }, 'summary failed; history kept');
       if (!unchanged() || s.history.length <= 2 * limit) return;
-      d.groups.foldHistory(g, s, s.history.length - limit - (limit % 2), s.summary);
+      d.groups.foldHistory(g, agent.id, s.history.length - limit - (limit % 2), s.summary);
     }
     await d.recorder.record(g);
   }

@@ -11,7 +11,7 @@
  */
 import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { GroupHead, GroupRecord, Logger, RoundRecord, SessionDelta } from '../../core/ports.js';
+import type { GroupChange, GroupHead, GroupRecord, Logger, RoundRecord, SessionDelta } from '../../core/ports.js';
 import type { ChatTurn, TranscriptEntry } from '../../core/types.js';
 import { describeError } from '../../core/errors.js';
 
@@ -107,16 +107,19 @@ function toRecords(doc: V1Group, sessions: V1Session[]): GroupRecord[] {
   for (const s of sessions) for (const e of s.backlog ?? []) bySeq.set(e.seq, e);
   for (const e of doc.transcript) bySeq.set(e.seq, e); // the group file's copy has delivery state
   const entries = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
-  const records: GroupRecord[] = entries.map((e, i) => ({ v: 1, n: i + 1, ts: e.ts, entries: [e] }));
+  const records: GroupRecord[] = entries.map((e, i) => ({ v: 2, n: i + 1, ts: e.ts, entries: [e] }));
   const { version: _v, transcript: _t, nextSeq: _n, rounds, seen, ...head } = doc;
+  const ts = Date.now();
   records.push({
-    v: 1,
+    v: 2,
     n: records.length + 1,
-    ts: Date.now(),
-    head: head as GroupHead,
-    rounds: rounds ?? [],
-    sessions: sessions.map((s) => ({ agentId: s.agentId, reset: true, append: s.history, cursor: s.cursor, summary: s.summary ?? null, usage: s.usage })),
-    seen: seen ?? [],
+    ts,
+    changes: [
+      { t: 'head', head: head as GroupHead },
+      ...(rounds ?? []).map((r): GroupChange => ({ t: 'round', id: r.id, set: r })),
+      ...sessions.map((s): GroupChange => ({ t: 'session', agentId: s.agentId, reset: true, append: s.history, cursor: s.cursor, summary: s.summary ?? null, usage: s.usage })),
+      ...(seen ?? []).map((key): GroupChange => ({ t: 'seen', key, at: ts })),
+    ],
   });
   return records;
 }

@@ -2,13 +2,14 @@
  * A read-only look at which groups a data directory holds and which chat each is bound to, for
  * `chorus doctor` (can each bot read the groups it is in?). Unlike `FileStore.open` it never
  * writes — no migration, no torn-tail repair, no format stamp — so it is safe to run beside a
- * running daemon. The answer is the newest group head found: the last one in the newest log
- * segment that has one, else the checkpoint's. A group whose log ends before its checkpoint is
+ * running daemon. The answer is the group's head as its checkpoint and log leave it. A group whose log ends before its checkpoint is
  * reported as damaged, as `FileStore.open` would find it (see groupFiles.ts).
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { GroupHead } from '../../core/ports.js';
+import type { GroupCheckpoint, GroupHead, GroupRecord } from '../../core/records.js';
+import { emptyGroup, evolve, fromCheckpoint, headOf } from '../../core/groups/evolve.js';
+import { parseCheckpoint, parseRecord } from '../logSchema.js';
 import { SEGMENT_FILE } from './format.js';
 
 export interface PeekedGroup {
@@ -21,9 +22,6 @@ export interface PeekedGroup {
   /** A private chat with one agent's bot. */
   dm: boolean;
 }
-
-/** Log segments read back from the newest when looking for a head. */
-const SEGMENTS_SEARCHED = 3;
 
 /** Groups found under `dataDir/groups`; a missing directory is simply none. */
 export async function peekGroups(dataDir: string): Promise<{ groups: PeekedGroup[]; unreadable: Array<{ id: string; problem: string }>; damaged: Array<{ id: string; problem: string }> }> {
@@ -45,7 +43,7 @@ export async function peekGroups(dataDir: string): Promise<{ groups: PeekedGroup
         damaged.push({ id, problem });
         continue;
       }
-      const head = (await headFromLog(join(dir, id, 'log'))) ?? (await headFromCheckpoint(join(dir, id, 'state.json')));
+      const head = await peekHead(join(dir, id), id);
       if (!head) continue;
       groups.push({
         id,
@@ -103,37 +101,50 @@ async function lastRecordN(logDir: string): Promise<number> {
   return 0;
 }
 
-async function headFromCheckpoint(path: string): Promise<GroupHead | null> {
+/**
+ * The group as its checkpoint and the records after it leave it, folded with the core's own
+ * `evolve` (a head is written whole only when a group is made; later records change parts of it).
+ * Reads segments from the newest back until it reaches the checkpoint. Null: no group there.
+ */
+async function peekHead(groupDir: string, id: string): Promise<GroupHead | null> {
+  let cp: GroupCheckpoint | null = null;
   try {
-    const cp = JSON.parse(await readFile(path, 'utf8')) as { head?: GroupHead };
-    return cp.head ?? null;
+    const parsed = parseCheckpoint(JSON.parse(await readFile(join(groupDir, 'state.json'), 'utf8')), `${id}/state.json`);
+    if ('checkpoint' in parsed) cp = parsed.checkpoint;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && !(err instanceof SyntaxError)) throw err;
   }
-}
-
-async function headFromLog(logDir: string): Promise<GroupHead | null> {
-  let segments: string[];
+  const after = cp?.n ?? 0;
+  const logDir = join(groupDir, 'log');
+  let segments: string[] = [];
   try {
     segments = (await readdir(logDir)).filter((n) => SEGMENT_FILE.test(n)).sort().reverse();
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  for (const name of segments.slice(0, SEGMENTS_SEARCHED)) {
-    const lines = (await readFile(join(logDir, name), 'utf8')).split('\n');
-    for (let i = lines.length - 1; i >= 0; i--) {
-      const line = lines[i]!;
-      // Most records carry no head; parse only the ones that may (a torn last line just fails).
-      if (!line.includes('"head":')) continue;
+  const records: GroupRecord[] = [];
+  for (const name of segments) {
+    let reachedCheckpoint = false;
+    for (const line of (await readFile(join(logDir, name), 'utf8')).split('\n')) {
+      if (!line) continue;
+      let json: unknown;
       try {
-        const rec = JSON.parse(line) as { head?: GroupHead };
-        if (rec.head) return rec.head;
+        json = JSON.parse(line);
       } catch {
-        continue;
+        continue; // a torn or damaged line: the store skips it too
       }
+      const parsed = parseRecord(json, `${id}/log/${name}`);
+      if (!('record' in parsed)) continue;
+      if (parsed.record.n > after) records.push(parsed.record);
+      else reachedCheckpoint = true;
     }
+    if (reachedCheckpoint) break;
   }
-  return null;
+  const g = cp ? fromCheckpoint(cp) : emptyGroup(id);
+  let described = !!cp;
+  for (const rec of records.sort((a, b) => a.n - b.n)) {
+    evolve(g, rec);
+    if (rec.changes?.some((c) => c.t === 'head')) described = true;
+  }
+  return described ? headOf(g) : null;
 }

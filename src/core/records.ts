@@ -1,0 +1,221 @@
+/**
+ * The persisted model: what a group is made of (head, state, rounds, sessions) and the records and
+ * checkpoints its log holds. Shared by the core, which keeps groups in memory, and the stores,
+ * which write and read them.
+ */
+import type { ChannelKind, ChatTurn, GroupConfig, TranscriptEntry, Usage } from './types.js';
+
+/** Accumulated token figures. */
+export interface UsageTotals {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+  /** Calls whose model had no known price: their cost is not in `costUsd` ("price unknown"). */
+  unpricedCalls?: number | undefined;
+}
+
+/** A turn the router still owes within a recorded round. */
+export interface PlannedTurn {
+  agentId: string;
+  reason: 'addressed' | 'voluntary' | 'reaction' | 'sticky' | 'rotation' | 'selected' | 'direct';
+  depth: number;
+  /** For reactions: the agent whose reply mentioned this one. */
+  by?: string | undefined;
+}
+
+/** A round recorded before it ran, so a restart can finish it. */
+export interface RoundRecord {
+  id: string;
+  createdAt: number;
+  /** Transcript ids of the human message(s) this round answers (several when batched). */
+  triggerIds: string[];
+  /** Agents named by the human(s), in order; they are always answered. */
+  addressed: string[];
+  /** Set when the round was forced by /ask. */
+  forced: boolean;
+  /** Set once the router has planned the turns (addressed / strategy / voluntary). */
+  planned: boolean;
+  /** Turns still to run, in order. */
+  queue: PlannedTurn[];
+  /** Agents already asked voluntarily (never asked twice). */
+  asked: string[];
+  /** Delivered voluntary + reaction replies (the turn cap counts these). */
+  capped: number;
+  /** Delivered voluntary replies. */
+  voluntary: number;
+  /** A forced round about one message (web "ask again" / regenerate): its entry id, quoted in the prompt. */
+  about?: string | undefined;
+  /** Regenerate: the id of the reply this round answers again (kept; the new reply points to it). */
+  regenerates?: string | undefined;
+}
+
+/** Mutable state of a group that must survive restarts. */
+export interface GroupState {
+  muted: string[];
+  /** agentId → epoch ms of its last delivered reply (cooldowns, "last spoke"). */
+  lastSpoke: Record<string, number>;
+  sticky: string | null;
+  rrIndex: number;
+  archived: boolean;
+  usage: Record<string, UsageTotals>;
+  /**
+   * agentId → the last transcript seq its last *delivered reply* had seen. A human message at or
+   * below it was answered by that reply; a pass or a failure never moves it (so a mention
+   * seen in a voluntary turn that passed still gets its addressed turn). Absent in older data.
+   */
+  repliedUpTo?: Record<string, number> | undefined;
+  /** Today's (UTC) model usage of the group, for `budget`; absent until the first call. */
+  today?: DayUsage | undefined;
+}
+
+/** One UTC day's model usage of a group and which budget notices it has posted. */
+export interface DayUsage {
+  /** YYYY-MM-DD (UTC). */
+  day: string;
+  tokens: number;
+  costUsd: number;
+  /** Some call's cost was unknown (no price): `costUsd` is a lower bound. */
+  costUnknown: boolean;
+  /** The 80% warning was posted today. */
+  warned: boolean;
+  /** The "budget used up" notice was posted today. */
+  refused: boolean;
+}
+
+/** What describes a group apart from its transcript, rounds and sessions: small, rewritten whole. */
+export interface GroupHead {
+  id: string;
+  title: string;
+  channel: ChannelKind;
+  chatId: string;
+  /** Set for a private chat with one agent's bot: the chat id alone is shared by every bot. */
+  dmAgentId?: string | undefined;
+  participants: string[];
+  config: GroupConfig;
+  createdAt: number;
+  state: GroupState;
+}
+
+/**
+ * A group as the core holds it in memory. Only a bounded tail of the transcript lives here; the
+ * whole transcript is in the store's log and is read back page by page (`Store.readEntries`).
+ */
+export interface GroupDoc extends GroupHead {
+  /** The newest entries (bounded), oldest first. */
+  transcript: TranscriptEntry[];
+  /** Seq the next entry gets. */
+  nextSeq: number;
+  rounds: RoundRecord[];
+  /** Dedupe memory: platform message key → epoch ms first seen (kept at least 24 hours). */
+  seen: Map<string, number>;
+  /** Replies and notices not yet posted by their channel (resumed after a restart). */
+  undelivered: TranscriptEntry[];
+  /** Each member's (and former member's) session in this group, by agent id. */
+  sessions: Map<string, SessionDoc>;
+}
+
+/**
+ * One agent's private conversation in one group. The mailbox is not copied here: it is every
+ * observable transcript entry after `cursor` that the agent did not write. Draining it advances
+ * `cursor` in the same log record that appends the turn to `history`, so each observation
+ * reaches the agent exactly once, across passes, batches and restarts.
+ */
+export interface SessionDoc {
+  groupId: string;
+  agentId: string;
+  history: ChatTurn[];
+  /** Seq of the last transcript entry this agent has been shown. */
+  cursor: number;
+  summary: string | null;
+  usage: UsageTotals;
+}
+
+/** How one record changes one session; replaying it gives the same session again. */
+export interface SessionDelta {
+  agentId: string;
+  /** Start from an empty session first (`/group reset`, a new member, a migrated session). */
+  reset?: true | undefined;
+  /** Drop this many turns from the start of the history (folded into the summary). */
+  drop?: number | undefined;
+  /** Turns appended to the history. */
+  append?: ChatTurn[] | undefined;
+  cursor: number;
+  summary: string | null;
+  usage: UsageTotals;
+}
+
+/**
+ * One change to a group, as its log records it. `evolve` (groups/evolve.ts) is the one function
+ * that applies a change: to the group held in memory the moment the change is made, and to the
+ * group rebuilt from the log at start. Whatever a change needs that could differ between the two
+ * (a time, a new value computed from the old) travels in it, so both give the same state.
+ */
+export type GroupChange =
+  /** The group's whole description: written when the group is made (and read from older logs). */
+  | { t: 'head'; head: GroupHead }
+  | { t: 'join'; agentId: string }
+  /** The agent leaves; it stops being sticky or the configured last speaker. */
+  | { t: 'leave'; agentId: string }
+  | { t: 'config'; config: GroupConfig }
+  | { t: 'mute'; agentId: string; muted: boolean }
+  | { t: 'sticky'; agentId: string | null }
+  /** Round-robin moved on: the next turn goes to eligible[next % eligible.length]. */
+  | { t: 'rotation'; next: number }
+  /** A reply of the agent was delivered at `at`; it had seen the transcript up to `seenUpTo`. */
+  | { t: 'spoke'; agentId: string; at: number; seenUpTo?: number | undefined }
+  /** A model call's cost, counted for the group under `key` (an agent, or "(selector)") and for the UTC day of `at`. */
+  | { t: 'usage'; key: string; at: number; usage: Usage; costUsd?: number | null | undefined }
+  /** A budget notice was posted on the UTC day of `at`. */
+  | { t: 'budget-notice'; which: 'warned' | 'refused'; at: number }
+  | { t: 'archive' }
+  | { t: 'rekey'; chatId: string }
+  /** A round is added (`set` is the whole round) or changes (`set` holds what changed). */
+  | { t: 'round'; id: string; set: Partial<RoundRecord> }
+  /** A round finished or was abandoned. */
+  | { t: 'round-done'; id: string }
+  /** An agent's session changes (see SessionDelta). */
+  | ({ t: 'session' } & SessionDelta)
+  /** A platform message id to remember for dedupe (besides those of human entries). */
+  | { t: 'seen'; key: string; at: number };
+
+/** What a record says about the delivery of an entry recorded earlier. */
+export interface DeliveryOutcome {
+  seq: number;
+  delivery: 'posted' | 'failed';
+  postedIds?: string[] | undefined;
+}
+
+/**
+ * One durable step of one group: a single line of its log, written atomically. Everything that
+ * must change together (a reply, the agent's cursor and history, the round's progress) travels in
+ * one record, so a crash either keeps all of it or none of it. New entries and delivery outcomes
+ * are fields of their own because the stores index them (history pages, search); the rest is an
+ * ordered list of changes. A record applies as: its entries, its delivery outcomes, its changes.
+ */
+export interface GroupRecord {
+  /** Record format version (records of version 1 are upgraded when read). */
+  v: 2;
+  /** Position in the group's log: 1, 2, 3, … */
+  n: number;
+  ts: number;
+  /** New transcript entries, seq assigned, in seq order. */
+  entries?: TranscriptEntry[] | undefined;
+  /** Delivery outcome of entries recorded earlier. */
+  delivery?: DeliveryOutcome[] | undefined;
+  changes?: GroupChange[] | undefined;
+}
+
+/** The group's state after record `n`: a shortcut for replay at start, never the only copy. */
+export interface GroupCheckpoint {
+  version: 2;
+  n: number;
+  head: GroupHead;
+  nextSeq: number;
+  rounds: RoundRecord[];
+  sessions: SessionDoc[];
+  seen: Array<[string, number]>;
+  undelivered: TranscriptEntry[];
+}
