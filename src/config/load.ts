@@ -14,7 +14,8 @@ import { parseEnv } from 'node:util';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { unknownKeyMessage } from './keyHints.js';
-import { configSchema, refineConfig, type ChorusConfig, type ConfigProblem } from './schema.js';
+import { configSchema, type ChorusConfig } from './schema.js';
+import { refineConfig, type ConfigProblem } from './rules.js';
 import { DEFAULT_CONFIG_YAML } from './defaults.js';
 
 /** A config that could not be loaded; `problems` has one entry per mistake. */
