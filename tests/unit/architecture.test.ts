@@ -116,7 +116,6 @@ const TOO_LONG_FOR_NOW = new Set([
   'src/core/groups/GroupManager.ts',
   'src/core/router/GroupRouter.ts',
   'src/core/ports.ts',
-  'src/channels/discord/DiscordChannel.ts',
   'src/core/session/contextBudget.ts',
 ]);
 
