@@ -1,6 +1,6 @@
 /** Validation of `/group config` and `PATCH /api/groups/:id/config` against the file's schema. */
 import type { ConfigValidator } from '../core/types.js';
-import { formatIssues } from './load.js';
+import { formatIssues } from './issues.js';
 import { groupConfigSchema } from './schema.js';
 
 const patchSchema = groupConfigSchema.partial().strict();

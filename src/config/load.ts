@@ -6,15 +6,20 @@
  * value from the environment is never read as YAML: `#`, quotes, numbers and newlines in it stay
  * as they are and cannot add keys. Where the schema wants a number or true/false and the value
  * came from a reference, the text is converted (`port: ${PORT}`).
+ *
+ * The steps have files of their own: envReferences.ts (the `${VAR}` syntax and its masking),
+ * schemaWalk.ts (what the schema wants at a key), issues.ts (zod's issues as readable problems)
+ * and rules.ts (the rules across keys). This file puts them in order.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { parseEnv } from 'node:util';
 import { parseDocument } from 'yaml';
-import type { z } from 'zod';
-import { unknownKeyMessage } from './keyHints.js';
-import { configSchema, refineConfig, type ChorusConfig, type ConfigProblem } from './schema.js';
+import { MaskedReferences } from './envReferences.js';
+import { formatIssues } from './issues.js';
+import { childSchema, coerce, type SchemaNode } from './schemaWalk.js';
+import { configSchema, type ChorusConfig } from './schema.js';
+import { refineConfig, type ConfigProblem } from './rules.js';
 import { DEFAULT_CONFIG_YAML } from './defaults.js';
 
 /** A config that could not be loaded; `problems` has one entry per mistake. */
@@ -102,85 +107,6 @@ function readDotEnv(file: string): Record<string, string> {
   return out;
 }
 
-const REFERENCE = /(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}\n]*))?\}/g;
-
-/**
- * Replace `${VAR}` and `${VAR:-default}` in one string value. An unset or empty variable takes
- * the default, else becomes "" and is reported in `missing`. `$${` escapes a literal `${`.
- */
-export function substituteEnv(text: string, env: NodeJS.ProcessEnv): { text: string; missing: string[] } {
-  const missing: string[] = [];
-  const out = text.replace(REFERENCE, (whole, escape: string, name: string, fallback: string | undefined) => {
-    if (escape) return whole.slice(1);
-    const value = env[name];
-    if (value !== undefined && value !== '') return value;
-    if (fallback !== undefined) return fallback;
-    missing.push(name);
-    return '';
-  });
-  return { text: out, missing };
-}
-
-/**
- * The file's text with every reference swapped for a placeholder that is a plain word in any YAML
- * context (flow mappings, quotes, block scalars), so references never change how the YAML parses
- * and their values can be put back into the parsed strings. Columns are mapped back for errors.
- */
-class MaskedReferences {
-  readonly text: string;
-  private readonly refs: string[] = [];
-  private readonly tag = `CHORUSREF${randomBytes(6).toString('hex')}N`;
-  private readonly pattern = new RegExp(`${this.tag}(\\d+)X`, 'g');
-  /** Per line: where a placeholder ends in the masked line and how much longer it is than the reference. */
-  private readonly shifts = new Map<number, Array<{ end: number; delta: number }>>();
-
-  constructor(raw: string) {
-    this.text = raw
-      .split('\n')
-      .map((line, i) => {
-        const shifts: Array<{ end: number; delta: number }> = [];
-        let grow = 0;
-        const masked = line.replace(REFERENCE, (whole: string, _e: string, _n: string, _f: string, offset: number) => {
-          const placeholder = `${this.tag}${this.refs.length}X`;
-          this.refs.push(whole);
-          grow += placeholder.length - whole.length;
-          shifts.push({ end: offset + grow + whole.length, delta: grow });
-          return placeholder;
-        });
-        if (shifts.length) this.shifts.set(i + 1, shifts);
-        return masked;
-      })
-      .join('\n');
-  }
-
-  /** Does this parsed string hold a reference? */
-  has(value: string): boolean {
-    this.pattern.lastIndex = 0;
-    return this.pattern.test(value);
-  }
-
-  /** The parsed string with its references as written (for keys and error messages). */
-  original(value: string): string {
-    return value.replace(this.pattern, (_m, i: string) => this.refs[Number(i)]!);
-  }
-
-  /** The parsed string with its references replaced from `env`. */
-  substitute(value: string, env: NodeJS.ProcessEnv, missing: string[]): string {
-    return value.replace(this.pattern, (_m, i: string) => {
-      const r = substituteEnv(this.refs[Number(i)]!, env);
-      missing.push(...r.missing);
-      return r.text;
-    });
-  }
-
-  /** A 1-based column of the masked text as a column of the file. */
-  column(line: number, col: number): number {
-    let delta = 0;
-    for (const s of this.shifts.get(line) ?? []) if (s.end <= col - 1) delta = s.delta;
-    return col - delta;
-  }
-}
-
 /** Options for loading: where relative paths in the file start from. */
 export interface LoadOptions {
   /** The working directory: base of the built-in defaults' paths and of `CHORUS_DATA_DIR`. */
@@ -246,55 +172,6 @@ export function parseConfigText(
   return { config, missing, overrides };
 }
 
-/** A zod schema as far as this file looks into it. */
-interface SchemaNode {
-  def: { type: string; innerType?: SchemaNode; in?: SchemaNode; options?: readonly SchemaNode[]; shape?: Record<string, SchemaNode>; element?: SchemaNode; valueType?: SchemaNode };
-}
-
-/** The schema below wrappers (default, optional, nullable, a transform's input). */
-function unwrap(node: SchemaNode | undefined): SchemaNode | undefined {
-  let n = node;
-  for (let i = 0; n && i < 10; i++) {
-    const d = n.def;
-    if (d.type === 'default' || d.type === 'prefault' || d.type === 'optional' || d.type === 'nullable' || d.type === 'readonly') n = d.innerType;
-    else if (d.type === 'pipe') n = d.in;
-    else return n;
-  }
-  return n;
-}
-
-/** Which scalar kinds a schema takes. An unknown kind counts as text, so nothing is converted. */
-function scalarKinds(node: SchemaNode | undefined, out = { text: false, number: false, boolean: false, null: false }, depth = 0) {
-  if (!node || depth > 10) {
-    out.text = true;
-    return out;
-  }
-  const t = node.def.type;
-  if (t === 'nullable') out.null = true;
-  if (t === 'default' || t === 'prefault' || t === 'optional' || t === 'nullable' || t === 'readonly') return scalarKinds(node.def.innerType, out, depth + 1);
-  if (t === 'pipe') return scalarKinds(node.def.in, out, depth + 1);
-  if (t === 'union') {
-    for (const o of node.def.options ?? []) scalarKinds(o, out, depth + 1);
-    return out;
-  }
-  if (t === 'number' || t === 'int') out.number = true;
-  else if (t === 'boolean') out.boolean = true;
-  else if (t === 'null') out.null = true;
-  else out.text = true;
-  return out;
-}
-
-function childSchema(node: SchemaNode | undefined, key: string | number): SchemaNode | undefined {
-  const n = unwrap(node);
-  if (!n) return undefined;
-  if (n.def.type === 'object') return n.def.shape?.[String(key)];
-  if (n.def.type === 'array') return n.def.element;
-  if (n.def.type === 'record') return n.def.valueType;
-  return undefined;
-}
-
-const NUMBER = /^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/;
-
 /** Put the environment's values into the parsed strings; convert them where the schema wants a number or true/false. */
 function fillReferences(value: unknown, schema: SchemaNode | undefined, masked: MaskedReferences, env: NodeJS.ProcessEnv, missing: string[]): unknown {
   if (Array.isArray(value)) return value.map((v, i) => fillReferences(v, childSchema(schema, i), masked, env, missing));
@@ -305,17 +182,6 @@ function fillReferences(value: unknown, schema: SchemaNode | undefined, masked: 
   }
   if (typeof value !== 'string' || !masked.has(value)) return value;
   return coerce(masked.substitute(value, env, missing), schema);
-}
-
-/** Text from the environment, as the schema wants it; left as text when it does not read as one. */
-function coerce(text: string, schema: SchemaNode | undefined): unknown {
-  const kinds = scalarKinds(schema);
-  if (kinds.text) return text;
-  const t = text.trim();
-  if (kinds.number && NUMBER.test(t)) return Number(t);
-  if (kinds.boolean && /^(true|false)$/i.test(t)) return t.toLowerCase() === 'true';
-  if (kinds.null && t === '') return null;
-  return text;
 }
 
 /** Apply `CHORUS_*` overrides to the parsed file; returns the names used. */
@@ -367,69 +233,6 @@ function normalizeEmpty(data: object): unknown {
 function withEnvHint(problems: ConfigProblem[], missing: string[]): ConfigProblem[] {
   if (missing.length === 0) return problems;
   return [...problems, { path: '(environment)', message: `not set: ${[...new Set(missing)].join(', ')}` }];
-}
-
-/** Zod path → `agents[1].telegram.token`. */
-function formatPath(path: ReadonlyArray<PropertyKey>): string {
-  let out = '';
-  for (const seg of path) {
-    if (typeof seg === 'number') out += `[${seg}]`;
-    else out += out ? `.${String(seg)}` : String(seg);
-  }
-  return out || '(root)';
-}
-
-/**
- * One readable problem per zod issue; unknown keys get one line each, with a suggestion taken
- * from the keys of `schema` (the schema the issues came from) at that place, if one is close.
- */
-export function formatIssues(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: ReadonlyArray<PropertyKey> = [], schema?: unknown): ConfigProblem[] {
-  const out: ConfigProblem[] = [];
-  for (const issue of issues) {
-    const path = [...prefix, ...issue.path];
-    switch (issue.code) {
-      case 'unrecognized_keys':
-        for (const key of issue.keys) out.push({ path: formatPath([...path, key]), message: unknownKeyMessage(key, issue.path, keysAt(schema, issue.path)) });
-        break;
-      case 'invalid_type':
-        out.push({
-          path: formatPath(path),
-          message: issue.input === undefined ? 'required' : `expected ${issue.expected}, got ${describeValue(issue.input)}`,
-        });
-        break;
-      case 'invalid_value':
-        out.push({ path: formatPath(path), message: `must be one of: ${issue.values.map(String).join(', ')}` });
-        break;
-      case 'too_small':
-        out.push({ path: formatPath(path), message: issue.origin === 'array' ? `needs at least ${String(issue.minimum)} item(s)` : issue.origin === 'string' ? 'must not be empty' : `must be at least ${String(issue.minimum)}` });
-        break;
-      case 'too_big':
-        out.push({ path: formatPath(path), message: issue.origin === 'string' || issue.origin === 'array' ? `must have at most ${String(issue.maximum)} characters/items` : `must be at most ${String(issue.maximum)}` });
-        break;
-      case 'invalid_union':
-        out.push({ path: formatPath(path), message: issue.input === undefined ? 'required' : `has an unexpected type (${describeValue(issue.input)})` });
-        break;
-      default:
-        out.push({ path: formatPath(path), message: issue.message });
-    }
-  }
-  return out;
-}
-
-/** The keys the schema allows in the mapping at `path` (none when it is not a fixed mapping). */
-function keysAt(root: unknown, path: ReadonlyArray<PropertyKey>): string[] {
-  let node = root as SchemaNode | undefined;
-  for (const seg of path) node = childSchema(node, typeof seg === 'number' ? seg : String(seg));
-  const n = unwrap(node);
-  return n?.def.type === 'object' ? Object.keys(n.def.shape ?? {}) : [];
-}
-
-function describeValue(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'string') return `"${v.length > 30 ? v.slice(0, 30) + '…' : v}"`;
-  if (typeof v === 'object') return 'a mapping';
-  return `${typeof v} ${String(v)}`;
 }
 
 function firstLine(s: string): string {

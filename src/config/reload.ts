@@ -5,7 +5,8 @@
  */
 import type { Logger } from '../core/ports.js';
 import { ConfigError, type LoadedConfig } from './load.js';
-import type { ChorusConfig, ConfigProblem } from './schema.js';
+import type { ChorusConfig } from './schema.js';
+import type { ConfigProblem } from './rules.js';
 
 /** What one reload did. */
 export type ReloadOutcome =

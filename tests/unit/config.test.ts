@@ -1,7 +1,8 @@
 /** SPEC §2: config loading — a table of broken files, each with the exact message expected. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseConfigText, substituteEnv } from '../../src/config/load.js';
+import { ConfigError, loadConfig, parseConfigText } from '../../src/config/load.js';
+import { substituteEnv } from '../../src/config/envReferences.js';
 
 const AGENT = `agents:\n  - { id: analyst, name: Analyst, persona: "numbers" }\n`;
 

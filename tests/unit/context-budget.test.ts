@@ -4,7 +4,10 @@
  * summaries that are made in the background and placed under their own heading.
  */
 import { describe, expect, it } from 'vitest';
-import { ContextBudgets, ContextTooLongError, digestLine, fitPrompt, textUnits, type PromptParts } from '../../src/core/session/contextBudget.js';
+import { ContextBudgets, ContextTooLongError } from '../../src/core/session/contextBudget.js';
+import { digestLine } from '../../src/core/session/digestLine.js';
+import { fitPrompt, type PromptParts } from '../../src/core/session/fitPrompt.js';
+import { textUnits } from '../../src/core/session/tokenEstimate.js';
 import { buildAnthropicParams } from '../../src/llm/AnthropicProvider.js';
 import { buildOpenAiParams } from '../../src/llm/OpenAiProvider.js';
 import { contextOverflow } from '../../src/llm/contextErrors.js';

@@ -11,19 +11,21 @@
  * router's addressing does not depend on it.
  */
 import { Client, GatewayIntentBits, Routes, type Message } from 'discord.js';
-import type { Channel, ChannelCapabilities, ChannelHost, ChannelPartStatus, ChannelStatus, ConnectionGate, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
+import type { Channel, ChannelCapabilities, ChannelHost, ChannelStatus, ConnectionGate, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { splitMessage } from '../../core/text/split.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
 import { BoundedMap } from '../../core/lib/BoundedMap.js';
-import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, TYPING_REFRESH_MS, type DiscordConfig } from './config.js';
+import { ChannelHealth } from './channelHealth.js';
+import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, type DiscordConfig } from './config.js';
 import { DiscordPostError, sanitizeError } from './errors.js';
 import { identityFor } from './identity.js';
 import { normalizeMessage } from './normalize.js';
 import { sendChunk, type Sender } from './outbound.js';
-import { hasManageChannels, guildChannel } from './permissions.js';
-import { DiscordStartupError, MISSING_TOKEN_MESSAGE, agentNameProblems, loginFailure, missingManageWebhooksMessage } from './startupChecks.js';
-import { MissingWebhookPermission, WebhookCache } from './webhooks.js';
+import { fetchGuildOf, hasManageChannels } from './permissions.js';
+import { DiscordStartupError, MISSING_TOKEN_MESSAGE, agentNameProblems, loginFailure } from './startupChecks.js';
+import { TypingIndicators } from './typing.js';
+import { WebhookCache } from './webhooks.js';
 
 export interface DiscordChannelOptions {
   config: DiscordConfig;
@@ -60,8 +62,8 @@ export class DiscordChannel implements Channel {
   private readonly admins: ReadonlySet<string>;
   /** Agents whose names Discord will not take as webhook usernames (agent id → message). */
   private readonly nameProblems: Map<string, string>;
-  /** Channels where the bot cannot post (channel id → message), for `/group list` warnings. */
-  private readonly channelProblems = new Map<string, string>();
+  /** Per channel: its name, and why the bot cannot post there (for `/readyz` and `/group list`). */
+  private readonly channels: ChannelHealth;
   /** Platform message id → the agent that posted it, for replies to an agent's message. */
   private readonly posted = new BoundedMap<string, string>(POSTED_INDEX_SIZE);
   /**
@@ -72,15 +74,13 @@ export class DiscordChannel implements Channel {
   private readonly outbound = new KeyedQueue();
   /** Messages per chat, handed to the router one at a time in the order Discord delivered them. */
   private readonly inbound = new KeyedQueue();
-  private readonly typingTimers = new Set<NodeJS.Timeout>();
+  private readonly typing: TypingIndicators;
   private running: Running | null = null;
   private starting: Promise<void> | null = null;
   /** Why the last start failed (bad token, disallowed intents, ...), for `/readyz`. */
   private failure: string | null = null;
   /** The gateway session is up (false while discord.js reconnects after a drop). */
   private gatewayUp = false;
-  /** Channel id → name, learnt while checking the channels at start. */
-  private readonly channelNames = new Map<string, string>();
   private readonly gate: ConnectionGate | undefined;
   /** Registered with the gate once; from then on the lease starts and stops the gateway. */
   private gated = false;
@@ -97,6 +97,8 @@ export class DiscordChannel implements Channel {
     this.allowList = new Set(opts.config.channels.map(String));
     this.admins = new Set(opts.config.admins.map(String));
     this.nameProblems = agentNameProblems(opts.agents, opts.config.webhook_name);
+    this.channels = new ChannelHealth(this.log);
+    this.typing = new TypingIndicators(this.log);
   }
 
   async start(host: ChannelHost): Promise<void> {
@@ -186,8 +188,7 @@ export class DiscordChannel implements Channel {
     await this.starting?.catch(() => {});
     const run = this.running;
     this.running = null;
-    for (const t of this.typingTimers) clearInterval(t);
-    this.typingTimers.clear();
+    this.typing.stopAll();
     if (!run) return;
     await run.webhooks.destroy();
     await run.client.destroy();
@@ -257,40 +258,8 @@ export class DiscordChannel implements Channel {
     this.failure = null;
     this.gatewayUp = true;
     this.log.info({ bot: client.user?.tag, guilds: client.guilds.cache.size }, 'discord: connected');
-    await this.checkChannels(run);
-  }
-
-  /**
-   * Prepare the webhook of every channel Chorus is meant to serve (the allow-list, and channels
-   * that already have a group) so permission problems show up at start, naming the channel,
-   * rather than at the first agent reply.
-   */
-  private async checkChannels(run: Running): Promise<void> {
-    const ids = new Set(this.allowList);
-    for (const ch of run.client.channels.cache.values()) {
-      if (!ch.isDMBased() && ch.isTextBased() && !ch.isThread() && run.host.findGroup('discord', ch.id)) ids.add(ch.id);
-    }
-    for (const id of ids) {
-      const channel = await guildChannel(run.client, id);
-      if (channel) this.channelNames.set(id, `#${channel.name}`);
-      if (!channel) {
-        const msg = `Discord: channel ${id} from channels.discord.channels is not visible to the bot (wrong id, or the bot lacks View Channel there).`;
-        this.channelProblems.set(id, msg);
-        this.log.error(msg);
-        continue;
-      }
-      try {
-        await run.webhooks.get(id);
-        this.channelProblems.delete(id);
-      } catch (err) {
-        const msg =
-          err instanceof MissingWebhookPermission
-            ? missingManageWebhooksMessage({ id, name: channel.name })
-            : sanitizeError(err, `Discord: could not prepare the webhook of #${channel.name} (${id})`).message;
-        this.channelProblems.set(id, msg);
-        this.log.error(msg);
-      }
-    }
+    // Permission problems show up now, naming the channel, rather than at the first agent reply.
+    await this.channels.check(run, this.allowList);
   }
 
   /**
@@ -303,11 +272,7 @@ export class DiscordChannel implements Channel {
     if (!run) return this.failure ? { ok: false, state: 'failed', error: this.failure } : { ok: false, state: 'stopped' };
     // Another instance of the cluster reads the gateway; this one posts for the groups it runs.
     if (!run.gateway) return { ok: true, state: 'posting' };
-    const channels: Record<string, ChannelPartStatus> = {};
-    for (const id of new Set([...this.allowList, ...this.channelProblems.keys()])) {
-      const problem = this.channelProblems.get(id);
-      channels[id] = { ok: !problem, name: this.channelNames.get(id), ...(problem ? { error: problem } : {}) };
-    }
+    const channels = this.channels.parts(this.allowList);
     if (!this.gatewayUp) return { ok: false, state: 'reconnecting', error: 'the gateway connection dropped; reconnecting', channels };
     const failing = Object.values(channels).filter((c) => !c.ok).length;
     return failing === 0 ? { ok: true, state: 'ready', channels } : { ok: false, state: 'degraded', error: `${failing} channel(s) cannot take posts`, channels };
@@ -361,7 +326,7 @@ export class DiscordChannel implements Channel {
       const ids: string[] = [];
       for (const content of chunks) {
         const sentId = await sendChunk(
-          { client: run.client, webhooks: run.webhooks, log: this.log, channelProblem: (id, msg) => this.channelProblems.set(id, msg) },
+          { client: run.client, webhooks: run.webhooks, log: this.log, channelProblem: (id, msg) => this.channels.setProblem(id, msg) },
           chat,
           content,
           who,
@@ -377,24 +342,7 @@ export class DiscordChannel implements Channel {
   startTyping(chat: ChatRef, _agent: AgentDef): () => void {
     const run = this.running;
     if (!run) return () => {};
-    // Webhooks cannot type; the indicator shows the bot, which is the closest Discord offers.
-    const target = chat.threadId ?? chat.chatId;
-    const ping = () => {
-      run.client.rest.post(Routes.channelTyping(target)).catch((err: unknown) => {
-        this.log.debug({ chatId: chat.chatId, reason: sanitizeError(err, 'typing').message }, 'discord: typing indicator failed');
-      });
-    };
-    ping();
-    const timer = setInterval(ping, TYPING_REFRESH_MS);
-    timer.unref();
-    this.typingTimers.add(timer);
-    let stopped = false;
-    return () => {
-      if (stopped) return;
-      stopped = true;
-      clearInterval(timer);
-      this.typingTimers.delete(timer);
-    };
+    return this.typing.start(run.client, chat);
   }
 
   async isAdmin(chat: ChatRef, userId: string): Promise<boolean> {
@@ -403,7 +351,7 @@ export class DiscordChannel implements Channel {
     if (!run) return false;
     try {
       // Without a gateway session the guild is not cached: read it first (the channel needs it).
-      if (!run.gateway) await this.fetchGuildOf(run.client, chat.chatId);
+      if (!run.gateway) await fetchGuildOf(run.client, chat.chatId);
       return await hasManageChannels(run.client, chat.chatId, userId);
     } catch (err) {
       this.log.warn({ chatId: chat.chatId, userId, reason: sanitizeError(err, 'permission check').message }, 'discord: admin check failed');
@@ -411,15 +359,9 @@ export class DiscordChannel implements Channel {
     }
   }
 
-  private async fetchGuildOf(client: Client, channelId: string): Promise<void> {
-    if (client.channels.cache.has(channelId)) return;
-    const raw = (await client.rest.get(Routes.channel(channelId))) as { guild_id?: string };
-    if (raw.guild_id && !client.guilds.cache.has(raw.guild_id)) await client.guilds.fetch(raw.guild_id);
-  }
-
   warnings(chat: ChatRef, participants: readonly string[]): string[] {
     const out: string[] = [];
-    const channelProblem = this.channelProblems.get(chat.chatId);
+    const channelProblem = this.channels.problem(chat.chatId);
     if (channelProblem) out.push(channelProblem);
     for (const id of participants) {
       const p = this.nameProblems.get(id);

@@ -4,7 +4,7 @@
  * overwrites, owner, Administrator) with members fetched over REST when the cache does not have
  * them — the bot does not request the privileged GuildMembers intent.
  */
-import { PermissionFlagsBits, type Client, type GuildBasedChannel } from 'discord.js';
+import { PermissionFlagsBits, Routes, type Client, type GuildBasedChannel } from 'discord.js';
 
 /** The guild channel behind a chat id, from the cache or fetched. */
 export async function guildChannel(client: Client, channelId: string): Promise<GuildBasedChannel | undefined> {
@@ -21,4 +21,14 @@ export async function hasManageChannels(client: Client, channelId: string, userI
   const member = await channel.guild.members.fetch(userId).catch(() => null);
   if (!member) return false;
   return channel.permissionsFor(member).has(PermissionFlagsBits.ManageChannels);
+}
+
+/**
+ * Put the guild of `channelId` in the cache if it is not there. Without a gateway session nothing
+ * is cached, and the channel's permissions cannot be worked out without its guild.
+ */
+export async function fetchGuildOf(client: Client, channelId: string): Promise<void> {
+  if (client.channels.cache.has(channelId)) return;
+  const raw = (await client.rest.get(Routes.channel(channelId))) as { guild_id?: string };
+  if (raw.guild_id && !client.guilds.cache.has(raw.guild_id)) await client.guilds.fetch(raw.guild_id);
 }

@@ -7,7 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { ChorusConfig } from '../../config/schema.js';
-import { WEB_CONNECTION_DEFAULTS, isLoopback } from '../../config/schema.js';
+import { WEB_CONNECTION_DEFAULTS } from '../../config/schema.js';
+import { isLoopback } from '../../config/rules.js';
 import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostedMessage } from '../../core/ports.js';
 import { splitMessage } from '../../core/text/split.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isLoopback } from '../../config/schema.js';
+import { isLoopback } from '../../config/rules.js';
 import type { Logger, Readiness } from '../../core/ports.js';
 import { StoreUnavailableError, UserError, describeError } from '../../core/errors.js';
 import type { TokenAuth } from './auth.js';

@@ -11,8 +11,8 @@
 import { createHash } from 'node:crypto';
 import type { PromptRef, TranscriptEntry } from '../types.js';
 import { BoundedMap } from '../lib/BoundedMap.js';
-import type { FittedPrompt, PromptParts } from './contextBudget.js';
-import { digestLine } from './contextBudget.js';
+import type { FittedPrompt, PromptParts } from './fitPrompt.js';
+import { digestLine } from './digestLine.js';
 import { buildUserTurn, summaryBlock, type Ask } from './prompt.js';
 
 /** Sessions whose summary carrier is remembered (one per group and agent in use). */

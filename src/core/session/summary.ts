@@ -19,7 +19,8 @@ import type { AgentDef } from '../types.js';
 import { describeError } from '../errors.js';
 import { buildSummaryRequest } from './prompt.js';
 import type { RoundDeps } from '../router/RoundDeps.js';
-import { textUnits, type ContextBudgets } from './contextBudget.js';
+import type { ContextBudgets } from './contextBudget.js';
+import { textUnits } from './tokenEstimate.js';
 
 /** Longest summary asked for, in tokens. */
 const SUMMARY_MAX_TOKENS = 512;
