@@ -238,8 +238,9 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     deps.hub().open(res, params.id!, resume, { inflight: url.searchParams.get('inflight') === '1', batch: url.searchParams.get('batch') === '1' });
   });
 
-  router.add('GET', '/api/events', ({ res }) => {
-    deps.hub().open(res, null, undefined);
+  router.add('GET', '/api/events', ({ res, url }) => {
+    // `?inflight=1`: begin with who is typing in every group (the page's sidebar asks).
+    deps.hub().open(res, null, undefined, { inflight: url.searchParams.get('inflight') === '1' });
   });
 
   registerSearchRoutes(router, gw);
