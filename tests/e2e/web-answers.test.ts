@@ -6,7 +6,8 @@
  * that asks that agent again about the same question, and the retry API refuses misuse with
  * 4xx JSON errors.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -20,6 +21,17 @@ import { silentLogger } from '../helpers/logger.js';
 import { browserSuite, CHROMIUM, HAVE_BROWSER, LAUNCH_ARGS, POLL, SHOTS } from './browser.js';
 
 const suite = browserSuite('web-answers');
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's critical and serious violations on the page as it is now. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(ctx: Document, o: object): Promise<{ violations: { id: string; impact: string | null; nodes: { target: unknown[] }[] }[] }> } }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.filter((v) => v.impact === 'critical' || v.impact === 'serious').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
+}
 
 function configYaml(dataDir: string): string {
   return `
@@ -96,8 +108,8 @@ suite('web page: regenerated answers, ask again and retry', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  async function openPage(group: string): Promise<{ page: Page; errors: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+  async function openPage(group: string, dark = false): Promise<{ page: Page; errors: string[] }> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, colorScheme: dark ? 'dark' : 'light' });
     contexts.push(context);
     await context.addInitScript(() => localStorage.setItem('chorus.name', 'Maya'));
     const page = await context.newPage();
@@ -227,7 +239,7 @@ suite('web page: regenerated answers, ask again and retry', () => {
     await expect.poll(() => notice.count(), POLL).toBe(1);
     const retry = notice.locator('.retry-btn');
     expect(await retry.isVisible()).toBe(true);
-    expect(await retry.getAttribute('aria-label')).toBe('Ask Writer again');
+    expect(await retry.getAttribute('aria-label')).toBe('Retry: ask Writer again');
     await page.screenshot({ path: join(SHOTS, 'answers-retry-before.png') });
     // Something else happens before the retry: the retry still asks about the failed question.
     await send(page, '@analyst an unrelated message');
@@ -249,6 +261,15 @@ suite('web page: regenerated answers, ask again and retry', () => {
     expect(await page.locator('.msg.local').count()).toBe(0);
     await page.screenshot({ path: join(SHOTS, 'answers-retry-after.png') });
     expect(errors).toEqual([]);
+  });
+
+  it('the answer switch, the question reference and Retry have no critical or serious axe-core violations, light and dark', async () => {
+    for (const [group, dark] of [['regen', false], ['again', true], ['retry', false], ['retry', true]] as const) {
+      const { page } = await openPage(group, dark);
+      await expect.poll(() => writerMsgs(page).count(), POLL).toBeGreaterThan(0);
+      expect(await page.locator('.alt-nav, .question-ref, .retry-btn').count()).toBeGreaterThan(0);
+      expect(await seriousViolations(page)).toEqual([]);
+    }
   });
 
   it('the retry API answers misuse with 4xx JSON errors', async () => {

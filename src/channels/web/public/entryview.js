@@ -169,7 +169,7 @@ function renderDecision(e, base) {
   // A notice that an agent could not answer someone offers to ask it again (actions.js).
   const retry = e.kind === 'system' && d.type === 'error' && d.agentId
     ? h('button', { type: 'button', className: 'btn btn-small retry-btn', dataset: { agentId: d.agentId }, text: 'Retry',
-        'aria-label': `Ask ${agent ? agent.name : d.agentId} again`, title: 'Ask this agent again about the same message' })
+        'aria-label': `Retry: ask ${agent ? agent.name : d.agentId} again`, title: 'Ask this agent again about the same message' })
     : null;
   return h('li', { className: `msg decision decision-${d.type}`, ...base, dataset: { ...base.dataset, decision: d.type } },
     h('span', { className: 'text', text: label }),
