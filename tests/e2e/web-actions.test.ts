@@ -242,7 +242,7 @@ suite('web page: ephemeral answers and message actions', () => {
     expect(errors).toEqual([]);
   });
 
-  it('regenerate adds a second answer marked as such and keeps the first; ask again answers the same question', async () => {
+  it('regenerate shows another answer in the first answer’s bubble and keeps the first; ask again answers the same question', async () => {
     const { page, errors } = await openPage('regen', { name: 'Maya' });
     await send(page, '@writer tell me a story about lighthouses');
     await expect.poll(() => agentMsgs(page, 'writer').count(), POLL).toBe(1);
@@ -251,24 +251,24 @@ suite('web page: ephemeral answers and message actions', () => {
     await page.screenshot({ path: join(SHOTS, 'actions-regenerate-before.png') });
     await openMenu(page, first);
     await first.locator('[data-action="regenerate"]').click();
-    await expect.poll(() => agentMsgs(page, 'writer').count(), POLL).toBe(2);
-    const second = agentMsgs(page, 'writer').nth(1);
+    // The new answer takes the first one's bubble (‹ 2/2 ›); the first is one click away.
+    await expect.poll(() => page.locator('.msg.agent[data-agent-id="writer"] .alt-count').textContent(), POLL).toBe('2/2');
+    expect(await agentMsgs(page, 'writer').count()).toBe(1);
+    const second = agentMsgs(page, 'writer').first();
     expect(await second.locator('.regen-tag').textContent()).toContain('another answer');
-    expect(await first.locator('.text').textContent()).toBe(firstText);
-    expect(await first.locator('.regen-tag').count()).toBe(0);
     expect(askedIn(llm.callsFor('writer').at(-1)!)).toContain('tell me a story about lighthouses');
     await page.screenshot({ path: join(SHOTS, 'actions-regenerate-after.png') });
-    // The first reply is no longer the latest: it offers no Regenerate.
-    await openMenu(page, first);
-    expect(await first.locator('[data-action="regenerate"]').count()).toBe(0);
-    await page.keyboard.press('Escape');
+    await second.locator('.alt-prev').click();
+    expect(await agentMsgs(page, 'writer').first().locator('.text').textContent()).toBe(firstText);
+    expect(await agentMsgs(page, 'writer').first().locator('.regen-tag').count()).toBe(0);
+    await agentMsgs(page, 'writer').first().locator('.alt-next').click();
     // A later, unrelated message; "ask again" still asks about the story.
     await send(page, '@analyst something else entirely');
     await expect.poll(() => agentMsgs(page, 'analyst').count(), POLL).toBe(1);
     const calls = llm.callsFor('writer').length;
     await openMenu(page, second);
     await second.locator('[data-action="ask-again"]').click();
-    await expect.poll(() => agentMsgs(page, 'writer').count(), POLL).toBe(3);
+    await expect.poll(() => agentMsgs(page, 'writer').count(), POLL).toBe(2);
     const asked = askedIn(llm.callsFor('writer')[calls]!);
     expect(asked).toContain('tell me a story about lighthouses');
     expect(asked).not.toContain('something else entirely');
@@ -394,7 +394,10 @@ suite('web page: ephemeral answers and message actions', () => {
     for (const item of await menu.locator('[role="menuitem"]').all()) expect((await item.boundingBox())!.height).toBeGreaterThanOrEqual(40);
     await page.screenshot({ path: join(SHOTS, 'actions-phone-menu.png') });
     await menu.locator('[data-action="regenerate"]').tap();
-    await expect.poll(() => agentMsgs(page, 'writer').count(), POLL).toBe(2);
+    await expect.poll(() => msg.locator('.alt-count').textContent(), POLL).toBe('2/2');
+    expect(await agentMsgs(page, 'writer').count()).toBe(1);
+    // The switch is finger-sized too.
+    expect((await msg.locator('.alt-prev').boundingBox())!.height).toBeGreaterThanOrEqual(40);
     await btn.tap();
     await menu.locator('[data-action="reply"]').tap();
     expect(await page.locator('#reply-chip').isVisible()).toBe(true);

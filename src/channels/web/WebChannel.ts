@@ -105,6 +105,7 @@ export class WebChannel implements Channel {
       metrics: this.webMetrics,
       maxBufferedBytes: this.opts.sseMaxBufferedBytes,
       inFlight: (groupId) => inFlight.snapshot(groupId),
+      typingEverywhere: () => inFlight.typingEverywhere(),
     });
     const router = new Router();
     registerApiRoutes(router, {

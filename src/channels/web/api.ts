@@ -164,6 +164,46 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     throw new HttpError(409, result.code, result.reason);
   });
 
+  // Retry on a failure notice ("⚠ Writer could not reply"): that agent is asked again about the
+  // question its failed turn was answering, the way "Ask <agent> again" asks (an `/ask` about one
+  // message, never stored on the web). The question is the one another reply of the same round
+  // answered; failing that, the router takes the last person's message before the notice.
+  router.add('POST', '/api/groups/:id/messages/:entryId/retry', async ({ req, res, params }) => {
+    const g = group(params.id!);
+    if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
+    if (g.channel !== 'web') throw new HttpError(403, 'read_only', `group "${g.id}" lives on ${g.channel}; the web feed only shows it`);
+    const host = deps.host();
+    const body = req.headers['content-type'] ? await readJsonObject(req) : (req.resume(), {});
+    const name = authorName(body, host.gateway.listAgents(), 'someone');
+    const notice = await findEntry(host.gateway, g.id, params.entryId!);
+    if (!notice) throw new HttpError(404, 'unknown_entry', `no message "${params.entryId}" in this group`);
+    const agentId = notice.kind === 'system' && notice.decision?.type === 'error' ? notice.decision.agentId : undefined;
+    if (!agentId) throw new HttpError(400, 'not_failure', `message "${notice.id}" is not a notice that an agent could not reply`);
+    if (!g.participants.includes(agentId)) throw new HttpError(409, 'not_member', `${agentId} is no longer in this group`);
+    const about = (await questionOfRound(host.gateway, g.id, notice)) ?? notice.id;
+    const result = await host.receive({
+      channel: 'web',
+      chatId: g.chatId,
+      messageId: `retry:${notice.id}:${randomUUID()}`,
+      author: { id: name, name },
+      rateKey: `addr:${clientAddressKey(req.socket.remoteAddress)}`,
+      text: `/ask ${agentId}`,
+      ts: Date.now(),
+      replyToEntryId: about,
+      clientTag: tagOf(req.headers['x-chorus-client']),
+      chatTitle: g.title,
+      ephemeral: true,
+    });
+    if (result.status === 'no_group') throw new HttpError(404, 'unknown_group', result.reason);
+    if (result.status === 'rejected') {
+      if (result.code === 'shutting_down' || result.code === 'unavailable') throw new HttpError(503, 'unavailable', result.reason, { 'retry-after': '5' });
+      throw new HttpError(result.code === 'rate_limited' ? 429 : 422, result.code, result.reason);
+    }
+    // The command was refused (its answer says why); a note from another instance is not a refusal.
+    if (result.status === 'command' && result.ephemeral) throw new HttpError(409, 'refused', result.ephemeral.text.replace(/^⚠\s*/, ''));
+    sendJson(res, 202, { status: 'queued', groupId: g.id, agentId, about: about === notice.id ? null : about, retries: notice.id });
+  });
+
   // What the model was shown for one agent reply, rebuilt from the log (see core/groups/promptContext).
   router.add('GET', '/api/groups/:id/messages/:entryId/context', async ({ res, params }) => {
     group(params.id!);
@@ -198,8 +238,9 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     deps.hub().open(res, params.id!, resume, { inflight: url.searchParams.get('inflight') === '1', batch: url.searchParams.get('batch') === '1' });
   });
 
-  router.add('GET', '/api/events', ({ res }) => {
-    deps.hub().open(res, null, undefined);
+  router.add('GET', '/api/events', ({ res, url }) => {
+    // `?inflight=1`: begin with who is typing in every group (the page's sidebar asks).
+    deps.hub().open(res, null, undefined, { inflight: url.searchParams.get('inflight') === '1' });
   });
 
   registerSearchRoutes(router, gw);
@@ -309,6 +350,14 @@ function tagOf(header: string | string[] | undefined): string | undefined {
     throw new HttpError(400, 'invalid_header', 'X-Chorus-Client must be 16 to 128 letters, digits, _ or -');
   }
   return clientTag(header);
+}
+
+/** The message another reply of `notice`'s round answered (the newest such), if any. */
+async function questionOfRound(gateway: GatewayApi, groupId: string, notice: TranscriptEntry): Promise<string | undefined> {
+  if (!notice.roundId) return undefined;
+  // A round's replies sit close together: the page up to a little after the notice is enough.
+  const near = await gateway.messages(groupId, { before: notice.seq + 50, limit: 250 });
+  return near.filter((e) => e.roundId === notice.roundId && e.kind === 'agent' && e.meta?.answers).at(-1)?.meta?.answers;
 }
 
 /** Look an entry up by id (`<group>.<seq>`), anywhere in the history. */

@@ -89,6 +89,13 @@ export class InFlightReplies {
     }
   }
 
+  /** Every group where an agent is typing now, and who (for the sidebar of a page that connects). */
+  typingEverywhere(): Record<string, string[]> {
+    const out: Record<string, string[]> = {};
+    for (const [groupId, set] of this.typing) if (set.size > 0) out[groupId] = [...set];
+    return out;
+  }
+
   snapshot(groupId: string): InFlightSnapshot {
     this.prune();
     const streams: InFlightSnapshot['streams'] = [];

@@ -16,7 +16,8 @@
  *
  * A group client that asks for it (`?inflight=1`, the page does) first gets an `inflight` event:
  * who is typing and the text so far of each reply being written (inflight.ts). It is taken at the
- * moment the client is registered, so the deltas after it are exactly the ones it lacks.
+ * moment the client is registered, so the deltas after it are exactly the ones it lacks. The global
+ * stream, asked the same way, first gets `typing-all`: who is typing in every group.
  */
 import type { ServerResponse } from 'node:http';
 import type { GatewayApi, GatewayEvent, Logger } from '../../core/ports.js';
@@ -72,6 +73,8 @@ export interface SseHubOptions {
   maxBufferedBytes?: number | undefined;
   /** The replies being written in a group, for clients that ask (`inflight`). */
   inFlight?: ((groupId: string) => InFlightSnapshot) | undefined;
+  /** Who is typing in every group, for global clients that ask (`inflight`). */
+  typingEverywhere?: (() => Record<string, string[]>) | undefined;
 }
 
 export class SseHub {
@@ -116,6 +119,9 @@ export class SseHub {
     res.on('close', () => this.remove(client));
     const inflight = opts.inflight && groupId !== null && this.opts.inFlight ? { type: 'inflight', groupId, ...this.opts.inFlight(groupId) } : null;
     if (inflight) this.write(client, 'inflight', inflight);
+    // The global stream's counterpart: who is typing in each group, so a sidebar that (re)connects
+    // while an agent writes shows it instead of waiting for the next typing event.
+    if (opts.inflight && groupId === null && this.opts.typingEverywhere) this.write(client, 'typing-all', { type: 'typing-all', typing: this.opts.typingEverywhere() });
 
     void this.replay(client, groupId, resumeAfter, inflight).catch((err: unknown) => {
       this.write(client, 'reset', { type: 'reset', groupId, reason: 'could not read the missed entries; reload the transcript' });

@@ -31,6 +31,18 @@ describe('InFlightReplies', () => {
     expect(t.snapshot('lobby').typing).toEqual([]);
   });
 
+  it('says who is typing in every group, for the sidebar of a page that connects', () => {
+    const t = new InFlightReplies();
+    expect(t.typingEverywhere()).toEqual({});
+    t.observe(typing('lobby', 'writer', true));
+    t.observe(typing('lobby', 'critic', true));
+    t.observe(typing('other', 'analyst', true));
+    expect(t.typingEverywhere()).toEqual({ lobby: ['writer', 'critic'], other: ['analyst'] });
+    t.observe(typing('other', 'analyst', false));
+    t.observe(typing('lobby', 'writer', false));
+    expect(t.typingEverywhere()).toEqual({ lobby: ['critic'] });
+  });
+
   it('forgets a reply once it is recorded, decided, stopped, or its group dissolved', () => {
     const t = new InFlightReplies();
     t.observe(delta('g', 'writer', 'a', 'one'));

@@ -2,7 +2,8 @@
 // Reply, Ask <agent> again, Regenerate (an agent's latest reply). It works with the mouse, the
 // keyboard (Enter or Space or ↓ opens it, arrows move, Escape closes and gives focus back) and
 // touch (where there is no hover the button is always shown, with a finger-sized hit area).
-// Nothing here deletes anything: regenerating adds another answer and keeps the first.
+// Nothing here deletes anything: regenerating adds another answer and keeps the first (the
+// feed shows them as one bubble with ‹ 1/2 ›).
 import { api } from './api.js';
 import { h } from './dom.js';
 import { agentOf, state } from './state.js';
@@ -25,6 +26,11 @@ export class MessageActions {
     // One pair of listeners for the whole feed, not two per message: a 10,000-message history
     // stays cheap to render.
     feed.list.addEventListener('click', (ev) => {
+      const retry = ev.target.closest('.retry-btn');
+      if (retry) {
+        this.retry(retry);
+        return;
+      }
       const btn = ev.target.closest('.actions-btn');
       if (!btn) return;
       if (this.current && this.current.btn === btn) this.close(true);
@@ -58,7 +64,9 @@ export class MessageActions {
       out.push({ action: 'reply', label: `Reply to ${agent.name}`, run: () => this.reply(e) });
       if (members.includes(e.agentId)) {
         out.push({ action: 'ask-again', label: `Ask ${agent.name} again`, run: () => this.askAgain(e, agent) });
-        if (this.isLatestReply(e)) out.push({ action: 'regenerate', label: 'Regenerate this reply', run: () => this.regenerate(e, agent) });
+        // Regenerating one answer of a bubble of several asks for another after the newest of them.
+        const newest = this.feed.entries.get(this.feed.newestAlternative(e.id)) || e;
+        if (this.isLatestReply(newest)) out.push({ action: 'regenerate', label: 'Regenerate this reply', run: () => this.regenerate(newest, agent) });
       }
     } else {
       out.push({ action: 'reply', label: `Reply to ${e.authorName || 'this message'}`, run: () => this.reply(e) });
@@ -163,6 +171,26 @@ export class MessageActions {
 
   async regenerate(e) {
     await this.send(() => api('POST', `/api/groups/${encodeURIComponent(state.currentId)}/messages/${encodeURIComponent(e.id)}/regenerate`));
+  }
+
+  /**
+   * Retry on a failure notice: the agent is asked again about the message it could not answer.
+   * The button stays disabled once that worked (its answer, or a new notice, comes in the feed).
+   */
+  async retry(btn) {
+    const id = btn.closest('[data-entry-id]')?.dataset.entryId;
+    if (!id || btn.disabled) return;
+    btn.disabled = true;
+    let ok = false;
+    await this.send(async () => {
+      const out = await api('POST', `/api/groups/${encodeURIComponent(state.currentId)}/messages/${encodeURIComponent(id)}/retry`, { author_name: this.composer.authorName() || undefined });
+      ok = true;
+      return out;
+    });
+    if (ok) {
+      btn.textContent = 'Asked again';
+      btn.dataset.done = 'true';
+    } else btn.disabled = false;
   }
 
   async send(call) {

@@ -19,6 +19,8 @@ const feed = new Feed();
 const composer = new Composer();
 const panel = new Panel(() => refreshDetail());
 const sidebar = new Sidebar((id) => selectGroup(id));
+// At phone width the panel covers the screen: what is behind it is inert while it is open.
+panel.onToggle = () => sidebar.syncInert();
 const actions = new MessageActions({ feed, composer, notify: (answer) => feed.addLocal(answer) });
 const notifier = new Notifier((id) => selectGroup(id));
 feed.actionsFor = (e) => actions.control(e);
@@ -81,6 +83,8 @@ function renderHeader() {
   $('#panel-toggle').disabled = !g;
   // Replying, asking again and regenerating need a group this page can write to.
   $('#messages').classList.toggle('no-actions', !g || g.channel !== 'web' || Boolean(g.archived));
+  // Whether Stop may show depends on the group (a writable web room), known only now.
+  feed.renderTyping();
   if (!g) {
     sub.textContent = '';
     return;
@@ -229,9 +233,14 @@ function openGlobalStream() {
     sidebar.render();
   };
   globalStream = new LiveStream(
-    () => withToken('/api/events'),
+    // `inflight`: on every (re)connect the server first says who is typing in every group.
+    () => withToken('/api/events', { inflight: 1 }),
     {
       message: touch,
+      'typing-all': (ev) => {
+        state.typingIn = new Map(Object.entries(ev.typing || {}).map(([id, agents]) => [id, new Set(agents)]));
+        sidebar.render();
+      },
       typing: (ev) => {
         const set = state.typingIn.get(ev.groupId) || new Set();
         if (ev.active) set.add(ev.agentId);

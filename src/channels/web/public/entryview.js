@@ -105,8 +105,38 @@ export function renderEntry(feed, e, view = null) {
         stoppedTag(e),
         detailsBtn,
         actions),
+      questionRef(feed, e),
       replyBody(e, view),
       details));
+}
+
+/**
+ * An answer given on request ("Ask <agent> again", Retry on a failure): it may come long after
+ * the question, below other messages, so it names the question and a click jumps there (loading
+ * it when it is far back: app.js handles a reference whose message is not loaded). Told from the
+ * entries alone, so it shows the same after a reload: a reply made to answer one given message
+ * (its prompt was forced about it), or a second reply of the same agent to the same question.
+ * A regenerated reply shares the first answer's bubble and needs no reference.
+ */
+function questionRef(feed, e) {
+  const m = e.meta;
+  if (!m || !m.answers || m.regenerates) return null;
+  const forced = m.prompt && m.prompt.ask && m.prompt.ask.kind === 'forced';
+  let again = forced;
+  if (!again) {
+    for (const other of feed.entries.values()) {
+      if (other.kind === 'agent' && other.agentId === e.agentId && other.seq < e.seq && other.meta && other.meta.answers === m.answers) {
+        again = true;
+        break;
+      }
+    }
+  }
+  if (!again) return null;
+  const ref = replyRef(feed, m.answers);
+  ref.classList.add('question-ref');
+  ref.title = 'Show the question this answers';
+  ref.textContent = ref.textContent.replace(/^↩/, '↪ Answers');
+  return ref;
 }
 
 /** "↩ Writer: first words…" above a reply; a click brings the message replied to into view. */
@@ -117,8 +147,8 @@ function replyRef(feed, id) {
   const label = target ? `↩ ${who}: ${words.length > 80 ? words.slice(0, 79) + '…' : words}` : '↩ an earlier message';
   return h('button', { type: 'button', className: 'reply-ref', dataset: { replyTo: id }, title: 'Show the message this replies to', text: label,
     onclick: () => {
-      const el = feed.list.querySelector(`[data-entry-id="${CSS.escape(id)}"]`);
-      if (!el) return;
+      const el = feed.elementOf(id);
+      if (!el || !el.isConnected) return;
       el.scrollIntoView({ block: 'center' });
       el.classList.add('flash');
       setTimeout(() => el.classList.remove('flash'), 1200);
@@ -136,8 +166,14 @@ function renderDecision(e, base) {
   }
   const icon = DECISION_ICONS[d.type] || '·';
   const label = text.startsWith(icon) ? text : `${icon} ${text}`;
+  // A notice that an agent could not answer someone offers to ask it again (actions.js).
+  const retry = e.kind === 'system' && d.type === 'error' && d.agentId
+    ? h('button', { type: 'button', className: 'btn btn-small retry-btn', dataset: { agentId: d.agentId }, text: 'Retry',
+        'aria-label': `Retry: ask ${agent ? agent.name : d.agentId} again`, title: 'Ask this agent again about the same message' })
+    : null;
   return h('li', { className: `msg decision decision-${d.type}`, ...base, dataset: { ...base.dataset, decision: d.type } },
     h('span', { className: 'text', text: label }),
+    retry,
     timeEl(e.ts));
 }
 
@@ -177,7 +213,7 @@ function stoppedTag(e) {
 /** "another answer" on a regenerated reply: the first answer is kept above it. */
 function regenTag(e) {
   if (!e.meta || !e.meta.regenerates) return null;
-  return h('span', { className: 'regen-tag', title: 'Regenerated: another answer to the same message; the earlier answer is kept above', text: '↻ another answer' });
+  return h('span', { className: 'regen-tag', title: 'Regenerated: another answer to the same message; the earlier answers are kept (‹ › switches between them)', text: '↻ another answer' });
 }
 
 /** A time: short on the line, the full date and time on hover. */

@@ -26,6 +26,14 @@ export class Feed {
     this.oldestSeq = null;
     /** roundId → the folded line holding that round's passes. */
     this.rounds = new Map();
+    /**
+     * Regenerated replies share one bubble: entry id → its group of alternatives (see
+     * addAlternative), and the id of an earlier answer not loaded yet → the group waiting for it.
+     */
+    this.altOf = new Map();
+    this.altWaiting = new Map();
+    /** Entries of the batch `add` is placing that are not on screen yet. */
+    this.unplaced = new Set();
     /** Builds the "⋯" actions control of a message (actions.js); set by app.js. */
     this.actionsFor = () => null;
     /** Lines shown to this reader only, so each lands after the ones before it. */
@@ -61,6 +69,9 @@ export class Feed {
     this.lastSeq = 0;
     this.oldestSeq = null;
     this.rounds.clear();
+    this.altOf.clear();
+    this.altWaiting.clear();
+    this.unplaced.clear();
     this.following = true;
     this.setUnseen(0);
     this.updateEmpty();
@@ -75,14 +86,23 @@ export class Feed {
     let newer = false;
     // A page of older history is placed newest first, so each entry lands at the top of the list.
     const older = this.oldestSeq !== null && entries.every((e) => e && e.seq < this.oldestSeq);
+    // Every entry of the batch is known before any is drawn: a reply drawn first can then tell
+    // what else of the same page it relates to (the earlier answer to the same question).
+    const batch = [];
     for (const e of older ? [...entries].sort((a, b) => b.seq - a.seq) : entries) {
       if (!e || typeof e.id !== 'string' || this.entries.has(e.id)) continue;
       this.entries.set(e.id, e);
+      this.unplaced.add(e.id);
+      batch.push(e);
+    }
+    for (const e of batch) {
+      this.unplaced.delete(e.id);
       // Only entries newer than what was shown are news: an older page of history is not.
       const news = e.seq > newestBefore;
       // A reply that streamed here keeps what its bubble rendered while it streamed.
       const streamed = news && e.kind === 'agent' && e.agentId && !e.decision ? this.live.take(e.agentId) : null;
       if (foldable(e)) this.addToRound(e);
+      else if (e.kind === 'agent' && !e.decision && ((e.meta && e.meta.regenerates) || this.altWaiting.has(e.id))) this.addAlternative(e, renderEntry(this, e, streamed), news);
       else this.place(renderEntry(this, e, streamed), e.seq);
       if (news) {
         newer = true;
@@ -200,6 +220,99 @@ export class Feed {
     r.el.dataset.count = String(members.length);
     const last = members.at(-1);
     setTime(r.time, last.ts);
+  }
+
+  /**
+   * A regenerated reply (its meta says which reply it regenerates), or an earlier answer such a
+   * reply was waiting for: the answers to one question share one bubble with ‹ 1/2 › to switch
+   * between them. Nothing is removed: every alternative stays an entry of the feed, and only the
+   * one shown is in the list, at the place of the first answer. A new alternative that arrives
+   * live is shown at once; from history the newest is shown. Regenerating a regenerated reply
+   * chains on (each names the one before), so the group follows the chain both ways, whichever
+   * end of it is loaded first.
+   */
+  addAlternative(e, el, news) {
+    const prev = e.meta && e.meta.regenerates;
+    const prevShown = prev && this.entries.has(prev) && !this.unplaced.has(prev);
+    let group = prevShown ? this.altOf.get(prev) : null;
+    if (prevShown && !group) {
+      // The earlier answer stood alone until now.
+      group = { ids: [prev], els: new Map([[prev, this.elementOf(prev)]]), shown: prev, chosen: false };
+      this.altOf.set(prev, group);
+    }
+    const waiting = this.altWaiting.get(e.id);
+    this.altWaiting.delete(e.id);
+    if (waiting && group && waiting !== group) {
+      for (const id of waiting.ids) {
+        group.ids.push(id);
+        group.els.set(id, waiting.els.get(id));
+        this.altOf.set(id, group);
+      }
+      if (waiting.chosen) Object.assign(group, { shown: waiting.shown, chosen: true });
+      for (const [k, g] of this.altWaiting) if (g === waiting) this.altWaiting.set(k, group);
+    } else if (waiting) group = waiting;
+    if (!group) group = { ids: [], els: new Map(), shown: e.id, chosen: false };
+    group.ids.push(e.id);
+    group.els.set(e.id, el);
+    this.altOf.set(e.id, group);
+    group.ids.sort((a, b) => this.entries.get(a).seq - this.entries.get(b).seq);
+    if (prev && !prevShown) this.altWaiting.set(prev, group);
+    if (news) Object.assign(group, { shown: e.id, chosen: false });
+    else if (!group.chosen) group.shown = group.ids.at(-1);
+    this.layoutAlternatives(group);
+    if (news && !this.following) flash(group.els.get(group.shown));
+  }
+
+  /** Show the chosen alternative of `group` at the place of its first answer, with its ‹ n/N › switch. */
+  layoutAlternatives(group) {
+    const first = this.entries.get(group.ids[0]);
+    const shown = group.els.get(group.shown);
+    for (const [id, el] of group.els) {
+      el.querySelector('.alt-nav')?.remove();
+      if (id !== group.shown && el.isConnected) {
+        const next = this.detach(el);
+        if (next) this.fixDay(next);
+      }
+    }
+    if (group.ids.length > 1) shown.querySelector('.meta')?.append(this.altNav(group));
+    // The day lines go by the place in the list, which is the first answer's.
+    Object.assign(shown.dataset, dayData(first.ts));
+    this.place(shown, first.seq);
+  }
+
+  altNav(group) {
+    const at = group.ids.indexOf(group.shown);
+    const go = (step) => () => {
+      group.shown = group.ids[at + step];
+      group.chosen = true;
+      this.layoutAlternatives(group);
+      // Keyboard focus stays on the same control of the answer now shown.
+      const again = group.els.get(group.shown).querySelector(step < 0 ? '.alt-prev' : '.alt-next');
+      if (again && !again.disabled) again.focus();
+      else group.els.get(group.shown).querySelector('.alt-nav button:not([disabled])')?.focus();
+    };
+    return h('span', { className: 'alt-nav', role: 'group', 'aria-label': 'Answers to the same message' },
+      h('button', { type: 'button', className: 'alt-prev', 'aria-label': 'Previous answer', title: 'Previous answer', text: '‹', disabled: at === 0, onclick: go(-1) }),
+      h('span', { className: 'alt-count', text: `${at + 1}/${group.ids.length}` }),
+      h('button', { type: 'button', className: 'alt-next', 'aria-label': 'Next answer', title: 'Next answer', text: '›', disabled: at === group.ids.length - 1, onclick: go(1) }));
+  }
+
+  /** The newest of the answers that `id` is one of (itself when it was never regenerated). */
+  newestAlternative(id) {
+    const group = this.altOf.get(id);
+    return group ? group.ids.at(-1) : id;
+  }
+
+  /** The list item of entry `id`, switching its bubble to it when it is an alternative not shown; or null. */
+  elementOf(id) {
+    const group = this.altOf.get(id);
+    if (group && group.shown !== id) {
+      group.shown = id;
+      group.chosen = true;
+      this.layoutAlternatives(group);
+    }
+    if (group) return group.els.get(id);
+    return this.list.querySelector(`[data-entry-id="${CSS.escape(id)}"]`);
   }
 
   /** Markdown as a fragment (streamed text is rendered with it too). */
@@ -336,6 +449,13 @@ export class Feed {
   updateEmpty() {
     show(this.emptyEl, this.entries.size === 0 && this.live.size === 0 && !this.list.querySelector('.msg.local'));
   }
+}
+
+/** Outline an entry for a moment (a new answer that arrived out of the reader's view). */
+function flash(el) {
+  if (!el) return;
+  el.classList.add('flash');
+  setTimeout(() => el.classList.remove('flash'), 1200);
 }
 
 /** A pass that belongs to a round: these fold together. Other decisions stand alone. */

@@ -111,7 +111,10 @@ export class RepliesInFlight {
     const names = [...this.typing].map((id) => (agentOf(id) || { name: id }).name);
     clear(typingEl);
     typingEl.dataset.agents = [...this.typing].join(',');
-    show(stopBtn, names.length > 0 && this.feed.canStop());
+    // Stop is there only while something can be stopped: an agent typing, or a reply still
+    // streaming (one whose agent has not stopped typing: those wait out their grace period).
+    const streaming = [...this.streams.values()].some((s) => s.el && !s.timer);
+    show(stopBtn, (names.length > 0 || streaming) && this.feed.canStop());
     if (names.length === 0) return;
     const who = names.length === 1 ? names[0] : names.length === 2 ? `${names[0]} and ${names[1]}` : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
     typingEl.append(h('span', { className: 'dots', 'aria-hidden': 'true' }, h('i'), h('i'), h('i')), `${who} ${names.length === 1 ? 'is' : 'are'} typing…`);
@@ -133,6 +136,7 @@ export class RepliesInFlight {
     if (s.el) s.el.remove();
     this.streams.delete(turnId);
     this.dirty.delete(s);
+    if (!this.feed.stopBtn.hidden) this.renderTyping();
   }
 
   /** Text that was streamed but never became a message (a pass, an error) goes away after a while. */
@@ -172,6 +176,7 @@ export class RepliesInFlight {
         s.el = this.bubble(s);
         this.feed.list.append(s.el);
         this.feed.updateEmpty();
+        if (this.feed.stopBtn.hidden) this.renderTyping();
       }
       if (s.view.flush()) this.dirty.add(s);
       changed = true;

@@ -9,8 +9,9 @@ const AROUND = 50;
 
 /** Scroll entry `id` into view and highlight it briefly; false when it is not in the feed. */
 export function reveal(feed, id) {
-  const el = feed.list.querySelector(`[data-entry-id="${CSS.escape(id)}"]`);
-  if (!el) return false;
+  // An answer kept behind another one of the same bubble is switched to first.
+  const el = feed.elementOf(id);
+  if (!el || !el.isConnected) return false;
   feed.following = false;
   el.scrollIntoView({ block: 'center' });
   for (const old of feed.list.querySelectorAll('.msg.jumped')) old.classList.remove('jumped');

@@ -10,6 +10,8 @@ const NUMBER_KEYS = ['max_agent_turns_per_message', 'max_depth', 'cooldown_secon
 export class Panel {
   constructor(onChanged) {
     this.onChanged = onChanged;
+    /** Called after the panel opens or closes (app.js: what is inert behind it on a phone). */
+    this.onToggle = () => {};
     this.el = $('#panel');
     this.toggleBtn = $('#panel-toggle');
     this.members = $('#members');
@@ -56,6 +58,7 @@ export class Panel {
     this.confirming = null;
     this.toggleBtn.setAttribute('aria-expanded', String(open));
     document.body.classList.toggle('panel-open', open);
+    this.onToggle();
     if (open) this.render();
   }
 

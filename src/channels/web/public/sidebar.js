@@ -45,13 +45,17 @@ export class Sidebar {
 
   /**
    * A closed drawer is off screen but would keep its links and buttons in the tab order: it is
-   * inert until opened. While it is open, the page behind the scrim is inert instead.
+   * inert until opened. While it is open, the page behind the scrim is inert instead. The members
+   * panel covers the whole screen at phone width: while it is open, everything behind it is inert
+   * (the drawer included), and all of it comes back when it closes.
    */
   syncInert() {
     const drawer = this.narrow.matches;
     const open = document.body.classList.contains('sidebar-open');
-    this.el.inert = drawer && !open;
-    for (const el of document.querySelectorAll('main.chat, #panel, #banner')) el.inert = drawer && open;
+    const panel = drawer && document.body.classList.contains('panel-open');
+    this.el.inert = (drawer && !open) || panel;
+    $('#panel').inert = drawer && open;
+    for (const el of document.querySelectorAll('main.chat, #banner')) el.inert = (drawer && open) || panel;
   }
 
   render() {
