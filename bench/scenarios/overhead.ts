@@ -13,7 +13,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkpointInterval } from '../../src/core/groups/GroupManager.js';
+import { checkpointInterval } from '../../src/core/groups/groupWrites.js';
 import { FakeLlm } from '../../tests/helpers/fake-llm.js';
 import { benchApp, diskWriteBytes, inbound, now, percentile, UnrecordedLlm } from '../lib.js';
 

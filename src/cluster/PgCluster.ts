@@ -28,7 +28,9 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { ClusterStatus, ConnectionGate, ForwardedChange, GatewayEvent, GroupDoc, Logger, Ownership, Store } from '../core/ports.js';
+import type { ConnectionGate, ForwardedChange, Logger, Ownership, Store } from '../core/ports.js';
+import type { GroupDoc } from '../core/records.js';
+import type { ClusterStatus, GatewayEvent } from '../core/readModels.js';
 import type { EphemeralAnswer, InboundMessage, ReceiveResult, TranscriptEntry } from '../core/types.js';
 import { StoreUnavailableError, describeError } from '../core/errors.js';
 

@@ -1,4 +1,5 @@
-import type { GatewayEvent, Logger } from './ports.js';
+import type { Logger } from './ports.js';
+import type { GatewayEvent } from './readModels.js';
 
 /** Fan-out of live events to subscribers (SSE clients). A throwing listener never hurts others. */
 export class EventHub {

@@ -15,9 +15,9 @@ import type {
   Usage,
 } from './types.js';
 import type { PromptContext } from './groups/promptContextView.js';
-import type { GroupCheckpoint, GroupRecord, UsageTotals } from './records.js';
+import type { GroupCheckpoint, GroupRecord } from './records.js';
+import type { AroundPage, ChannelStatus, ClusterStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, RegenerateResult, SearchCursor, SearchPage, StopResult, TranscriptPage, UnreadableGroup } from './readModels.js';
 
-export type { DayUsage, DeliveryOutcome, GroupChange, GroupCheckpoint, GroupDoc, GroupHead, GroupRecord, GroupState, PlannedTurn, RoundRecord, SessionDelta, SessionDoc, UsageTotals } from './records.js';
 
 /** Structured logger; pino satisfies it. Never pass secrets in fields. */
 export interface Logger {
@@ -55,31 +55,6 @@ export interface PostedMessage {
   ids: string[];
 }
 
-/** A group as adapters may see it (read-only snapshot). */
-export interface GroupView {
-  id: string;
-  title: string;
-  channel: ChannelKind;
-  chatId: string;
-  participants: string[];
-  config: GroupConfig;
-  archived: boolean;
-  createdAt: number;
-}
-
-/** What the router offers a channel adapter while it runs. */
-/** What `/stop` did; the counts are null when another instance runs the group (it was handed over). */
-export interface StopResult {
-  stopped: true;
-  roundsDropped: number | null;
-  turnsDropped: number | null;
-}
-
-/** What `ChannelHost.regenerate` answers; the web API maps the refusals to 404 / 409. */
-export type RegenerateResult =
-  | { status: 'queued'; groupId: string; roundId: string; agentId: string }
-  | { status: 'refused'; code: 'unknown_entry' | 'not_agent_reply' | 'not_latest' | 'not_member' | 'archived'; reason: string };
-
 export interface ChannelHost {
   /** Hand one inbound message over. Resolves once it is durably recorded (acknowledge then). */
   receive(msg: InboundMessage): Promise<ReceiveResult>;
@@ -115,68 +90,6 @@ export interface ChannelHost {
   /** Group management and live events, for channels that offer a UI/API (the web feed). */
   gateway: GatewayApi;
   logger: Logger;
-}
-
-/** A group as listed in the sidebar / `GET /api/groups`. */
-export interface GroupSummary extends GroupView {
-  messageCount: number;
-  lastMessage: { authorName: string; text: string; ts: number } | null;
-  sticky: string | null;
-  /** Agents muted in this group. */
-  muted: string[];
-}
-
-/** A group with everything `/group list` shows. */
-export interface GroupDetail extends GroupSummary {
-  /** Per participant: status for the members panel. */
-  members: Array<{ agentId: string; muted: boolean; cooldownLeftMs: number; lastSpokeAt: number | null }>;
-  warnings: string[];
-  usage: Record<string, UsageTotals>;
-}
-
-/** Live events (SSE on the web feed). `seq` orders message-like events within a group. */
-export type GatewayEvent =
-  | { type: 'message'; groupId: string; entry: TranscriptEntry }
-  | { type: 'decision'; groupId: string; entry: TranscriptEntry }
-  | { type: 'typing'; groupId: string; agentId: string; active: boolean }
-  | { type: 'delta'; groupId: string; agentId: string; turnId: string; text: string }
-  | { type: 'member'; groupId: string; participants: string[]; added?: string | undefined; removed?: string | undefined }
-  | { type: 'config'; groupId: string; config: GroupConfig }
-  | { type: 'group'; groupId: string; action: 'created' | 'updated' | 'dissolved' };
-
-/** A page of history: its entries, oldest first, and whether older ones exist. */
-export interface TranscriptPage {
-  entries: TranscriptEntry[];
-  hasMore: boolean;
-}
-
-/** A page of history around one entry: oldest first, and whether older and newer entries exist. */
-export interface AroundPage {
-  entries: TranscriptEntry[];
-  hasMore: boolean;
-  hasNewer: boolean;
-}
-
-/** One search result as the web API answers it. */
-export interface SearchResult {
-  groupId: string;
-  groupTitle: string;
-  id: string;
-  seq: number;
-  ts: number;
-  kind: TranscriptEntry['kind'];
-  authorId: string;
-  authorName: string;
-  agentId?: string | undefined;
-  /** Plain text around the match; never markup. */
-  snippet: string;
-  /** The matched words in `snippet`, as [start, end) UTF-16 offsets. */
-  highlights: Array<[number, number]>;
-}
-
-export interface SearchPage {
-  results: SearchResult[];
-  next: SearchCursor | null;
 }
 
 /**
@@ -216,59 +129,6 @@ export interface GatewayApi {
    * unknown entry, 400 not an agent reply, 410 a reply recorded before prompts were referenced.
    */
   promptContext?(groupId: string, entryId: string): Promise<PromptContext>;
-}
-
-/** One part of a channel: a Telegram agent's bot, a Discord channel's webhook. */
-export interface ChannelPartStatus {
-  ok: boolean;
-  /** What it is doing: 'ready', 'starting', 'unauthorized', 'unreachable', ... */
-  state?: string | undefined;
-  /** Why it is not ok, in one line that names no secret. */
-  error?: string | undefined;
-  /** Platform name (a Telegram bot's @username, a Discord channel's #name). */
-  name?: string | undefined;
-  /** Something worth knowing that does not stop it working (e.g. privacy mode). */
-  note?: string | undefined;
-}
-
-/** Whether a channel is connected, and its parts (for `/readyz` and `chorus status`). */
-export interface ChannelStatus {
-  ok: boolean;
-  state?: string | undefined;
-  error?: string | undefined;
-  /** Telegram: per agent id. */
-  bots?: Record<string, ChannelPartStatus> | undefined;
-  /** Discord: per channel id. */
-  channels?: Record<string, ChannelPartStatus> | undefined;
-}
-
-/** A group the store did not load because its data could not be read, and what is wrong with it. */
-export interface UnreadableGroup {
-  group: string;
-  problem: string;
-}
-
-/** What `/readyz` answers: ready when the store takes writes and every channel is connected. */
-export interface Readiness {
-  ready: boolean;
-  store: { ok: boolean; writable: boolean; error: string | null; unreadableGroups?: UnreadableGroup[] | undefined };
-  channels: Partial<Record<ChannelKind, ChannelStatus>>;
-  /** Several instances on one database: this instance's leases (absent for a single instance). */
-  cluster?: ClusterStatus | undefined;
-}
-
-/** What an instance of a cluster reports about itself (`/readyz`, `chorus status`). */
-export interface ClusterStatus {
-  /** False when its leases cannot be renewed: it runs no group then. */
-  ok: boolean;
-  instanceId: string;
-  /** Groups this instance runs now. */
-  ownedGroups: number;
-  /** Instances whose heartbeat is fresh, this one included. */
-  liveInstances: number;
-  /** Connections (Telegram long polls, the Discord gateway) this instance holds. */
-  connections?: string[] | undefined;
-  error?: string | undefined;
 }
 
 /** A change handed to the group's owner through the inbox (see `Ownership.forwardChange`). */
@@ -424,13 +284,6 @@ export interface DeadLetter {
 export interface DeadLetters {
   /** Keep one durably; resolves with where it went (for the log line), throws when it was not kept. */
   keep(letter: DeadLetter): Promise<string>;
-}
-
-/** Where a page of search results ended: results are ordered newest first by (ts, groupId, seq). */
-export interface SearchCursor {
-  ts: number;
-  groupId: string;
-  seq: number;
 }
 
 export interface SearchRequest {

@@ -9,7 +9,7 @@
  * line from the first scrape instead of "no data" until the first event.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Readiness } from '../core/ports.js';
+import type { Readiness } from '../core/readModels.js';
 import type { ChannelKind } from '../core/types.js';
 import { TURN_FAILURE_REASONS, type LlmCallReport, type Metrics } from '../core/metrics.js';
 

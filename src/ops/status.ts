@@ -4,7 +4,7 @@
  * daemon answers — so it fits a shell `&&`, a cron check or a container health check.
  */
 import type { ChorusConfig } from '../config/schema.js';
-import type { ChannelPartStatus, ChannelStatus, Readiness } from '../core/ports.js';
+import type { ChannelPartStatus, ChannelStatus, Readiness } from '../core/readModels.js';
 
 export interface StatusOptions {
   /** Base URL of the daemon; default: the config's web host and port. */

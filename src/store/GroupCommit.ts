@@ -15,7 +15,9 @@
  * - Health: not writable from a failed write until a write succeeds again (a group taken over by
  *   another writer is not a failure); groups left out at open are named with their problem.
  */
-import type { GroupCheckpoint, GroupRecord, Logger, SearchFound, SearchRequest, Store, StoredGroup, UnreadableGroup } from '../core/ports.js';
+import type { Logger, SearchFound, SearchRequest, Store, StoredGroup } from '../core/ports.js';
+import type { GroupCheckpoint, GroupRecord } from '../core/records.js';
+import type { UnreadableGroup } from '../core/readModels.js';
 import type { TranscriptEntry } from '../core/types.js';
 import { StoreFormatError, StoreUnavailableError, describeError } from '../core/errors.js';
 import { FencedError, type LogBackend } from './LogBackend.js';

@@ -6,7 +6,8 @@
  * batch of records, reads records and entries back, keeps one checkpoint per group, and lists
  * the groups it holds.
  */
-import type { GroupRecord, SearchFound, SearchRequest, StoredGroup } from '../core/ports.js';
+import type { SearchFound, SearchRequest, StoredGroup } from '../core/ports.js';
+import type { GroupRecord } from '../core/records.js';
 import type { TranscriptEntry } from '../core/types.js';
 import { StoreUnavailableError } from '../core/errors.js';
 

@@ -9,7 +9,8 @@
  * fence had refused. The message was then in neither the log nor the inbox.
  */
 import { describe, expect, it } from 'vitest';
-import type { ClusterStatus, ForwardedChange, Ownership } from '../../src/core/ports.js';
+import type { ForwardedChange, Ownership } from '../../src/core/ports.js';
+import type { ClusterStatus } from '../../src/core/readModels.js';
 import type { EphemeralAnswer, InboundMessage, ReceiveResult } from '../../src/core/types.js';
 import { makeRouter } from '../helpers/router-harness.js';
 

@@ -3,7 +3,8 @@
  * (so what a test reads back is exactly what would be on disk, no shared references), checkpoints
  * kept beside it, and a switch that makes writes fail like a full or read-only disk.
  */
-import type { GroupCheckpoint, GroupDoc, GroupRecord, RoundRecord, SessionDoc, Store, StoredGroup } from '../../src/core/ports.js';
+import type { Store, StoredGroup } from '../../src/core/ports.js';
+import type { GroupCheckpoint, GroupDoc, GroupRecord, RoundRecord, SessionDoc } from '../../src/core/records.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
 import { StoreUnavailableError } from '../../src/core/errors.js';
 import { emptyGroup, evolve, headOf } from '../../src/core/groups/evolve.js';

@@ -3,7 +3,8 @@
  * whole router. Behaves like the router on dedupe: the same (channel, chat, message id) twice is
  * answered 'duplicate'.
  */
-import type { ChannelHost, GatewayApi, GroupView } from '../../src/core/ports.js';
+import type { ChannelHost, GatewayApi } from '../../src/core/ports.js';
+import type { GroupView } from '../../src/core/readModels.js';
 import type { AgentDef, ChannelKind, ChatRef, InboundMessage, ReceiveResult } from '../../src/core/types.js';
 import { silentLogger } from './logger.js';
 

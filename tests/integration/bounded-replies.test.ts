@@ -15,7 +15,7 @@ import vm from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
-import type { GatewayEvent } from '../../src/core/ports.js';
+import type { GatewayEvent } from '../../src/core/readModels.js';
 import { CUT_MARKER } from '../../src/core/router/LlmGate.js';
 import { utf8Length } from '../../src/core/text/utf8.js';
 import { AnthropicProvider } from '../../src/llm/AnthropicProvider.js';

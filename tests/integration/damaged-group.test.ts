@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { parseConfigText, type LoadedConfig } from '../../src/config/load.js';
-import type { GroupCheckpoint } from '../../src/core/ports.js';
+import type { GroupCheckpoint } from '../../src/core/records.js';
 import { runDoctor } from '../../src/ops/doctor.js';
 import { runStatus } from '../../src/ops/status.js';
 import { FileStore } from '../../src/store/files/FileStore.js';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
-import type { GatewayEvent } from '../../src/core/ports.js';
+import type { GatewayEvent } from '../../src/core/readModels.js';
 import { startFakeOpenAi, type FakeOpenAiServer } from '../fakes/openai/index.js';
 import { silentLogger } from '../helpers/logger.js';
 

@@ -14,7 +14,7 @@ import { FileStore } from '../../src/store/files/FileStore.js';
 import { ConfigError, parseConfigText } from '../../src/config/load.js';
 import { createApp } from '../../src/app.js';
 import { WebChannel } from '../../src/channels/web/WebChannel.js';
-import type { GroupRecord } from '../../src/core/ports.js';
+import type { GroupRecord } from '../../src/core/records.js';
 import type { DurableGroup } from '../helpers/memory-store.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { CapturingLogger, silentLogger } from '../helpers/logger.js';

@@ -10,7 +10,7 @@
  * sender re-sends what was not acknowledged, and the invariants must hold.
  */
 import { describe, expect, it } from 'vitest';
-import type { GroupCheckpoint, GroupRecord } from '../../src/core/ports.js';
+import type { GroupCheckpoint, GroupRecord } from '../../src/core/records.js';
 import type { InboundMessage } from '../../src/core/types.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { MemoryStore } from '../helpers/memory-store.js';

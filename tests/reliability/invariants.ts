@@ -9,11 +9,12 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { GroupRecord, RoundRecord, SessionDoc, Store } from '../../src/core/ports.js';
+import type { Store } from '../../src/core/ports.js';
+import type { GroupRecord, RoundRecord, SessionDoc } from '../../src/core/records.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
-import type { GroupState } from '../../src/core/ports.js';
-import { isObservable } from '../../src/core/groups/GroupManager.js';
-import { emptyGroup, evolve, fromCheckpoint } from '../../src/core/groups/evolve.js';
+import type { GroupState } from '../../src/core/records.js';
+import { isObservable } from '../../src/core/groups/groupReads.js';
+import { rebuild } from '../../src/core/groups/evolve.js';
 import { observationLine } from '../../src/core/session/prompt.js';
 import { FileStore } from '../../src/store/files/FileStore.js';
 import { CapturingLogger } from '../helpers/logger.js';
@@ -41,12 +42,7 @@ export async function snapshotOf(store: Store, corrupt: string[] = []): Promise<
   const { groups, unreadable } = await store.open();
   for (const id of unreadable) corrupt.push(`unreadable group ${id}`);
   for (const stored of groups) {
-    const r = stored.checkpoint ? fromCheckpoint(stored.checkpoint) : emptyGroup(stored.id);
-    let described = !!stored.checkpoint;
-    for await (const rec of stored.records()) {
-      evolve(r, rec);
-      if (rec.changes?.some((c) => c.t === 'head')) described = true;
-    }
+    const { g: r, described } = await rebuild(stored.id, stored.checkpoint, stored.records());
     if (!described) {
       corrupt.push(`group ${stored.id} has no head`);
       continue;

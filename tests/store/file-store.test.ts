@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { open, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { GroupCheckpoint } from '../../src/core/ports.js';
+import type { GroupCheckpoint } from '../../src/core/records.js';
 import { StoreFormatError, StoreUnavailableError } from '../../src/core/errors.js';
 import { FileStore } from '../../src/store/files/FileStore.js';
 import { peekGroups } from '../../src/store/files/peek.js';

@@ -8,7 +8,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
-import type { GroupRecord } from '../../src/core/ports.js';
+import type { GroupRecord } from '../../src/core/records.js';
 import { StoreFormatError, StoreUnavailableError } from '../../src/core/errors.js';
 import { FencedError, PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/PostgresStore.js';
 import { MIGRATIONS, migrate } from '../../src/store/postgres/migrations.js';

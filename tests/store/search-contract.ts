@@ -6,7 +6,8 @@
  * answered 400 and unknown groups 404.
  */
 import { describe, expect, it } from 'vitest';
-import type { GroupRecord, Store } from '../../src/core/ports.js';
+import type { Store } from '../../src/core/ports.js';
+import type { GroupRecord } from '../../src/core/records.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
 import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';

@@ -5,7 +5,8 @@
  * shorten replay, records serialised when appended, text kept byte for byte.
  */
 import { describe, expect, it } from 'vitest';
-import type { GroupCheckpoint, GroupHead, GroupRecord, Store, StoredGroup } from '../../src/core/ports.js';
+import type { Store, StoredGroup } from '../../src/core/ports.js';
+import type { GroupCheckpoint, GroupHead, GroupRecord } from '../../src/core/records.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
 import { createApp } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { GroupRouter } from '../../src/core/router/GroupRouter.js';
 import { StoreUnavailableError } from '../../src/core/errors.js';
-import type { GroupRecord, Store } from '../../src/core/ports.js';
+import type { Store } from '../../src/core/ports.js';
+import type { GroupRecord } from '../../src/core/records.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { validateGroupConfig } from '../../src/config/groupConfig.js';
 import { agentsFromConfig } from '../../src/app.js';

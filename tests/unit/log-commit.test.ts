@@ -5,7 +5,8 @@
  * to the first message after a restart, archived groups included.
  */
 import { describe, expect, it } from 'vitest';
-import type { GatewayEvent, GroupRecord } from '../../src/core/ports.js';
+import type { GroupRecord } from '../../src/core/records.js';
+import type { GatewayEvent } from '../../src/core/readModels.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { FakeClock } from '../helpers/fake-clock.js';

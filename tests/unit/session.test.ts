@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { isPass, cleanReply } from '../../src/core/router/pass.js';
 import { passStreamFilter } from '../../src/core/text/passStream.js';
-import { MAILBOX_MAX, TRANSCRIPT_TAIL } from '../../src/core/groups/GroupManager.js';
+import { MAILBOX_MAX } from '../../src/core/groups/groupReads.js';
+import { TRANSCRIPT_TAIL } from '../../src/core/groups/evolve.js';
 import { FakeLlm } from '../helpers/fake-llm.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { MemoryStore } from '../helpers/memory-store.js';

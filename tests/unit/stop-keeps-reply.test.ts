@@ -5,7 +5,8 @@
  * never shows as typing.
  */
 import { describe, expect, it } from 'vitest';
-import type { GatewayEvent, LlmRequest } from '../../src/core/ports.js';
+import type { LlmRequest } from '../../src/core/ports.js';
+import type { GatewayEvent } from '../../src/core/readModels.js';
 import { makeRouter } from '../helpers/router-harness.js';
 
 /** Streams `pieces`, then waits until the call is cancelled. */

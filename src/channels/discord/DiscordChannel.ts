@@ -11,7 +11,8 @@
  * router's addressing does not depend on it.
  */
 import { Client, GatewayIntentBits, Routes, type Message } from 'discord.js';
-import type { Channel, ChannelCapabilities, ChannelHost, ChannelStatus, ConnectionGate, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
+import type { Channel, ChannelCapabilities, ChannelHost, ConnectionGate, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
+import type { ChannelStatus } from '../../core/readModels.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { splitMessage } from '../../core/text/split.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';

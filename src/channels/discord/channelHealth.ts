@@ -5,7 +5,8 @@
  * date by the posts themselves. `/readyz` and `/group list` read it.
  */
 import type { Client } from 'discord.js';
-import type { ChannelHost, ChannelPartStatus, Logger } from '../../core/ports.js';
+import type { ChannelHost, Logger } from '../../core/ports.js';
+import type { ChannelPartStatus } from '../../core/readModels.js';
 import { sanitizeError } from './errors.js';
 import { guildChannel } from './permissions.js';
 import { missingManageWebhooksMessage } from './startupChecks.js';

@@ -8,7 +8,8 @@
  */
 import type { Message, ChatMemberUpdated, Update } from 'grammy/types';
 import type { ChorusConfig } from '../../config/schema.js';
-import type { Channel, ChannelCapabilities, ChannelHost, ChannelPartStatus, ChannelStatus, ConnectionGate, DeadLetters, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
+import type { Channel, ChannelCapabilities, ChannelHost, ConnectionGate, DeadLetters, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
+import type { ChannelPartStatus, ChannelStatus } from '../../core/readModels.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
 import { BoundedMap } from '../../core/lib/BoundedMap.js';

@@ -6,7 +6,8 @@
 import { autoRetry } from '@grammyjs/auto-retry';
 import { Bot } from 'grammy';
 import type { UserFromGetMe, WebhookInfo } from 'grammy/types';
-import type { ChannelPartStatus, ConnectionGate, Logger } from '../../core/ports.js';
+import type { ConnectionGate, Logger } from '../../core/ports.js';
+import type { ChannelPartStatus } from '../../core/readModels.js';
 import type { AgentDef } from '../../core/types.js';
 import { apiErrorCode, describeError } from './errors.js';
 import { UpdatePoller } from './poller.js';

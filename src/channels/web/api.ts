@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { COMMAND_LIST } from '../../core/commands/commands.js';
-import type { ChannelHost, GatewayApi, GroupDetail } from '../../core/ports.js';
+import type { ChannelHost, GatewayApi } from '../../core/ports.js';
+import type { GroupDetail } from '../../core/readModels.js';
 import { MAX_DISPLAY_NAME, cleanDisplayName, impersonates } from '../../core/text/displayName.js';
 import type { AgentDef, TranscriptEntry } from '../../core/types.js';
 import { CLIENT_KEY, clientAddressKey, clientTag } from './client.js';

@@ -9,7 +9,7 @@
  * that outgrows it is simply no longer offered), and at most `maxReplies` are kept in all, the
  * ones quiet longest going first.
  */
-import type { GatewayEvent } from '../../core/ports.js';
+import type { GatewayEvent } from '../../core/readModels.js';
 import { BoundedSet } from '../../core/lib/BoundedMap.js';
 
 /** What a page is sent on connecting: who is typing and the text so far of each reply in flight. */

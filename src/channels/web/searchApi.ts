@@ -4,7 +4,9 @@
  * the offsets of its matched words; `next` is an opaque cursor for the page after, null after the
  * last. Validation mistakes are 400s like every other route.
  */
-import type { GatewayApi, SearchCursor, SearchPage } from '../../core/ports.js';
+import type { GatewayApi } from '../../core/ports.js';
+import type { SearchCursor } from '../../core/readModels.js';
+import type { SearchPage } from '../../core/readModels.js';
 import { SEARCH_PAGE_MAX } from '../../core/groups/history.js';
 import { HttpError, intParam, sendJson } from './http.js';
 import type { RequestContext, Router } from './router.js';

@@ -6,7 +6,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isLoopback } from '../../config/rules.js';
-import type { Logger, Readiness } from '../../core/ports.js';
+import type { Logger } from '../../core/ports.js';
+import type { Readiness } from '../../core/readModels.js';
 import { StoreUnavailableError, UserError, describeError } from '../../core/errors.js';
 import type { TokenAuth } from './auth.js';
 import { guardConnections, serverOptions, type ConnectionLimits } from './connections.js';

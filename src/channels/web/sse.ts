@@ -20,7 +20,8 @@
  * stream, asked the same way, first gets `typing-all`: who is typing in every group.
  */
 import type { ServerResponse } from 'node:http';
-import type { GatewayApi, GatewayEvent, Logger } from '../../core/ports.js';
+import type { GatewayApi, Logger } from '../../core/ports.js';
+import type { GatewayEvent } from '../../core/readModels.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import type { InFlightSnapshot } from './inflight.js';
 import type { WebMetrics } from './metrics.js';

@@ -1,5 +1,6 @@
 /** What commands may use, and nothing else: group management, handles, and a way to answer. */
-import type { Channel, GroupDoc, Logger } from '../ports.js';
+import type { Channel, Logger } from '../ports.js';
+import type { GroupDoc } from '../records.js';
 import type { AgentDef, ChannelKind, InboundMessage } from '../types.js';
 import type { GroupAdmin } from '../groups/GroupAdmin.js';
 import type { HandleIndex } from '../router/mentions.js';

@@ -2,7 +2,7 @@
  * `/group …`, `/ask …` and `/help`. Commands behave the same on every channel; replies
  * come from the system voice and neither the command nor its reply is shown to agents.
  */
-import type { GroupDoc } from '../ports.js';
+import type { GroupDoc } from '../records.js';
 import type { InboundMessage } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
 import type { CommandContext } from './CommandContext.js';

@@ -1,5 +1,5 @@
 /** Text of `/group list` and `/group usage`: short, readable in any chat client. */
-import type { GroupDoc } from '../ports.js';
+import type { GroupDoc } from '../records.js';
 import type { CommandContext } from './CommandContext.js';
 import { budgetLevel, compact, today } from '../router/budget.js';
 

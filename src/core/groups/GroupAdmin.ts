@@ -3,14 +3,18 @@
  * added), membership, muting, memory resets, config changes, dissolving, and the read models the
  * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
-import type { AroundPage, SearchCursor, SearchPage } from '../ports.js';
-import type { Channel, ChannelStatus, Clock, GatewayApi, Ownership, Store, GatewayEvent, GroupDetail, GroupDoc, GroupSummary, GroupView, Logger, Readiness, TranscriptPage } from '../ports.js';
+import type { SearchCursor } from '../readModels.js';
+import type { AroundPage, SearchPage } from '../readModels.js';
+import type { Channel, Clock, GatewayApi, Ownership, Store, Logger } from '../ports.js';
+import type { GroupDoc } from '../records.js';
+import type { ChannelStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, TranscriptPage } from '../readModels.js';
 import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { Outbox } from '../router/Outbox.js';
 import type { Recorder } from '../router/Recorder.js';
-import { PAGE_MAX, pageOf, type GroupManager } from './GroupManager.js';
+import type { GroupManager } from './GroupManager.js';
+import { PAGE_MAX, pageOf, summaryOf, viewOf } from './groupReads.js';
 import { promptContext, type PromptContext } from './promptContext.js';
 import { pageAround, searchHistory, type HistoryDeps } from './history.js';
 
@@ -133,7 +137,7 @@ export class GroupAdmin implements GatewayApi {
       .all()
       .filter((g) => !g.state.archived)
       .sort((a, b) => a.createdAt - b.createdAt)
-      .map((g) => this.d.groups.summary(g));
+      .map((g) => summaryOf(g));
   }
 
   getGroup(id: string): GroupDetail | undefined {
@@ -141,7 +145,7 @@ export class GroupAdmin implements GatewayApi {
     if (!g || g.state.archived) return undefined;
     const now = this.d.clock.now();
     return {
-      ...this.d.groups.summary(g),
+      ...summaryOf(g),
       members: g.participants.map((p) => {
         const last = g.state.lastSpoke[p] ?? null;
         return { agentId: p, muted: g.state.muted.includes(p), cooldownLeftMs: last === null ? 0 : Math.max(0, last + g.config.cooldown_seconds * 1000 - now), lastSpokeAt: last };
@@ -157,7 +161,7 @@ export class GroupAdmin implements GatewayApi {
     // Web rooms are addressed by their group id (chatId '' = use the id).
     const g = this.d.groups.create({ channel: 'web', chatId: input.id ?? '', title: input.title, participants: input.participants, id: input.id });
     await this.persistNew(g);
-    return this.d.groups.view(g);
+    return viewOf(g);
   }
 
   /** `/group create` in a chat of any channel. */
@@ -197,7 +201,7 @@ export class GroupAdmin implements GatewayApi {
     // The newcomer is shown the last messages so it has context.
     this.d.groups.join(g, agentId, true);
     await this.d.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${agent.name} joined the group.`, delivery: 'posted' }] });
-    return this.d.groups.view(g);
+    return viewOf(g);
   }
 
   async removeMember(id: string, agentId: string, opts: { allowEmpty?: boolean } = {}): Promise<GroupView> {
@@ -207,7 +211,7 @@ export class GroupAdmin implements GatewayApi {
     this.d.groups.removeParticipant(g, agentId);
     const name = this.d.agentMap.get(agentId)?.name ?? agentId;
     await this.d.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: `${name} left the group.`, delivery: 'posted' }] });
-    return this.d.groups.view(g);
+    return viewOf(g);
   }
 
   /** `/group mute` and `unmute`: no voluntary turns; @mentions are still answered. */

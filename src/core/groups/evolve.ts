@@ -165,6 +165,27 @@ export function emptyGroup(id: string): GroupDoc {
   };
 }
 
+/**
+ * A group rebuilt from its newest checkpoint (if any) and the records after it, in order.
+ * `described`: a checkpoint or some record described the group (a log without either holds no
+ * group); `records`: how many records were applied; `n`: the last record applied.
+ */
+export async function rebuild(id: string, checkpoint: GroupCheckpoint | null, records: AsyncIterable<GroupRecord> | Iterable<GroupRecord>): Promise<{ g: GroupDoc; n: number; described: boolean; records: number }> {
+  const g = checkpoint ? fromCheckpoint(checkpoint) : emptyGroup(id);
+  let n = checkpoint?.n ?? 0;
+  let described = !!checkpoint;
+  let applied = 0;
+  for await (const rec of records) {
+    // Records at or below the checkpoint were applied before it was taken.
+    if (rec.n <= n) continue;
+    evolve(g, rec);
+    n = rec.n;
+    applied++;
+    if (rec.changes?.some((c) => c.t === 'head')) described = true;
+  }
+  return { g, n, described, records: applied };
+}
+
 /** The group as a checkpoint left it (a copy: the group evolves from here). */
 export function fromCheckpoint(cp: GroupCheckpoint): GroupDoc {
   const g = emptyGroup(cp.head.id);

@@ -2,11 +2,15 @@
  * Reading far back in a group's history: search over every message, and the page around any
  * entry (a search hit, the message a reply refers to), so the page can jump to either.
  */
-import type { AroundPage, GroupDoc, SearchCursor, SearchFound, SearchPage, SearchResult, Store, TranscriptPage } from '../ports.js';
+import type { SearchFound, Store } from '../ports.js';
+import type { SearchCursor } from '../readModels.js';
+import type { GroupDoc } from '../records.js';
+import type { AroundPage, SearchPage, SearchResult, TranscriptPage } from '../readModels.js';
 import type { TranscriptEntry } from '../types.js';
 import { UserError } from '../errors.js';
 import { searchSnippet, searchTerms } from '../text/search.js';
-import { PAGE_MAX, type GroupManager } from './GroupManager.js';
+import type { GroupManager } from './GroupManager.js';
+import { PAGE_MAX } from './groupReads.js';
 
 /** Most results on one page of search. */
 export const SEARCH_PAGE_MAX = 100;

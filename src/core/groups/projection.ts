@@ -4,7 +4,7 @@
  * durable, so nothing is shown that a crash could take back, and every durable entry is shown
  * once. Events that are not records — typing, streamed text — come from the turn as it runs.
  */
-import type { GatewayEvent } from '../ports.js';
+import type { GatewayEvent } from '../readModels.js';
 import type { GroupDoc, GroupRecord } from '../records.js';
 
 export function eventsOf(g: GroupDoc, rec: GroupRecord): GatewayEvent[] {

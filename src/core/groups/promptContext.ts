@@ -11,7 +11,8 @@ import type { AgentDef, PromptRef, TranscriptEntry } from '../types.js';
 import { UserError } from '../errors.js';
 import { buildSystemPrompt, PASS_TOKEN } from '../session/prompt.js';
 import { historyHash, partHash, rebuildUserTurn, sentSummary, shownText } from '../session/promptRef.js';
-import { isObservable, seqOfId } from './GroupManager.js';
+import { isObservable } from './groupReads.js';
+import { seqOfId } from './evolve.js';
 import type { HistoryMessage, PromptContext, SeenEntry } from './promptContextView.js';
 
 export type { HistoryMessage, PromptContext, SeenEntry } from './promptContextView.js';

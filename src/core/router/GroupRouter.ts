@@ -4,14 +4,18 @@
  * and runs rounds on a per-group FIFO queue. Group management and the web feed's API
  * live in GroupAdmin (`router.gateway`); commands get a narrow CommandContext.
  */
-import type { Channel, ChannelHost, Clock, ForwardedChange, GatewayApi, GroupDoc, GroupView, LlmProvider, Logger, Ownership, RegenerateResult, RoundRecord, StopResult, Store } from '../ports.js';
+import type { Channel, ChannelHost, Clock, ForwardedChange, GatewayApi, LlmProvider, Logger, Ownership, Store } from '../ports.js';
+import type { GroupDoc, RoundRecord } from '../records.js';
+import type { GroupView, RegenerateResult, StopResult } from '../readModels.js';
 import { cleanDisplayName } from '../text/displayName.js';
 import { singleOwner } from '../ownership.js';
 import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
-import { GroupManager, seqOfId } from '../groups/GroupManager.js';
+import { GroupManager } from '../groups/GroupManager.js';
+import { seqOfId } from '../groups/evolve.js';
+import { viewOf } from '../groups/groupReads.js';
 import { eventsOf } from '../groups/projection.js';
 import { HandleIndex, findMentions } from './mentions.js';
 import { LlmGate, type GateSettings } from './LlmGate.js';
@@ -90,10 +94,13 @@ export class GroupRouter implements ChannelHost {
     this.agentMap = new Map(opts.agents.map((a) => [a.id, a]));
     this.handles = new HandleIndex(opts.agents, opts.aliases);
     this.groups = new GroupManager(opts.store, this.agentMap, opts.groupDefaults, () => opts.clock.now(), opts.logger, opts.checkpointEvery);
-    this.groups.onBroken = (g) => this.recover(g.id);
-    this.groups.onRecorded = (g, rec) => {
-      for (const ev of eventsOf(g, rec)) this.events.emit(ev);
-    };
+    this.groups.listen({
+      broken: (g) => this.recover(g.id),
+      // The one place live events are made from records (groups/projection.ts).
+      recorded: (g, rec) => {
+        for (const ev of eventsOf(g, rec)) this.events.emit(ev);
+      },
+    });
     this.outbox = new Outbox(this.channels, this.agentMap, this.events, opts.logger);
     this.recorder = new Recorder(this.groups, this.outbox);
     this.gateway = new GroupAdmin({
@@ -671,7 +678,7 @@ export class GroupRouter implements ChannelHost {
 
   findGroup(channel: ChannelKind, chatId: string): GroupView | undefined {
     const g = this.groups.find(channel, chatId);
-    return g ? this.groups.view(g) : undefined;
+    return g ? viewOf(g) : undefined;
   }
 
   registerHandle(handle: string, agentId: string): void {

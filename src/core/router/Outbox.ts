@@ -4,7 +4,8 @@
  * agent map that makes replies to an agent's message address that agent. Recording happens
  * before (see Recorder); this class never writes.
  */
-import type { Channel, GroupDoc, Logger } from '../ports.js';
+import type { Channel, Logger } from '../ports.js';
+import type { GroupDoc } from '../records.js';
 import type { AgentDef, ChannelKind, ChatRef, InboundMessage, TranscriptEntry } from '../types.js';
 import { describeError } from '../errors.js';
 import type { EventHub } from '../events.js';

@@ -6,7 +6,7 @@
  * included. Rounds, commands and group management call `record`; none of them saves or emits on
  * its own.
  */
-import type { GroupDoc, RoundRecord } from '../ports.js';
+import type { GroupDoc, RoundRecord } from '../records.js';
 import type { DecisionType, TranscriptEntry } from '../types.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { Outbox } from './Outbox.js';

@@ -3,7 +3,8 @@
  * speaker selector (planning) and the background summaries use. Its own file so those parts
  * depend on this contract, not on each other.
  */
-import type { Clock, GroupDoc, Logger } from '../ports.js';
+import type { Clock, Logger } from '../ports.js';
+import type { GroupDoc } from '../records.js';
 import type { AgentDef } from '../types.js';
 import type { EventHub } from '../events.js';
 import type { Metrics } from '../metrics.js';

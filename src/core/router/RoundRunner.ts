@@ -6,7 +6,7 @@
  * turn's outcome is written together with its reply, so a restart resumes where it stopped and
  * answers nothing twice.
  */
-import type { GroupDoc, PlannedTurn, RoundRecord } from '../ports.js';
+import type { GroupDoc, PlannedTurn, RoundRecord } from '../records.js';
 import { LlmError } from '../errors.js';
 import { ContextBudgets } from '../session/contextBudget.js';
 import { planRound } from './planning.js';

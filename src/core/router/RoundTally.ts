@@ -2,7 +2,8 @@
  * What one round did — who answered, passed or failed, tokens and cost — and the one info line
  * the round logs from it when it ends. Turns add to the tally; the round writes the line.
  */
-import type { GroupDoc, Logger, RoundRecord } from '../ports.js';
+import type { Logger } from '../ports.js';
+import type { GroupDoc, RoundRecord } from '../records.js';
 import type { Usage } from '../types.js';
 
 /** What one round did, for its log line. */

@@ -4,10 +4,10 @@
  * then a pass, a discard or the delivered reply with its reactions. Each outcome is written in one
  * record together with the round's progress (see RoundRunner), so a restart answers nothing twice.
  */
-import type { GroupDoc, PlannedTurn, RoundRecord } from '../ports.js';
+import type { GroupDoc, PlannedTurn, RoundRecord } from '../records.js';
 import type { AgentDef, ReplyCut, TranscriptEntry, Usage } from '../types.js';
 import { describeError, LlmError } from '../errors.js';
-import { seqOfId } from '../groups/GroupManager.js';
+import { seqOfId } from '../groups/evolve.js';
 import type { NewEntry } from './Recorder.js';
 import { buildSystemPrompt, PASS_TOKEN, type Ask } from '../session/prompt.js';
 import type { ContextBudgets, FittedPrompt, PromptParts } from '../session/contextBudget.js';

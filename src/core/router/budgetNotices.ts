@@ -3,7 +3,7 @@
  * is used up, and a warning once it is nearly used, each at most once per UTC day. A refusal is
  * checked before a round is planned and before each turn's model call; the warning after each step.
  */
-import type { GroupDoc, RoundRecord } from '../ports.js';
+import type { GroupDoc, RoundRecord } from '../records.js';
 import { budgetLevel, today } from './budget.js';
 import type { RoundDeps } from './RoundDeps.js';
 

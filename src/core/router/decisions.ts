@@ -3,7 +3,7 @@
  * page) and taking a turn off the round's queue: what both the round and its turns write. Kept
  * apart so RoundRunner and TurnRunner share them without importing each other.
  */
-import type { GroupDoc, PlannedTurn, RoundRecord } from '../ports.js';
+import type { GroupDoc, PlannedTurn, RoundRecord } from '../records.js';
 import type { DecisionType } from '../types.js';
 import type { NewEntry } from './Recorder.js';
 import type { RoundDeps } from './RoundDeps.js';

@@ -6,7 +6,8 @@
 import type { Logger } from '../ports.js';
 import type { ChannelKind, GroupConfig } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
-import { naturalGroupId, type GroupManager } from '../groups/GroupManager.js';
+import type { GroupManager } from '../groups/GroupManager.js';
+import { naturalGroupId } from '../groups/groupIds.js';
 import type { GroupAdmin } from '../groups/GroupAdmin.js';
 
 /** A group as the config file declares it. */

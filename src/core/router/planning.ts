@@ -3,10 +3,11 @@
  * sticky, voluntary, round-robin, or an LLM selector. The plan is stored in the round so a
  * restart continues it instead of choosing again.
  */
-import type { GroupDoc, PlannedTurn, RoundRecord } from '../ports.js';
+import type { GroupDoc, PlannedTurn, RoundRecord } from '../records.js';
 import { describeError } from '../errors.js';
 import { observationLine } from '../session/prompt.js';
-import { isObservable, seqOfId } from '../groups/GroupManager.js';
+import { isObservable } from '../groups/groupReads.js';
+import { seqOfId } from '../groups/evolve.js';
 import { findHandles } from './mentions.js';
 import type { RoundDeps } from './RoundDeps.js';
 

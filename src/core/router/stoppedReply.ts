@@ -10,7 +10,7 @@
  * Nothing is kept when no text was shown, on shutdown, or when the group is no longer this
  * instance's to write (a lost lease stops its rounds too, and must not write).
  */
-import type { GroupDoc } from '../ports.js';
+import type { GroupDoc } from '../records.js';
 import type { TranscriptEntry } from '../types.js';
 import type { NewEntry } from './Recorder.js';
 import type { RoundDeps } from './RoundDeps.js';

@@ -2,7 +2,7 @@
  * Fitting a turn's prompt to the model's context window (see session/contextBudget) around its
  * model call, and learning from the provider when the window was smaller than assumed.
  */
-import type { GroupDoc } from '../ports.js';
+import type { GroupDoc } from '../records.js';
 import type { AgentDef, Usage } from '../types.js';
 import { LlmError } from '../errors.js';
 import type { ContextBudgets, FittedPrompt, PromptParts } from '../session/contextBudget.js';

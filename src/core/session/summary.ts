@@ -14,7 +14,7 @@
  * The summary model: `llm.summary_model`, or the agent's own model when it is unset (the
  * default for OpenAI-compatible servers, which serve only the models they have).
  */
-import type { GroupDoc, SessionDoc } from '../ports.js';
+import type { GroupDoc, SessionDoc } from '../records.js';
 import type { AgentDef } from '../types.js';
 import { describeError } from '../errors.js';
 import { buildSummaryRequest } from './prompt.js';

@@ -7,7 +7,8 @@
  */
 import { mkdir, open, readdir, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { GroupRecord, Logger, SearchFound, SearchRequest, StoredGroup } from '../../core/ports.js';
+import type { Logger, SearchFound, SearchRequest, StoredGroup } from '../../core/ports.js';
+import type { GroupRecord } from '../../core/records.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { StoreUnavailableError, describeError } from '../../core/errors.js';
 import { newestFirst, searchable } from '../../core/text/search.js';

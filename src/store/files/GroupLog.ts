@@ -7,7 +7,8 @@
  */
 import { open, readdir, readFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { GroupRecord, Logger } from '../../core/ports.js';
+import type { Logger } from '../../core/ports.js';
+import type { GroupRecord } from '../../core/records.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { parseRecord } from '../logSchema.js';
 import { SEGMENT_FILE, segmentName } from './format.js';

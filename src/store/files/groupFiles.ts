@@ -5,7 +5,8 @@
  */
 import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { GroupCheckpoint, Logger } from '../../core/ports.js';
+import type { Logger } from '../../core/ports.js';
+import type { GroupCheckpoint } from '../../core/records.js';
 import { StoreFormatError } from '../../core/errors.js';
 import { parseCheckpoint } from '../logSchema.js';
 import type { GroupLog } from './GroupLog.js';

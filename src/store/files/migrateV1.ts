@@ -11,7 +11,8 @@
  */
 import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { GroupChange, GroupHead, GroupRecord, Logger, RoundRecord, SessionDelta } from '../../core/ports.js';
+import type { Logger } from '../../core/ports.js';
+import type { GroupChange, GroupHead, GroupRecord, RoundRecord, SessionDelta } from '../../core/records.js';
 import type { ChatTurn, TranscriptEntry } from '../../core/types.js';
 import { describeError } from '../../core/errors.js';
 

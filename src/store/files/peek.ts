@@ -8,7 +8,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GroupCheckpoint, GroupHead, GroupRecord } from '../../core/records.js';
-import { emptyGroup, evolve, fromCheckpoint, headOf } from '../../core/groups/evolve.js';
+import { headOf, rebuild } from '../../core/groups/evolve.js';
 import { parseCheckpoint, parseRecord } from '../logSchema.js';
 import { SEGMENT_FILE } from './format.js';
 
@@ -140,11 +140,6 @@ async function peekHead(groupDir: string, id: string): Promise<GroupHead | null>
     }
     if (reachedCheckpoint) break;
   }
-  const g = cp ? fromCheckpoint(cp) : emptyGroup(id);
-  let described = !!cp;
-  for (const rec of records.sort((a, b) => a.n - b.n)) {
-    evolve(g, rec);
-    if (rec.changes?.some((c) => c.t === 'head')) described = true;
-  }
+  const { g, described } = await rebuild(id, cp, records.sort((a, b) => a.n - b.n));
   return described ? headOf(g) : null;
 }

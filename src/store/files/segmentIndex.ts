@@ -3,7 +3,7 @@
  * delivery outcomes, so reading a page of history is one positional read, never a scan of the
  * whole history. Indexes of segments other than the active ones are cached, a bounded number.
  */
-import type { GroupRecord } from '../../core/ports.js';
+import type { GroupRecord } from '../../core/records.js';
 
 /**
  * Byte ranges of log lines with the seq range each covers, in columns of typed arrays: 24 bytes a

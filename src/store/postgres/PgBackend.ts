@@ -12,7 +12,8 @@
  */
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import type { GroupCheckpoint, GroupRecord, Logger, SearchFound, SearchRequest, StoredGroup } from '../../core/ports.js';
+import type { Logger, SearchFound, SearchRequest, StoredGroup } from '../../core/ports.js';
+import type { GroupCheckpoint, GroupRecord } from '../../core/records.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { StoreUnavailableError, describeError } from '../../core/errors.js';
 import { FencedError, type GroupWrite, type LogBackend } from '../LogBackend.js';

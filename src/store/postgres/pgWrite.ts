@@ -4,7 +4,7 @@
  * finding out whether such a transaction committed when the answer to its COMMIT was lost.
  */
 import type pg from 'pg';
-import type { GroupRecord } from '../../core/ports.js';
+import type { GroupRecord } from '../../core/records.js';
 import { StoreUnavailableError, describeError } from '../../core/errors.js';
 import { SEARCH_VECTOR, searchColumn } from './search.js';
 

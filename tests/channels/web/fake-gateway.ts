@@ -4,7 +4,8 @@
  * It counts subscribers so tests can check that SSE clients leave no listener behind.
  */
 import { UserError } from '../../../src/core/errors.js';
-import type { ChannelHost, GatewayApi, GatewayEvent, GroupDetail, GroupSummary, GroupView, TranscriptPage } from '../../../src/core/ports.js';
+import type { ChannelHost, GatewayApi } from '../../../src/core/ports.js';
+import type { GatewayEvent, GroupDetail, GroupSummary, GroupView, TranscriptPage } from '../../../src/core/readModels.js';
 import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../../../src/core/types.js';
 import { silentLogger } from '../../helpers/logger.js';
 

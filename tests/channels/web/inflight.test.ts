@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InFlightReplies } from '../../../src/channels/web/inflight.js';
 import { WebChannel } from '../../../src/channels/web/WebChannel.js';
-import type { GatewayEvent } from '../../../src/core/ports.js';
+import type { GatewayEvent } from '../../../src/core/readModels.js';
 import type { TranscriptEntry } from '../../../src/core/types.js';
 import { silentLogger } from '../../helpers/logger.js';
 import { FakeGateway, TEST_AGENTS } from './fake-gateway.js';
