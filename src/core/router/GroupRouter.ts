@@ -12,17 +12,16 @@ import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import { GroupManager, seqOfId } from '../groups/GroupManager.js';
-import { HandleIndex, findMentions } from './mentions.js';
+import { HandleIndex } from './mentions.js';
 import { LlmGate, type GateSettings } from './LlmGate.js';
 import { RoundRunner } from './RoundRunner.js';
-import { askArgs, changesState, handleCommand, parseCommand, type CommandContext, type ParsedCommand } from '../commands/commands.js';
-import { RateLimiter } from './RateLimiter.js';
+import type { CommandContext } from '../commands/commands.js';
+import { Inbound, UNAVAILABLE, humanEntry } from './Inbound.js';
 import { Outbox } from './Outbox.js';
 import { Recorder, type NewEntry } from './Recorder.js';
 import { GroupAdmin } from '../groups/GroupAdmin.js';
 import { createDeclaredGroups, type DeclaredGroup } from './declaredGroups.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
-import { BoundedSet } from '../lib/BoundedMap.js';
 
 /** Everything the router needs; built by the composition root (src/app.ts). */
 export interface RouterOptions {
@@ -48,13 +47,9 @@ export interface RouterOptions {
   ownership?: Ownership | undefined;
 }
 
-/** Dedupe memory for chats that have no group yet (commands sent to several bots). */
-const CHATLESS_SEEN = 2000;
 /** First wait before reloading a group after a failed write; doubles up to RECOVER_MAX_MS. */
 const RECOVER_FIRST_MS = 500;
 const RECOVER_MAX_MS = 30_000;
-
-const UNAVAILABLE: ReceiveResult = { status: 'rejected', code: 'unavailable', reason: 'storage is unavailable; nothing was recorded, try again shortly' };
 
 export class GroupRouter implements ChannelHost {
   readonly events: EventHub;
@@ -70,12 +65,11 @@ export class GroupRouter implements ChannelHost {
   private readonly channels = new Map<ChannelKind, Channel>();
   /** Each group's rounds (and redeliveries), one at a time. */
   private readonly queues = new KeyedQueue();
-  private readonly chatlessSeen = new BoundedSet<string>(CHATLESS_SEEN);
   private readonly recovering = new Set<string>();
   private readonly shutdownController = new AbortController();
   private readonly gate: LlmGate;
   private readonly runner: RoundRunner;
-  private readonly rate: RateLimiter;
+  private readonly inbound: Inbound;
   private readonly commands: CommandContext;
   private started = false;
   private resumed = false;
@@ -108,7 +102,6 @@ export class GroupRouter implements ChannelHost {
       ownership: this.ownership,
     });
     this.gate = new LlmGate(opts.llm, opts.llmSettings, opts.clock, this.metrics, this.shutdownController.signal, opts.logger);
-    this.rate = new RateLimiter(opts.limits.user_messages_per_minute, 60_000);
     this.runner = new RoundRunner({
       groups: this.groups,
       agents: this.agentMap,
@@ -135,6 +128,23 @@ export class GroupRouter implements ChannelHost {
       stop: (g, by, seen) => this.stopRounds(g, by, seen),
       reply: (msg, g, text) => (g ? this.recorder.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId }).then(() => undefined) : this.outbox.replyInChat(msg, text)),
     };
+    this.inbound = new Inbound({
+      groups: this.groups,
+      agentMap: this.agentMap,
+      handles: this.handles,
+      admin: this.gateway,
+      events: this.events,
+      recorder: this.recorder,
+      metrics: this.metrics,
+      commands: this.commands,
+      ownership: this.ownership,
+      limits: opts.limits,
+      now: () => opts.clock.now(),
+      shutdown: this.shutdownController.signal,
+      newRound: (g, triggerIds, addressed, forced) => this.newRound(g, triggerIds, addressed, forced),
+      schedule: (g) => this.schedule(g),
+      ask: (g, msg, ids, text) => this.ask(g, msg, ids, text),
+    });
   }
 
   /** How busy the router is right now (gauges on `/metrics`, and tests waiting for quiet). */
@@ -311,104 +321,16 @@ export class GroupRouter implements ChannelHost {
 
   private async receiveAs(msg: InboundMessage, forwarded: boolean): Promise<ReceiveResult> {
     try {
-      return await this.take(msg, forwarded);
+      return await this.inbound.take(msg, forwarded);
     } catch (err) {
       if (err instanceof StoreUnavailableError) return UNAVAILABLE;
       throw err;
     }
   }
 
-  private async take(msg: InboundMessage, forwarded = false): Promise<ReceiveResult> {
-    if (this.shutdownController.signal.aborted) return { status: 'rejected', code: 'shutting_down', reason: 'shutting down' };
-    const dm = msg.isPrivate && msg.viaAgentId && this.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
-    let g = this.groups.find(msg.channel, msg.chatId, dm);
-    const command = parseCommand(msg.text);
-    // A copy of a command handled before its chat had a group (e.g. the /group create that made
-    // it) is a duplicate even if the group exists by now.
-    const chatlessKey = `${msg.channel}:${msg.chatId}:${msg.messageId}`;
-    if (this.chatlessSeen.has(chatlessKey)) return { status: 'duplicate', groupId: g?.id };
-    if (!g) {
-      if (command) {
-        this.chatlessSeen.add(chatlessKey);
-        await handleCommand(this.commands, msg, command, undefined);
-        return { status: 'command' };
-      }
-      if (!dm) return { status: 'no_group', reason: 'this chat has no group; use /group create' };
-      const agent = this.agentMap.get(dm)!;
-      g = this.groups.create({ channel: msg.channel, chatId: msg.chatId, dmAgentId: dm, title: `${agent.name} · ${msg.author.name}`, participants: [dm] });
-      await this.gateway.persistNew(g);
-      this.events.emit({ type: 'group', groupId: g.id, action: 'created' });
-    }
-    if (!this.ownership.owns(g.id)) {
-      if (forwarded) throw new StoreUnavailableError(`group ${g.id} is no longer run by this instance`);
-      // A copy here knows this id already: no need to hand it over again. Only a copy read from
-      // the store may say so: right after this instance lost the lease, the object it ran (until
-      // the copy replaces it) remembers ids whose records were refused by the fence — answering
-      // 'duplicate' from it would acknowledge a message that is nowhere.
-      if (this.groups.isSeen(g, msg.messageId) && (await this.seenDurably(g, msg.messageId))) return { status: 'duplicate', groupId: g.id };
-      // Pure queries (`/help`, `/group list`…) asked where only the asker sees the answer: the
-      // copy here answers them (nothing is recorded), instead of forwarding and losing the answer.
-      if (command && msg.ephemeral && !changesState(command)) return this.ephemeralCommand(g, msg, command);
-      if (command && msg.ephemeral) {
-        // A change runs where the group runs; the asker is told where it went and what to expect.
-        const res = await this.ownership.forward(g.id, msg, { awaitAnswer: true });
-        if (res.status !== 'forwarded') return res;
-        // The owner ran it meanwhile: its answer (a refusal, or what a query would show) or its line.
-        if (res.ephemeral || res.entryId) return { ...res, status: 'command' };
-        const owner = this.ownership.ownerOf(g.id);
-        const where = owner ? `instance "${owner}", which runs this group` : 'the instance that runs this group';
-        return { ...res, ephemeral: { kind: 'command', text: `Handed over to ${where}: the change shows in the chat once it is made (nothing shows if it was refused there).` } };
-      }
-      // Limits are checked where the message is acknowledged: once handed over it is recorded.
-      if (!command && msg.ephemeral) {
-        const refusal = this.checkLimits(g, msg);
-        if (refusal) return this.ephemeralRefusal(g, msg, refusal);
-      }
-      return this.ownership.forward(g.id, msg);
-    }
-    // Messages handed over by other instances before this one came in are recorded first.
-    if (!forwarded) await this.ownership.beforeReceive(g.id);
-    if (!this.groups.usable(g)) return UNAVAILABLE;
-    if (this.groups.isSeen(g, msg.messageId)) {
-      // Another copy (a second Telegram bot, a redelivery) may still be writing the original: the
-      // channel confirms this copy as soon as we return, so the original must be durable first.
-      await this.groups.durable(g);
-      return { status: 'duplicate', groupId: g.id };
-    }
-    if (command && msg.ephemeral) return this.ephemeralCommand(g, msg, command);
-    const asked = command?.name === 'ask' ? askArgs(this.handles, g.participants, command) : null;
-    if (asked && asked.ids.length > 0 && asked.text) {
-      // `/ask <agent> <question>`: one entry, the question agents are shown. Recording the
-      // command line as well would show agents the text twice.
-      const entry = await this.ask(g, msg, asked.ids, asked.text);
-      return { status: 'command', groupId: g.id, entryId: entry?.id };
-    }
-    if (command) {
-      const [entry] = await this.recorder.record(g, { entries: [this.humanEntry(msg, true)] });
-      await handleCommand(this.commands, msg, command, g);
-      return { status: 'command', groupId: g.id, entryId: entry!.id };
-    }
-    // A message handed over by another instance was acknowledged there (202) after that instance
-    // checked the limits: refusing it now would drop it silently (its inbox row is then deleted).
-    const refusal = forwarded && msg.ephemeral ? null : this.checkLimits(g, msg);
-    if (refusal && msg.ephemeral) return this.ephemeralRefusal(g, msg, refusal);
-    if (refusal) {
-      await this.recorder.notice(g, refusal.text, { decision: 'cap', seen: msg.messageId });
-      return { status: 'rejected', groupId: g.id, code: refusal.code, reason: refusal.text };
-    }
-    const addressed = this.addressedBy(g, msg);
-    if (addressed.length > 0) this.groups.setSticky(g, addressed.at(-1)!);
-    // The message and its round are one record: durable before the channel acknowledges.
-    const round = this.newRound(g, [`${g.id}.${g.nextSeq}`], addressed, false);
-    const [entry] = await this.recorder.record(g, { entries: [this.humanEntry(msg, false)], round: { record: round, add: true } });
-    this.metrics.messageRecorded(msg.channel);
-    this.schedule(g);
-    return { status: 'recorded', groupId: g.id, entryId: entry!.id };
-  }
-
   /** `/ask`: record the optional text and force these agents to answer. */
   private async ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string | null): Promise<TranscriptEntry | undefined> {
-    const entries: NewEntry[] = text ? [{ ...this.humanEntry(msg, false), text }] : [];
+    const entries: NewEntry[] = text ? [{ ...humanEntry(msg, false), text }] : [];
     const round = this.newRound(g, text ? [`${g.id}.${g.nextSeq}`] : [], agentIds, true);
     // Web "ask again" on a message: answer the question that message was about, not the latest one.
     if (!text && msg.replyToEntryId) round.about = this.questionFor(g, msg.replyToEntryId)?.id;
@@ -461,89 +383,6 @@ export class GroupRouter implements ChannelHost {
   /** A round for the entries about to be recorded (ids known in advance: seqs are assigned in order). */
   private newRound(g: GroupDoc, triggerIds: string[], addressed: string[], forced: boolean): RoundRecord {
     return { id: `r${g.nextSeq + triggerIds.length}`, createdAt: this.opts.clock.now(), triggerIds, addressed, forced, planned: false, queue: [], asked: [], capped: 0, voluntary: 0 };
-  }
-
-  private humanEntry(msg: InboundMessage, command: boolean): NewEntry {
-    return {
-      kind: 'human',
-      authorId: `${msg.channel}:${msg.author.id}`,
-      authorName: msg.author.name,
-      text: msg.text,
-      platformMessageId: msg.messageId,
-      threadId: msg.threadId,
-      hiddenFromAgents: command || undefined,
-      replyTo: msg.replyToEntryId,
-      clientTag: msg.clientTag,
-    };
-  }
-
-  /** Whom a message addresses: text handles, platform mentions, reply-to, in order of appearance. */
-  private addressedBy(g: GroupDoc, msg: InboundMessage): string[] {
-    const out = findMentions(msg.text, this.handles, g.participants);
-    for (const id of msg.mentionedAgentIds ?? []) if (g.participants.includes(id) && !out.includes(id)) out.push(id);
-    if (msg.replyToAgentId && g.participants.includes(msg.replyToAgentId) && !out.includes(msg.replyToAgentId)) out.push(msg.replyToAgentId);
-    return out;
-  }
-
-  private checkLimits(g: GroupDoc, msg: InboundMessage): { code: 'too_long' | 'empty' | 'rate_limited'; text: string } | null {
-    const max = this.opts.limits.max_message_chars;
-    if (msg.text.length > max) {
-      return { code: 'too_long', text: `⚠ ${msg.author.name}, that message is too long (${msg.text.length} characters; the limit is ${max}). Nothing was sent to the agents.` };
-    }
-    if (!msg.text.trim()) return { code: 'empty', text: '⚠ Empty messages are ignored.' };
-    if (!this.rate.allow(this.rateKey(g, msg), this.opts.clock.now())) {
-      return { code: 'rate_limited', text: `⚠ ${msg.author.name}, you are sending messages faster than ${this.opts.limits.user_messages_per_minute} a minute; please wait a moment.` };
-    }
-    return null;
-  }
-
-  /** A refusal shown to the sender alone, once, with when to try again; the shared chat stays clean. */
-  private ephemeralRefusal(g: GroupDoc, msg: InboundMessage, refusal: { code: 'too_long' | 'empty' | 'rate_limited'; text: string }): ReceiveResult {
-    const waitMs = refusal.code === 'rate_limited' ? this.rate.retryAfterMs(this.rateKey(g, msg), this.opts.clock.now()) : 0;
-    const retryAfterSeconds = refusal.code === 'rate_limited' ? Math.max(1, Math.ceil(waitMs / 1000)) : undefined;
-    const text = retryAfterSeconds === undefined ? refusal.text : `${refusal.text.replace(/;? please wait a moment\.$/, '')}; try again in ${retryAfterSeconds} s.`;
-    return { status: 'rejected', groupId: g.id, code: refusal.code, reason: text, ephemeral: { text, kind: 'refusal', retryAfterSeconds } };
-  }
-
-  /**
-   * Whether `key`, remembered by `g`, belongs to a durable record. A usable object's memory is
-   * durable once its writes so far are (a refused write breaks it); a broken or replaced one may
-   * remember ids whose records never landed, so it proves nothing.
-   */
-  private async seenDurably(g: GroupDoc, key: string): Promise<boolean> {
-    if (!this.groups.usable(g)) return false;
-    try {
-      await this.groups.durable(g);
-    } catch {
-      return false;
-    }
-    return this.groups.usable(g) && this.groups.isSeen(g, key);
-  }
-
-  /** Whom the per-person rate limit counts a message against (web: the client's address). */
-  private rateKey(g: GroupDoc, msg: InboundMessage): string {
-    return `${g.id}:${msg.channel}:${msg.rateKey ?? msg.author.id}`;
-  }
-
-  /**
-   * A command from a channel that can answer the asker alone (the web page). A query (`/help`,
-   * `/group list|usage|config`) and any command that fails leave no trace: the answer comes back
-   * in the result only. A command that changes the group is recorded as on every channel — its
-   * line (hidden from agents) and the system line everyone sees — once it has succeeded, so a
-   * refused one leaves nothing. `/ask` records only its question (if any) and starts the round;
-   * `/stop` records only its notice.
-   */
-  private async ephemeralCommand(g: GroupDoc, msg: InboundMessage, command: ParsedCommand): Promise<ReceiveResult> {
-    const ctx: CommandContext = { ...this.commands, reply: async () => {} };
-    const outcome = await handleCommand(ctx, msg, command, g);
-    const answer = outcome.reply ? { text: outcome.reply, kind: 'command' as const } : undefined;
-    // `/ask` and `/stop` leave their own shared record (the question and answers, the stop notice).
-    if (outcome.failed || !changesState(command) || command.name === 'ask' || command.name === 'stop' || g.state.archived) {
-      return { status: 'command', groupId: g.id, ephemeral: answer };
-    }
-    const [entry] = await this.recorder.record(g, { entries: [this.humanEntry(msg, true)] });
-    if (outcome.reply) await this.commands.reply(msg, g, outcome.reply);
-    return { status: 'command', groupId: g.id, entryId: entry!.id };
   }
 
   /** The human message an entry is about: itself, the message an agent reply answered, or the last one before it. */
