@@ -19,7 +19,7 @@
  */
 import type pg from 'pg';
 import type { Registry } from 'prom-client';
-import type { ClusterStatus, ConnectionGate, ForwardedChange, GroupDoc, Logger, Ownership, Store } from '../core/ports.js';
+import type { ClusterStatus, ConnectionGate, ForwardedChange, GroupDoc, Logger, Peers, Store } from '../core/ports.js';
 import type { InboundMessage, ReceiveResult } from '../core/types.js';
 import { StoreUnavailableError, describeError } from '../core/errors.js';
 import { Leases, groupKey, type LeaseKey } from './leases.js';
@@ -32,11 +32,18 @@ import { clusterMetrics, type ClusterCounters } from './metrics.js';
 
 export { toWire } from './relay.js';
 
-/** What the cluster needs from the router (GroupRouter has all of it). */
-export interface ClusterRouter extends RelayRouter, Omit<InboxOwner, 'runs'> {
-  adopt(id: string): Promise<boolean>;
-  resumeOwned(id: string): void;
-  relinquish(id: string, opts: { graceful: boolean }): Promise<void>;
+/** What the cluster needs from the local router (GroupRouter has all of it). */
+export interface ClusterRouter extends Pick<InboxOwner, 'receiveForwarded'> {
+  /** Taking groups on and handing them back; the router runs only the groups it was handed. */
+  hosting: Pick<InboxOwner, 'applyForwarded'> &
+    Pick<RelayRouter, 'refreshCopy' | 'copyEntry'> & {
+      adopt(id: string): Promise<boolean>;
+      run(id: string): void;
+      resumeOwned(id: string): void;
+      release(id: string): void;
+      relinquish(id: string, opts: { graceful: boolean }): Promise<void>;
+    };
+  events: RelayRouter['events'];
   groups: { get(id: string): GroupDoc | undefined };
 }
 
@@ -54,7 +61,7 @@ export interface PgClusterOptions {
   url?: string | undefined;
 }
 
-export class PgCluster implements Ownership, ConnectionGate {
+export class PgCluster implements Peers, ConnectionGate {
   private router: ClusterRouter | undefined;
   private readonly leases: Leases;
   private readonly inbox: Inbox;
@@ -111,7 +118,7 @@ export class PgCluster implements Ownership, ConnectionGate {
   }
 
   // -------------------------------------------------------------------------------------------
-  // Ownership port
+  // Peers port
 
   owns(groupId: string): boolean {
     return this.healthy && this.leases.groups.get(groupId)?.state === 'owned';
@@ -195,7 +202,8 @@ export class PgCluster implements Ownership, ConnectionGate {
     this.lastRenewOk = Date.now();
     this.healthy = true;
     // Events of the groups this instance runs go out to the others.
-    this.relay.start(this.router);
+    const { hosting, events } = this.router;
+    this.relay.start({ events, refreshCopy: (id) => hosting.refreshCopy(id), copyEntry: (id, e) => hosting.copyEntry(id, e) });
     // Renewals keep their pace while the first tick's claims and loads run.
     this.tickTimer = setInterval(() => void this.tick(), this.leases.tickMs);
     this.tickTimer.unref?.();
@@ -301,7 +309,7 @@ export class PgCluster implements Ownership, ConnectionGate {
     const router = this.router!;
     const startedAt = Date.now();
     try {
-      const found = await router.adopt(id);
+      const found = await router.hosting.adopt(id);
       if (this.leases.groups.get(id)?.epoch !== epoch) return; // lost again meanwhile
       if (!found) {
         // A lease row whose group never got its first record (its creator died right then).
@@ -309,8 +317,9 @@ export class PgCluster implements Ownership, ConnectionGate {
         return;
       }
       this.leases.groups.set(id, { epoch, state: 'owned' });
+      router.hosting.run(id);
       await this.drain(id);
-      router.resumeOwned(id);
+      router.hosting.resumeOwned(id);
       this.log.info({ group: id, epoch, from: prev, ms: Date.now() - startedAt }, prev && prev !== this.o.instanceId ? 'took over a group from another instance' : 'now running a group');
     } catch (err) {
       this.log.warn({ group: id, err: describeError(err) }, 'could not take a group over; its lease is given back');
@@ -323,7 +332,8 @@ export class PgCluster implements Ownership, ConnectionGate {
     if (!this.leases.drop(key)) return;
     if (key.kind === 'connection') return this.connections.lost(key.id, why);
     this.log.warn({ group: key.id, why }, 'stopped running a group');
-    void this.serial.run(key.id, () => this.router!.relinquish(key.id, { graceful: false }));
+    this.router!.hosting.release(key.id);
+    void this.serial.run(key.id, () => this.router!.hosting.relinquish(key.id, { graceful: false }));
   }
 
   /** Hand one idle group back so a less loaded instance takes it. */
@@ -333,9 +343,10 @@ export class PgCluster implements Ownership, ConnectionGate {
       const g = this.router!.groups.get(id);
       if (g && g.rounds.length > 0) continue;
       h.state = 'leaving';
+      this.router!.hosting.release(id);
       this.log.info({ group: id }, 'handing a group over to spread the load');
       void this.serial.run(id, async () => {
-        await this.router!.relinquish(id, { graceful: true });
+        await this.router!.hosting.relinquish(id, { graceful: true });
         await this.leases.giveBack(groupKey(id), h.epoch);
       });
       return;
@@ -362,7 +373,7 @@ export class PgCluster implements Ownership, ConnectionGate {
     return this.inbox.drain(groupId, {
       runs: (id) => this.owns(id),
       receiveForwarded: (msg) => this.router!.receiveForwarded(msg),
-      applyForwarded: (id, change) => this.router!.applyForwarded(id, change),
+      applyForwarded: (id, change) => this.router!.hosting.applyForwarded(id, change),
     });
   }
 

@@ -4,9 +4,10 @@
  * and runs rounds on a per-group FIFO queue. Group management and the web feed's API
  * live in GroupAdmin (`router.gateway`); commands get a narrow CommandContext.
  */
-import type { Channel, ChannelHost, Clock, ForwardedChange, GatewayApi, GroupDoc, GroupView, LlmProvider, Logger, Ownership, RegenerateResult, RoundRecord, StopResult, Store } from '../ports.js';
+import type { Channel, ChannelHost, Clock, GatewayApi, GroupDoc, GroupView, LlmProvider, Logger, Peers, RegenerateResult, RoundRecord, StopResult, Store } from '../ports.js';
 import { cleanDisplayName } from '../text/displayName.js';
-import { singleOwner } from '../ownership.js';
+import { RunningGroups, noPeers } from '../peers.js';
+import { Hosting } from './Hosting.js';
 import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
@@ -43,8 +44,11 @@ export interface RouterOptions {
   checkpointEvery?: number | undefined;
   /** Where counts and timings go (`/metrics`); nothing is reported without it. */
   metrics?: Metrics | undefined;
-  /** Which groups this instance runs when several share one database; a single instance runs all. */
-  ownership?: Ownership | undefined;
+  /**
+   * The other instances when several share one database: this process then runs only the groups
+   * the cluster hands it (`hosting`). Without peers it runs every group.
+   */
+  peers?: Peers | undefined;
 }
 
 /** First wait before reloading a group after a failed write; doubles up to RECOVER_MAX_MS. */
@@ -73,12 +77,17 @@ export class GroupRouter implements ChannelHost {
   private readonly commands: CommandContext;
   private started = false;
   private resumed = false;
-  readonly ownership: Ownership;
+  readonly peers: Peers;
+  /** The groups this process runs. */
+  readonly running: RunningGroups;
+  /** Taking groups on and handing them back (several instances on one database). */
+  readonly hosting: Hosting;
 
   constructor(readonly opts: RouterOptions) {
     this.logger = opts.logger;
     this.metrics = opts.metrics ?? noMetrics;
-    this.ownership = opts.ownership ?? singleOwner;
+    this.peers = opts.peers ?? noPeers;
+    this.running = new RunningGroups(!opts.peers);
     this.events = new EventHub(opts.logger);
     this.agentMap = new Map(opts.agents.map((a) => [a.id, a]));
     this.handles = new HandleIndex(opts.agents, opts.aliases);
@@ -99,7 +108,8 @@ export class GroupRouter implements ChannelHost {
       logger: opts.logger,
       scriptedProvider: opts.scripted ?? false,
       store: opts.store,
-      ownership: this.ownership,
+      peers: this.peers,
+      running: this.running,
     });
     this.gate = new LlmGate(opts.llm, opts.llmSettings, opts.clock, this.metrics, this.shutdownController.signal, opts.logger);
     this.runner = new RoundRunner({
@@ -137,7 +147,8 @@ export class GroupRouter implements ChannelHost {
       recorder: this.recorder,
       metrics: this.metrics,
       commands: this.commands,
-      ownership: this.ownership,
+      peers: this.peers,
+      running: this.running,
       limits: opts.limits,
       now: () => opts.clock.now(),
       shutdown: this.shutdownController.signal,
@@ -145,12 +156,24 @@ export class GroupRouter implements ChannelHost {
       schedule: (g) => this.schedule(g),
       ask: (g, msg, ids, text) => this.ask(g, msg, ids, text),
     });
+    this.hosting = new Hosting({
+      groups: this.groups,
+      running: this.running,
+      outbox: this.outbox,
+      admin: this.gateway,
+      queues: this.queues,
+      logger: opts.logger,
+      stopRounds: (id, why) => this.runner.stop(id, why),
+      resume: (g) => {
+        if (this.resumed) this.resumeGroup(g);
+      },
+    });
   }
 
   /** How busy the router is right now (gauges on `/metrics`, and tests waiting for quiet). */
   load(): { queuedRounds: number; llmCalls: number; groups: number } {
     // Other instances' groups are read-only copies here: their rounds run elsewhere.
-    const all = this.groups.all().filter((g) => this.ownership.owns(g.id));
+    const all = this.groups.all().filter((g) => this.running.runs(g.id));
     return {
       queuedRounds: all.reduce((n, g) => n + g.rounds.length, 0),
       llmCalls: this.gate.depth,
@@ -207,69 +230,8 @@ export class GroupRouter implements ChannelHost {
     for (const g of this.groups.all()) this.resumeGroup(g);
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Ownership (several instances on one database; called by the cluster adapter)
-
-  /**
-   * This instance has just taken the group's lease: read it back from the store as it is now
-   * (every record the previous owner made durable), replacing the read-only copy. Its recorded
-   * work is resumed by `resumeOwned` once the messages waiting in the inbox are in.
-   */
-  async adopt(id: string): Promise<boolean> {
-    const g = await this.groups.reload(id);
-    if (!g) return false;
-    for (const e of g.transcript) this.outbox.indexPosted(g, e);
-    return true;
-  }
-
-  /** Finish an adopted group's recorded rounds and deliveries (after `adopt`, once owned). */
-  resumeOwned(id: string): void {
-    const g = this.groups.get(id);
-    if (g && this.resumed) this.resumeGroup(g);
-  }
-
-  /**
-   * The group is no longer this instance's to run. Graceful (handing it over to spread groups):
-   * the running round ends first and its records are written. Otherwise (the lease was lost) it
-   * stops at once: the group object is replaced, so a round still running on the old one finds
-   * it unusable at its next step and none of its writes is made (the store's fence refuses any
-   * already on their way). Either way a read-only copy is left for the web API.
-   */
-  async relinquish(id: string, opts: { graceful: boolean }): Promise<void> {
-    if (opts.graceful) {
-      await this.queues.onIdle(id);
-      const g = this.groups.get(id);
-      if (g && this.groups.usable(g)) await this.groups.commit(g).durable.catch(() => undefined);
-      await this.groups.reload(id);
-      return;
-    }
-    // The old object goes stale at once (synchronously, inside reload), so the model calls
-    // cancelled next cannot write even a failure notice.
-    const reloaded = this.groups.reload(id);
-    this.runner.stop(id, 'this instance no longer runs the group');
-    await reloaded;
-  }
-
-  /** A change another instance handed over through the inbox (this instance runs the group). */
-  async applyForwarded(groupId: string, c: ForwardedChange): Promise<void> {
-    if (!this.ownership.owns(groupId)) throw new StoreUnavailableError(`group ${groupId} is no longer run by this instance`);
-    if (c.kind === 'membership') await this.gateway.membershipChanged(c.chat, c.change);
-  }
-
-  /** Another instance recorded an entry of a group this one does not run: add it to the copy. */
-  copyEntry(id: string, entry: TranscriptEntry): void {
-    const g = this.groups.get(id);
-    if (g && !this.ownership.owns(id)) this.groups.noteRemoteEntry(g, entry);
-  }
-
-  /** Another instance changed a group this one does not run: read the copy again. */
-  async refreshCopy(id: string): Promise<void> {
-    if (this.ownership.owns(id)) return;
-    await this.groups.reload(id);
-  }
-
   private resumeGroup(g: GroupDoc): void {
-    if (!this.ownership.owns(g.id)) return;
+    if (!this.running.runs(g.id)) return;
     if (g.state.archived || (g.undelivered.length === 0 && g.rounds.length === 0)) return;
     this.logger.info({ group: g.id, rounds: g.rounds.length, undelivered: g.undelivered.length }, 'resuming unfinished work');
     if (g.undelivered.length > 0) {
@@ -349,10 +311,10 @@ export class GroupRouter implements ChannelHost {
    */
   async stopGroup(groupId: string, by: string): Promise<StopResult> {
     const g = this.groups.require(groupId);
-    if (!this.ownership.owns(g.id)) {
+    if (!this.running.runs(g.id)) {
       // Another instance runs the group: hand it the command like any message for it.
       const msg: InboundMessage = { channel: g.channel, chatId: g.chatId, messageId: `stop-${this.opts.clock.now()}-${Math.random().toString(36).slice(2, 8)}`, author: { id: by, name: by }, text: '/stop', ts: this.opts.clock.now(), ephemeral: true };
-      const handed = await this.ownership.forward(g.id, msg);
+      const handed = await this.peers.forward(g.id, msg);
       // Only a stop the owner will see may be reported as done.
       if (handed.status !== 'forwarded' && handed.status !== 'duplicate') throw new StoreUnavailableError(`the stop could not be handed to the instance that runs group ${g.id}`);
       return { stopped: true, roundsDropped: null, turnsDropped: null };
@@ -405,7 +367,7 @@ export class GroupRouter implements ChannelHost {
     if (!g) return { status: 'refused', code: 'unknown_entry', reason: `no group "${groupId}"` };
     if (g.state.archived) return { status: 'refused', code: 'archived', reason: `group "${groupId}" is dissolved` };
     // Several instances on one database: only the one running the group may start its rounds.
-    if (!this.ownership.owns(g.id)) throw new StoreUnavailableError(`group ${g.id} is run by another instance (${this.ownership.ownerOf(g.id) ?? 'unknown'}); try again`);
+    if (!this.running.runs(g.id)) throw new StoreUnavailableError(`group ${g.id} is run by another instance (${this.peers.ownerOf(g.id) ?? 'unknown'}); try again`);
     if (!this.groups.usable(g)) throw new StoreUnavailableError('storage is unavailable');
     const entry = this.groups.entryAt(g, seqOfId(entryId));
     if (!entry || entry.id !== entryId) {
@@ -433,7 +395,7 @@ export class GroupRouter implements ChannelHost {
 
   /** Make sure one drain task is waiting in the group's queue. */
   private schedule(g: GroupDoc): void {
-    if (!this.ownership.owns(g.id)) return;
+    if (!this.running.runs(g.id)) return;
     if (this.queues.waiting(g.id) === 0) void this.queues.run(g.id, () => this.drain(g)).catch((err) => this.roundFailed(g, err));
   }
 
@@ -445,7 +407,7 @@ export class GroupRouter implements ChannelHost {
 
   /** Run the group's recorded rounds in order; waiting rounds are answered as one batch. */
   private async drain(g: GroupDoc): Promise<void> {
-    while (g.rounds.length > 0 && !this.shutdownController.signal.aborted && !g.state.archived && this.groups.usable(g) && this.ownership.owns(g.id)) {
+    while (g.rounds.length > 0 && !this.shutdownController.signal.aborted && !g.state.archived && this.groups.usable(g) && this.running.runs(g.id)) {
       const round = g.rounds[0]!;
       if (!round.planned) {
         const waiting = g.rounds.filter((r) => !r.planned);

@@ -3,7 +3,8 @@
  * it asks for), then handled by the short function for that intent. Everything that reaches a
  * group's log goes through the Recorder, durable before the channel may acknowledge.
  */
-import type { GroupDoc, Ownership, RoundRecord } from '../ports.js';
+import type { GroupDoc, Peers, RoundRecord } from '../ports.js';
+import type { RunningGroups } from '../peers.js';
 import type { AgentDef, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { EventHub } from '../events.js';
@@ -25,7 +26,8 @@ export interface InboundDeps {
   recorder: Recorder;
   metrics: Metrics;
   commands: CommandContext;
-  ownership: Ownership;
+  peers: Peers;
+  running: RunningGroups;
   limits: { user_messages_per_minute: number; max_message_chars: number };
   now(): number;
   shutdown: AbortSignal;
@@ -110,9 +112,9 @@ export class Inbound {
     const dm = msg.isPrivate && msg.viaAgentId && this.d.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
     const g = this.d.groups.find(msg.channel, msg.chatId, dm);
     const command = parseCommand(msg.text);
-    const here = !g || this.d.ownership.owns(g.id);
+    const here = !g || this.d.running.runs(g.id);
     // Messages handed over by other instances before this one came in are recorded first.
-    if (g && here && !forwarded) await this.d.ownership.beforeReceive(g.id);
+    if (g && here && !forwarded) await this.d.peers.beforeReceive(g.id);
     if (await this.dedupe.seen(g, msg)) return { kind: 'duplicate', groupId: g?.id };
     if (!g) {
       if (command) return { kind: 'chatless-command', command };
@@ -150,7 +152,7 @@ export class Inbound {
 
   /** A group another instance runs: answer what the copy here can, hand the rest over. */
   private async elsewhere(g: GroupDoc, msg: InboundMessage, command: ParsedCommand | null): Promise<ReceiveResult> {
-    const own = this.d.ownership;
+    const own = this.d.peers;
     // Pure queries (`/help`, `/group list`…) asked where only the asker sees the answer: the
     // copy here answers them (nothing is recorded), instead of forwarding and losing the answer.
     if (command && msg.ephemeral && !changesState(command)) return this.privateCommand(g, msg, command);
