@@ -20,6 +20,15 @@ describe('messages taken before', () => {
     expect(log.filter((e) => e.platformMessageId === m.messageId)).toHaveLength(1);
   });
 
+  it('copies of one message arriving together (one per bot) are recorded once', async () => {
+    const h = await makeRouter();
+    const m = h.message('@analyst hi, all of you');
+    const results = await Promise.all(['analyst', 'writer', 'critic'].map((via) => h.router.receive({ ...m, viaAgentId: via })));
+    expect(results.map((r) => r.status).sort()).toEqual(['duplicate', 'duplicate', 'recorded']);
+    await h.router.idle();
+    expect((await h.fullTranscript()).filter((e) => e.platformMessageId === m.messageId)).toHaveLength(1);
+  });
+
   it('a command handled before its chat had a group stays a duplicate once the chat has one', async () => {
     const h = await makeRouter();
     const help = h.message('/help', { chatId: 'new-chat', viaAgentId: 'analyst' });

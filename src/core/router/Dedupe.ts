@@ -22,13 +22,19 @@ export class Dedupe {
   constructor(private readonly groups: GroupManager) {}
 
   /**
-   * True when the message was taken before: in its chat before the chat had a group (even if the
-   * group exists by now, e.g. the `/group create` that made it), or durably by its group.
+   * Whether the message is remembered at all: in its chat before the chat had a group (even if
+   * the group exists by now, e.g. the `/group create` that made it), or by its group. Synchronous
+   * on purpose: a caller that records the message without awaiting anything in between is sure a
+   * copy arriving meanwhile (another bot's) finds it remembered.
    */
-  async seen(g: GroupDoc | undefined, msg: InboundMessage): Promise<boolean> {
+  remembers(g: GroupDoc | undefined, msg: InboundMessage): boolean {
+    return this.chatless.has(chatKey(msg)) || (!!g && this.groups.isSeen(g, msg.messageId));
+  }
+
+  /** For a message it `remembers`: true once that memory is durable (the message was taken). */
+  async confirmed(g: GroupDoc | undefined, msg: InboundMessage): Promise<boolean> {
     if (this.chatless.has(chatKey(msg))) return true;
-    if (!g || !this.groups.isSeen(g, msg.messageId)) return false;
-    if (!this.groups.usable(g)) return false;
+    if (!g || !this.groups.usable(g)) return false;
     try {
       // Another copy (a second bot, a redelivery) may still be writing the original: the channel
       // confirms this copy as soon as we answer, so the original must be durable first.

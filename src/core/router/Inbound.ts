@@ -46,10 +46,9 @@ interface Refusal {
   text: string;
 }
 
-/** What an inbound message is, decided once. */
+/** What an inbound message not taken before is, decided once (a duplicate is answered before). */
 export type Intent =
   | { kind: 'refused'; result: ReceiveResult }
-  | { kind: 'duplicate'; groupId: string | undefined }
   /** A command in a chat that has no group (e.g. the `/group create` that makes one). */
   | { kind: 'chatless-command'; command: ParsedCommand }
   /** The first private message to an agent: its one-to-one group is made. */
@@ -81,17 +80,26 @@ export class Inbound {
    * instance no longer runs its group it throws `StoreUnavailableError` (the inbox keeps it).
    */
   async take(msg: InboundMessage, forwarded: boolean): Promise<ReceiveResult> {
-    const intent = await this.classify(msg, forwarded);
+    if (this.d.shutdown.aborted) return { status: 'rejected', code: 'shutting_down', reason: 'shutting down' };
+    const dm = msg.isPrivate && msg.viaAgentId && this.d.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
+    const g = this.d.groups.find(msg.channel, msg.chatId, dm);
+    const here = !g || this.d.running.runs(g.id);
+    // Messages handed over by other instances before this one came in are recorded first.
+    if (g && here && !forwarded) await this.d.peers.beforeReceive(g.id);
+    if (this.dedupe.remembers(g, msg) && (await this.dedupe.confirmed(g, msg))) return { status: 'duplicate', groupId: g?.id };
+    // Nothing awaits from the check above until the handler records the message (or remembers a
+    // chatless command): a copy arriving meanwhile, from another bot, finds it remembered.
+    return this.handle(this.classify(msg, g, dm, here, forwarded), msg, forwarded);
+  }
+
+  private handle(intent: Intent, msg: InboundMessage, forwarded: boolean): Promise<ReceiveResult> {
     switch (intent.kind) {
       case 'refused':
-        return intent.result;
-      case 'duplicate':
-        return { status: 'duplicate', groupId: intent.groupId };
+        return Promise.resolve(intent.result);
       case 'chatless-command':
         return this.chatlessCommand(msg, intent.command);
       case 'open-dm':
-        await this.openDm(msg, intent.agentId);
-        return this.take(msg, forwarded);
+        return this.openDm(msg, intent.agentId).then(() => this.take(msg, forwarded));
       case 'elsewhere':
         return this.elsewhere(intent.g, msg, intent.command);
       case 'private-command':
@@ -107,15 +115,9 @@ export class Inbound {
     }
   }
 
-  private async classify(msg: InboundMessage, forwarded: boolean): Promise<Intent> {
-    if (this.d.shutdown.aborted) return { kind: 'refused', result: { status: 'rejected', code: 'shutting_down', reason: 'shutting down' } };
-    const dm = msg.isPrivate && msg.viaAgentId && this.d.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
-    const g = this.d.groups.find(msg.channel, msg.chatId, dm);
+  /** What a message not taken before is (synchronous: see `take`). */
+  private classify(msg: InboundMessage, g: GroupDoc | undefined, dm: string | undefined, here: boolean, forwarded: boolean): Intent {
     const command = parseCommand(msg.text);
-    const here = !g || this.d.running.runs(g.id);
-    // Messages handed over by other instances before this one came in are recorded first.
-    if (g && here && !forwarded) await this.d.peers.beforeReceive(g.id);
-    if (await this.dedupe.seen(g, msg)) return { kind: 'duplicate', groupId: g?.id };
     if (!g) {
       if (command) return { kind: 'chatless-command', command };
       if (dm) return { kind: 'open-dm', agentId: dm };
