@@ -121,7 +121,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     },
     validateConfig: validateGroupConfig,
     store,
-    ownership: cluster,
+    peers: cluster,
     clock,
     metrics,
     logger: logger.child({ part: 'router' }),

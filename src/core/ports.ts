@@ -131,7 +131,7 @@ export interface GatewayApi {
   promptContext?(groupId: string, entryId: string): Promise<PromptContext>;
 }
 
-/** A change handed to the group's owner through the inbox (see `Ownership.forwardChange`). */
+/** A change handed to the group's owner through the inbox (see `Peers.forwardChange`). */
 export interface ForwardedChange {
   kind: 'membership';
   chat: ChatRef;
@@ -148,14 +148,13 @@ export interface ConnectionGate {
 }
 
 /**
- * Which groups this instance runs, when several instances share one database. Each
- * group has one owner at a time; only the owner writes its log and runs its rounds. Others keep a
- * read-only copy for the web API and hand inbound messages over through a durable inbox. A single
- * instance owns everything (`singleOwner`).
+ * The other instances, when several share one database. Each group has one owner at a time; only
+ * the owner writes its log and runs its rounds. Which groups this process runs is its own state
+ * (`RunningGroups`: the cluster hands groups to it and takes them back); for the others it keeps
+ * a read-only copy for the web API and reaches their owner through this port (a durable inbox).
+ * A single instance runs everything and has no peers (`noPeers`).
  */
-export interface Ownership {
-  /** May this instance write this group and run its rounds right now? */
-  owns(groupId: string): boolean;
+export interface Peers {
   /** The instance that runs the group, when known (for error messages). */
   ownerOf(groupId: string): string | null;
   /**
@@ -178,7 +177,7 @@ export interface Ownership {
    * Throws `StoreUnavailableError` when it could not be kept (the channel delivers it again).
    */
   forwardChange(groupId: string, change: ForwardedChange): Promise<void>;
-  /** Called before recording a message of an owned group: earlier forwarded messages go first. */
+  /** Called before recording a message of a group this process runs: messages handed over earlier go first. */
   beforeReceive(groupId: string): Promise<void>;
   /** For `/readyz`; undefined for a single instance. */
   status(): ClusterStatus | undefined;

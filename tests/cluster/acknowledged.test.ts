@@ -9,19 +9,28 @@
  * fence had refused. The message was then in neither the log nor the inbox.
  */
 import { describe, expect, it } from 'vitest';
-import type { ForwardedChange, Ownership } from '../../src/core/ports.js';
+import type { ForwardedChange, Peers } from '../../src/core/ports.js';
 import type { ClusterStatus } from '../../src/core/readModels.js';
+import type { GroupRouter } from '../../src/core/router/GroupRouter.js';
 import type { EphemeralAnswer, InboundMessage, ReceiveResult } from '../../src/core/types.js';
 import { makeRouter } from '../helpers/router-harness.js';
 
-/** Ownership of one group that a test can take away; forwarded messages land in `inbox`. */
-class SwitchableOwnership implements Ownership {
-  owned = true;
+/** Ownership of the test's group that a test can take away; forwarded messages land in `inbox`. */
+class SwitchableOwnership implements Peers {
+  /** The router that runs the group (set once it is made). */
+  router: GroupRouter | undefined;
+  private running = true;
   readonly inbox: InboundMessage[] = [];
   /** What the owner answers a handed-over web command with (undefined: no answer in time). */
   answer: { ephemeral?: EphemeralAnswer; entryId?: string } | undefined;
-  owns(): boolean {
-    return this.owned;
+  get owned(): boolean {
+    return this.running;
+  }
+  /** What the cluster does when the lease is lost (or taken again): the router stops (starts) running the group. */
+  set owned(v: boolean) {
+    this.running = v;
+    if (v) this.router!.hosting.run('room');
+    else this.router!.hosting.release('room');
   }
   ownerOf(): string | null {
     return this.owned ? null : 'other-instance';
@@ -51,7 +60,8 @@ class SwitchableOwnership implements Ownership {
 
 async function rig(limits?: { user_messages_per_minute: number; max_message_chars: number }) {
   const ownership = new SwitchableOwnership();
-  const h = await makeRouter({ ownership, limits, participants: ['analyst'] });
+  const h = await makeRouter({ peers: ownership, limits, participants: ['analyst'] });
+  ownership.router = h.router;
   return { ...h, ownership };
 }
 

@@ -6,7 +6,7 @@ import { parseConfigText } from '../../src/config/load.js';
 import { validateGroupConfig } from '../../src/config/groupConfig.js';
 import { agentsFromConfig } from '../../src/app.js';
 import { GroupRouter } from '../../src/core/router/GroupRouter.js';
-import type { Clock, LlmProvider, Logger, Ownership, Store } from '../../src/core/ports.js';
+import type { Clock, LlmProvider, Logger, Peers, Store } from '../../src/core/ports.js';
 import type { GroupConfig, InboundMessage } from '../../src/core/types.js';
 import { FakeChannel } from './fake-channel.js';
 import { FakeClock } from './fake-clock.js';
@@ -44,8 +44,8 @@ export interface HarnessOptions {
   /** `llm.idle_timeout_seconds` / `llm.reply_timeout_seconds` in ms (default: the gate's 30 s / 300 s). */
   idleTimeoutMs?: number;
   replyTimeoutMs?: number;
-  /** Which groups this router runs (cluster tests); default: every group. */
-  ownership?: Ownership;
+  /** Other instances (cluster tests): the router then runs only the groups it is handed; default: every group. */
+  peers?: Peers;
 }
 
 export async function makeRouter(opts: HarnessOptions = {}) {
@@ -66,7 +66,7 @@ export async function makeRouter(opts: HarnessOptions = {}) {
     clock,
     logger: opts.logger ?? silentLogger,
     checkpointEvery: opts.checkpointEvery,
-    ownership: opts.ownership,
+    peers: opts.peers,
   });
   router.addChannel(channel);
   await router.start();

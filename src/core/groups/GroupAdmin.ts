@@ -3,9 +3,8 @@
  * added), membership, muting, memory resets, config changes, dissolving, and the read models the
  * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
-import type { SearchCursor } from '../readModels.js';
-import type { AroundPage, SearchPage } from '../readModels.js';
-import type { Channel, Clock, GatewayApi, Ownership, Store, Logger } from '../ports.js';
+import type { AroundPage, SearchCursor, SearchPage } from '../readModels.js';
+import type { Channel, Clock, GatewayApi, Peers, Store, Logger } from '../ports.js';
 import type { GroupDoc } from '../records.js';
 import type { ChannelStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, TranscriptPage } from '../readModels.js';
 import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
@@ -16,6 +15,7 @@ import type { Recorder } from '../router/Recorder.js';
 import type { GroupManager } from './GroupManager.js';
 import { PAGE_MAX, pageOf, summaryOf, viewOf } from './groupReads.js';
 import { promptContext, type PromptContext } from './promptContext.js';
+import type { RunningGroups } from '../peers.js';
 import { pageAround, searchHistory, type HistoryDeps } from './history.js';
 
 export interface GroupAdminDeps {
@@ -31,8 +31,10 @@ export interface GroupAdminDeps {
   logger: Logger;
   scriptedProvider: boolean;
   store: Store;
-  /** Several instances on one database: only the group's owner changes it. */
-  ownership?: Ownership | undefined;
+  /** The other instances on the same database (none for a single instance). */
+  peers: Peers;
+  /** The groups this process runs; only their owner changes the others. */
+  running: RunningGroups;
 }
 
 export class GroupAdmin implements GatewayApi {
@@ -52,7 +54,7 @@ export class GroupAdmin implements GatewayApi {
         channels[kind] = { ok: false, error: `status unavailable: ${describeError(err)}` };
       }
     }
-    const cluster = this.d.ownership?.status();
+    const cluster = this.d.peers.status();
     const ready = store.writable && Object.values(channels).every((c) => c.ok) && (cluster?.ok ?? true);
     return { ready, store: { ok: store.writable, ...store }, channels, ...(cluster ? { cluster } : {}) };
   }
@@ -68,10 +70,9 @@ export class GroupAdmin implements GatewayApi {
   /** Record a group just created (with a fresh session per participant: every mailbox starts now). */
   async persistNew(g: GroupDoc, seen?: string): Promise<void> {
     // With several instances, the group's lease is taken before its first record is written.
-    const own = this.d.ownership;
     let claimed = false;
     try {
-      claimed = own ? await own.claimNew(g.id) : true;
+      claimed = await this.d.peers.claimNew(g.id);
     } catch (err) {
       // The database could not be asked: nothing was kept, and no half-made group may stay behind
       // (messages for it would wait in the inbox of a group no instance runs).
@@ -82,12 +83,14 @@ export class GroupAdmin implements GatewayApi {
       this.d.groups.forget(g);
       throw new UserError(`a group with id "${g.id}" was just created by another instance`, 'conflict', 409);
     }
+    this.d.running.run(g.id);
     try {
       await this.d.recorder.record(g, { seen });
     } catch (err) {
       // Its first record was refused: the group does not exist anywhere, so its lease goes back too.
       this.d.groups.forget(g);
-      await own?.releaseNew?.(g.id).catch(() => undefined);
+      this.d.running.release(g.id);
+      await this.d.peers.releaseNew?.(g.id).catch(() => undefined);
       throw err;
     }
   }
@@ -96,9 +99,9 @@ export class GroupAdmin implements GatewayApi {
     const joined = (change.joined ?? []).filter((a) => this.d.agentMap.has(a));
     const left = change.left ?? [];
     let g = this.d.groups.find(chat.channel, chat.chatId);
-    const own = this.d.ownership;
+    const peers = this.d.peers;
     // Another instance runs the group: it applies the change (kept in the shared inbox, in order).
-    if (g && own && !own.owns(g.id)) return own.forwardChange(g.id, { kind: 'membership', chat, change });
+    if (g && !this.d.running.runs(g.id)) return peers.forwardChange(g.id, { kind: 'membership', chat, change });
     if (!g) {
       if (!change.autoCreate || joined.length === 0) return;
       g = this.d.groups.create({ channel: chat.channel, chatId: chat.chatId, title: change.title ?? `Chat ${chat.chatId}`, participants: joined });
@@ -107,7 +110,7 @@ export class GroupAdmin implements GatewayApi {
       } catch (err) {
         // Another instance created the chat's group a moment ago (another bot's copy of the same
         // join reached it): that group takes this change.
-        if (own && err instanceof UserError && err.code === 'conflict') return own.forwardChange(g.id, { kind: 'membership', chat, change });
+        if (err instanceof UserError && err.code === 'conflict') return peers.forwardChange(g.id, { kind: 'membership', chat, change });
         throw err;
       }
       await this.d.recorder.notice(g, this.greeting(g), { viaAgentId: joined[0] });
@@ -121,7 +124,7 @@ export class GroupAdmin implements GatewayApi {
   async rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
     const g = this.d.groups.find(channel, oldChatId);
     if (!g || this.d.groups.find(channel, newChatId)) return;
-    if (this.d.ownership && !this.d.ownership.owns(g.id)) return; // its owner sees the same migration
+    if (!this.d.running.runs(g.id)) return; // its owner sees the same migration
     this.d.groups.rekey(g, newChatId);
     this.d.logger.info({ group: g.id, from: oldChatId, to: newChatId }, 'chat moved to a new id; group re-keyed');
     await this.d.recorder.record(g);
@@ -235,9 +238,8 @@ export class GroupAdmin implements GatewayApi {
    */
   private owned(id: string): GroupDoc {
     const g = this.d.groups.require(id);
-    const own = this.d.ownership;
-    if (own && !own.owns(id)) {
-      const owner = own.ownerOf(id);
+    if (!this.d.running.runs(id)) {
+      const owner = this.d.peers.ownerOf(id);
       throw new UserError(`group "${id}" is run by ${owner ? `instance "${owner}"` : 'another instance (being taken over)'}; send this change there or retry shortly`, 'not_owner', 409);
     }
     return g;
@@ -249,7 +251,7 @@ export class GroupAdmin implements GatewayApi {
   }
 
   private get history(): HistoryDeps {
-    return { groups: this.d.groups, store: this.d.store, page: (id, opts) => this.messagePage(id, opts), owns: (id) => !this.d.ownership || this.d.ownership.owns(id) };
+    return { groups: this.d.groups, store: this.d.store, page: (id, opts) => this.messagePage(id, opts), owns: (id) => this.d.running.runs(id) };
   }
 
   search(opts: { groupId?: string | undefined; q: string; limit: number; before?: SearchCursor | undefined }): Promise<SearchPage> {
@@ -263,7 +265,7 @@ export class GroupAdmin implements GatewayApi {
   async messagePage(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptPage> {
     const g = this.d.groups.get(id);
     if (!g) throw new UserError(`unknown group "${id}"`, 'not_found', 404);
-    if (this.d.ownership && !this.d.ownership.owns(id)) {
+    if (!this.d.running.runs(id)) {
       // Another instance writes this group: the copy here may lag, the shared store does not.
       // One entry more than the page tells whether older ones exist.
       const limit = Math.max(1, Math.min(opts.limit, PAGE_MAX));

@@ -1,0 +1,278 @@
+/**
+ * Inbound messages: each is classified once into an intent (what kind of message it is and what
+ * it asks for), then handled by the short function for that intent. Everything that reaches a
+ * group's log goes through the Recorder, durable before the channel may acknowledge.
+ */
+import type { Peers } from '../ports.js';
+import type { GroupDoc, RoundRecord } from '../records.js';
+import type { RunningGroups } from '../peers.js';
+import type { AgentDef, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
+import { StoreUnavailableError } from '../errors.js';
+import type { EventHub } from '../events.js';
+import type { Metrics } from '../metrics.js';
+import type { GroupManager } from '../groups/GroupManager.js';
+import type { GroupAdmin } from '../groups/GroupAdmin.js';
+import { askArgs, changesState, handleCommand, parseCommand, type CommandContext, type ParsedCommand } from '../commands/commands.js';
+import { findMentions, type HandleIndex } from './mentions.js';
+import type { Recorder, NewEntry } from './Recorder.js';
+import { RateLimiter } from './RateLimiter.js';
+import { Dedupe } from './Dedupe.js';
+
+export interface InboundDeps {
+  groups: GroupManager;
+  agentMap: ReadonlyMap<string, AgentDef>;
+  handles: HandleIndex;
+  admin: GroupAdmin;
+  events: EventHub;
+  recorder: Recorder;
+  metrics: Metrics;
+  commands: CommandContext;
+  peers: Peers;
+  running: RunningGroups;
+  limits: { user_messages_per_minute: number; max_message_chars: number };
+  now(): number;
+  shutdown: AbortSignal;
+  /** A round for the entries about to be recorded. */
+  newRound(g: GroupDoc, triggerIds: string[], addressed: string[], forced: boolean): RoundRecord;
+  /** Make sure the group's recorded rounds run. */
+  schedule(g: GroupDoc): void;
+  /** Record `/ask`'s question and force these agents to answer. */
+  ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string): Promise<TranscriptEntry | undefined>;
+}
+
+/** Why a message is refused to its sender before anything is recorded. */
+export type LimitCode = 'too_long' | 'empty' | 'rate_limited';
+interface Refusal {
+  code: LimitCode;
+  text: string;
+}
+
+/** What an inbound message not taken before is, decided once (a duplicate is answered before). */
+export type Intent =
+  | { kind: 'refused'; result: ReceiveResult }
+  /** A command in a chat that has no group (e.g. the `/group create` that makes one). */
+  | { kind: 'chatless-command'; command: ParsedCommand }
+  /** The first private message to an agent: its one-to-one group is made. */
+  | { kind: 'open-dm'; agentId: string }
+  /** Another instance runs the group. */
+  | { kind: 'elsewhere'; g: GroupDoc; command: ParsedCommand | null }
+  /** A command whose answer goes to the asker alone (the web page). */
+  | { kind: 'private-command'; g: GroupDoc; command: ParsedCommand }
+  /** `/ask <agent> <question>`. */
+  | { kind: 'ask'; g: GroupDoc; agentIds: string[]; text: string }
+  | { kind: 'command'; g: GroupDoc; command: ParsedCommand }
+  /** Too long, empty or rate limited. */
+  | { kind: 'over-limit'; g: GroupDoc; refusal: Refusal }
+  | { kind: 'message'; g: GroupDoc };
+
+export const UNAVAILABLE: ReceiveResult = { status: 'rejected', code: 'unavailable', reason: 'storage is unavailable; nothing was recorded, try again shortly' };
+
+export class Inbound {
+  private readonly dedupe: Dedupe;
+  private readonly rate: RateLimiter;
+
+  constructor(private readonly d: InboundDeps) {
+    this.dedupe = new Dedupe(d.groups);
+    this.rate = new RateLimiter(d.limits.user_messages_per_minute, 60_000);
+  }
+
+  /**
+   * Take one message. `forwarded`: another instance took it and acknowledged it; if this
+   * instance no longer runs its group it throws `StoreUnavailableError` (the inbox keeps it).
+   */
+  async take(msg: InboundMessage, forwarded: boolean): Promise<ReceiveResult> {
+    if (this.d.shutdown.aborted) return { status: 'rejected', code: 'shutting_down', reason: 'shutting down' };
+    const dm = msg.isPrivate && msg.viaAgentId && this.d.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
+    const g = this.d.groups.find(msg.channel, msg.chatId, dm);
+    const here = !g || this.d.running.runs(g.id);
+    // Messages handed over by other instances before this one came in are recorded first.
+    if (g && here && !forwarded) await this.d.peers.beforeReceive(g.id);
+    if (this.dedupe.remembers(g, msg) && (await this.dedupe.confirmed(g, msg))) return { status: 'duplicate', groupId: g?.id };
+    // Nothing awaits from the check above until the handler records the message (or remembers a
+    // chatless command): a copy arriving meanwhile, from another bot, finds it remembered.
+    return this.handle(this.classify(msg, g, dm, here, forwarded), msg, forwarded);
+  }
+
+  private handle(intent: Intent, msg: InboundMessage, forwarded: boolean): Promise<ReceiveResult> {
+    switch (intent.kind) {
+      case 'refused':
+        return Promise.resolve(intent.result);
+      case 'chatless-command':
+        return this.chatlessCommand(msg, intent.command);
+      case 'open-dm':
+        return this.openDm(msg, intent.agentId).then(() => this.take(msg, forwarded));
+      case 'elsewhere':
+        return this.elsewhere(intent.g, msg, intent.command);
+      case 'private-command':
+        return this.privateCommand(intent.g, msg, intent.command);
+      case 'ask':
+        return this.ask(intent.g, msg, intent.agentIds, intent.text);
+      case 'command':
+        return this.command(intent.g, msg, intent.command);
+      case 'over-limit':
+        return this.overLimit(intent.g, msg, intent.refusal);
+      case 'message':
+        return this.message(intent.g, msg);
+    }
+  }
+
+  /** What a message not taken before is (synchronous: see `take`). */
+  private classify(msg: InboundMessage, g: GroupDoc | undefined, dm: string | undefined, here: boolean, forwarded: boolean): Intent {
+    const command = parseCommand(msg.text);
+    if (!g) {
+      if (command) return { kind: 'chatless-command', command };
+      if (dm) return { kind: 'open-dm', agentId: dm };
+      return { kind: 'refused', result: { status: 'no_group', reason: 'this chat has no group; use /group create' } };
+    }
+    if (!here) {
+      if (forwarded) throw new StoreUnavailableError(`group ${g.id} is no longer run by this instance`);
+      return { kind: 'elsewhere', g, command };
+    }
+    if (!this.d.groups.usable(g)) return { kind: 'refused', result: UNAVAILABLE };
+    if (command && msg.ephemeral) return { kind: 'private-command', g, command };
+    const asked = command?.name === 'ask' ? askArgs(this.d.handles, g.participants, command) : null;
+    if (asked && asked.ids.length > 0 && asked.text) return { kind: 'ask', g, agentIds: asked.ids, text: asked.text };
+    if (command) return { kind: 'command', g, command };
+    // A message handed over by another instance was acknowledged there (202) after that instance
+    // checked the limits: refusing it now would drop it silently (its inbox row is then deleted).
+    const refusal = forwarded && msg.ephemeral ? null : this.checkLimits(g, msg);
+    if (refusal) return { kind: 'over-limit', g, refusal };
+    return { kind: 'message', g };
+  }
+
+  private async chatlessCommand(msg: InboundMessage, command: ParsedCommand): Promise<ReceiveResult> {
+    this.dedupe.rememberChatless(msg);
+    await handleCommand(this.d.commands, msg, command, undefined);
+    return { status: 'command' };
+  }
+
+  private async openDm(msg: InboundMessage, agentId: string): Promise<void> {
+    const agent = this.d.agentMap.get(agentId)!;
+    const g = this.d.groups.create({ channel: msg.channel, chatId: msg.chatId, dmAgentId: agentId, title: `${agent.name} · ${msg.author.name}`, participants: [agentId] });
+    // Its "created" event comes from its first record (groups/projection.ts).
+    await this.d.admin.persistNew(g);
+  }
+
+  /** A group another instance runs: answer what the copy here can, hand the rest over. */
+  private async elsewhere(g: GroupDoc, msg: InboundMessage, command: ParsedCommand | null): Promise<ReceiveResult> {
+    const own = this.d.peers;
+    // Pure queries (`/help`, `/group list`…) asked where only the asker sees the answer: the
+    // copy here answers them (nothing is recorded), instead of forwarding and losing the answer.
+    if (command && msg.ephemeral && !changesState(command)) return this.privateCommand(g, msg, command);
+    if (command && msg.ephemeral) {
+      // A change runs where the group runs; the asker is told where it went and what to expect.
+      const res = await own.forward(g.id, msg, { awaitAnswer: true });
+      if (res.status !== 'forwarded') return res;
+      // The owner ran it meanwhile: its answer (a refusal, or what a query would show) or its line.
+      if (res.ephemeral || res.entryId) return { ...res, status: 'command' };
+      const owner = own.ownerOf(g.id);
+      const where = owner ? `instance "${owner}", which runs this group` : 'the instance that runs this group';
+      return { ...res, ephemeral: { kind: 'command', text: `Handed over to ${where}: the change shows in the chat once it is made (nothing shows if it was refused there).` } };
+    }
+    // Limits are checked where the message is acknowledged: once handed over it is recorded.
+    if (!command && msg.ephemeral) {
+      const refusal = this.checkLimits(g, msg);
+      if (refusal) return this.ephemeralRefusal(g, msg, refusal);
+    }
+    return own.forward(g.id, msg);
+  }
+
+  /**
+   * A command from a channel that can answer the asker alone (the web page). A query (`/help`,
+   * `/group list|usage|config`) and any command that fails leave no trace: the answer comes back
+   * in the result only. A command that changes the group is recorded as on every channel — its
+   * line (hidden from agents) and the system line everyone sees — once it has succeeded, so a
+   * refused one leaves nothing. `/ask` records only its question (if any) and starts the round;
+   * `/stop` records only its notice.
+   */
+  private async privateCommand(g: GroupDoc, msg: InboundMessage, command: ParsedCommand): Promise<ReceiveResult> {
+    const ctx: CommandContext = { ...this.d.commands, reply: async () => {} };
+    const outcome = await handleCommand(ctx, msg, command, g);
+    const answer = outcome.reply ? { text: outcome.reply, kind: 'command' as const } : undefined;
+    // `/ask` and `/stop` leave their own shared record (the question and answers, the stop notice).
+    if (outcome.failed || !changesState(command) || command.name === 'ask' || command.name === 'stop' || g.state.archived) {
+      return { status: 'command', groupId: g.id, ephemeral: answer };
+    }
+    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(msg, true)] });
+    if (outcome.reply) await this.d.commands.reply(msg, g, outcome.reply);
+    return { status: 'command', groupId: g.id, entryId: entry!.id };
+  }
+
+  /** `/ask <agent> <question>`: one entry, the question agents are shown (not the command line too). */
+  private async ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string): Promise<ReceiveResult> {
+    const entry = await this.d.ask(g, msg, agentIds, text);
+    return { status: 'command', groupId: g.id, entryId: entry?.id };
+  }
+
+  private async command(g: GroupDoc, msg: InboundMessage, command: ParsedCommand): Promise<ReceiveResult> {
+    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(msg, true)] });
+    await handleCommand(this.d.commands, msg, command, g);
+    return { status: 'command', groupId: g.id, entryId: entry!.id };
+  }
+
+  /** Refused to the sender alone where it can be (the web page), else with a notice in the chat. */
+  private async overLimit(g: GroupDoc, msg: InboundMessage, refusal: Refusal): Promise<ReceiveResult> {
+    if (msg.ephemeral) return this.ephemeralRefusal(g, msg, refusal);
+    await this.d.recorder.notice(g, refusal.text, { decision: 'cap', seen: msg.messageId });
+    return { status: 'rejected', groupId: g.id, code: refusal.code, reason: refusal.text };
+  }
+
+  /** A message for the agents: it and its round are one record, durable before the channel acknowledges. */
+  private async message(g: GroupDoc, msg: InboundMessage): Promise<ReceiveResult> {
+    const addressed = this.addressedBy(g, msg);
+    if (addressed.length > 0) this.d.groups.setSticky(g, addressed.at(-1)!);
+    const round = this.d.newRound(g, [`${g.id}.${g.nextSeq}`], addressed, false);
+    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(msg, false)], round: { record: round, add: true } });
+    this.d.metrics.messageRecorded(msg.channel);
+    this.d.schedule(g);
+    return { status: 'recorded', groupId: g.id, entryId: entry!.id };
+  }
+
+  /** Whom a message addresses: text handles, platform mentions, reply-to, in order of appearance. */
+  private addressedBy(g: GroupDoc, msg: InboundMessage): string[] {
+    const out = findMentions(msg.text, this.d.handles, g.participants);
+    for (const id of msg.mentionedAgentIds ?? []) if (g.participants.includes(id) && !out.includes(id)) out.push(id);
+    if (msg.replyToAgentId && g.participants.includes(msg.replyToAgentId) && !out.includes(msg.replyToAgentId)) out.push(msg.replyToAgentId);
+    return out;
+  }
+
+  private checkLimits(g: GroupDoc, msg: InboundMessage): Refusal | null {
+    const max = this.d.limits.max_message_chars;
+    if (msg.text.length > max) {
+      return { code: 'too_long', text: `⚠ ${msg.author.name}, that message is too long (${msg.text.length} characters; the limit is ${max}). Nothing was sent to the agents.` };
+    }
+    if (!msg.text.trim()) return { code: 'empty', text: '⚠ Empty messages are ignored.' };
+    if (!this.rate.allow(this.rateKey(g, msg), this.d.now())) {
+      return { code: 'rate_limited', text: `⚠ ${msg.author.name}, you are sending messages faster than ${this.d.limits.user_messages_per_minute} a minute; please wait a moment.` };
+    }
+    return null;
+  }
+
+  /** A refusal shown to the sender alone, once, with when to try again; the shared chat stays clean. */
+  private ephemeralRefusal(g: GroupDoc, msg: InboundMessage, refusal: Refusal): ReceiveResult {
+    const waitMs = refusal.code === 'rate_limited' ? this.rate.retryAfterMs(this.rateKey(g, msg), this.d.now()) : 0;
+    const retryAfterSeconds = refusal.code === 'rate_limited' ? Math.max(1, Math.ceil(waitMs / 1000)) : undefined;
+    const text = retryAfterSeconds === undefined ? refusal.text : `${refusal.text.replace(/;? please wait a moment\.$/, '')}; try again in ${retryAfterSeconds} s.`;
+    return { status: 'rejected', groupId: g.id, code: refusal.code, reason: text, ephemeral: { text, kind: 'refusal', retryAfterSeconds } };
+  }
+
+  /** Whom the per-person rate limit counts a message against (web: the client's address). */
+  private rateKey(g: GroupDoc, msg: InboundMessage): string {
+    return `${g.id}:${msg.channel}:${msg.rateKey ?? msg.author.id}`;
+  }
+}
+
+/** The entry a human message becomes (a command's line is hidden from the agents). */
+export function humanEntry(msg: InboundMessage, command: boolean): NewEntry {
+  return {
+    kind: 'human',
+    authorId: `${msg.channel}:${msg.author.id}`,
+    authorName: msg.author.name,
+    text: msg.text,
+    platformMessageId: msg.messageId,
+    threadId: msg.threadId,
+    hiddenFromAgents: command || undefined,
+    replyTo: msg.replyToEntryId,
+    clientTag: msg.clientTag,
+  };
+}
