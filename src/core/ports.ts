@@ -76,17 +76,6 @@ export interface ChannelHost {
   registerHandle(handle: string, agentId: string): void;
   /** Which agent posted this platform message (reply-to addressing), if known. */
   agentForPostedMessage(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined;
-  /**
-   * Ask the agent of reply `entryId` for another answer to the same message (web). Only its latest
-   * reply can be regenerated; the old one is kept and the new one says which it regenerates.
-   * Resolves once the round is durably recorded. Optional: hosts without it cannot regenerate.
-   */
-  regenerate?(groupId: string, entryId: string): Promise<RegenerateResult>;
-  /**
-   * `/stop` from a user interface: end the group's running and waiting rounds and cancel its
-   * model calls; records a notice naming `by`. Throws a 404 UserError for an unknown group.
-   */
-  stopGroup?(groupId: string, by: string): Promise<StopResult>;
   /** Group management and live events, for channels that offer a UI/API (the web feed). */
   gateway: GatewayApi;
   logger: Logger;
@@ -97,6 +86,17 @@ export interface ChannelHost {
  * status and a code) for bad input: unknown group, unknown agent, invalid config value, ...
  */
 export interface GatewayApi {
+  /**
+   * Ask the agent of reply `entryId` for another answer to the same message. Only its latest
+   * reply can be regenerated; the old one is kept and the new one says which it regenerates.
+   * Resolves once the round is durably recorded.
+   */
+  regenerate(groupId: string, entryId: string): Promise<RegenerateResult>;
+  /**
+   * `/stop` from a user interface: end the group's running and waiting rounds and cancel its
+   * model calls; records a notice naming `by`. Throws a 404 UserError for an unknown group.
+   */
+  stopGroup(groupId: string, by: string): Promise<StopResult>;
   listAgents(): readonly AgentDef[];
   listGroups(): GroupSummary[];
   getGroup(id: string): GroupDetail | undefined;
@@ -115,9 +115,9 @@ export interface GatewayApi {
    * with a snippet each, and where the next page starts (null after the last). Throws a 404
    * UserError for an unknown group. Optional: a gateway without it cannot search.
    */
-  search?(opts: { groupId?: string | undefined; q: string; limit: number; before?: SearchCursor | undefined }): Promise<SearchPage>;
+  search(opts: { groupId?: string | undefined; q: string; limit: number; before?: SearchCursor | undefined }): Promise<SearchPage>;
   /** The page around entry `around` (about half older, half newer), to jump to any message. */
-  messagesAround?(id: string, opts: { around: number; limit: number }): Promise<AroundPage>;
+  messagesAround(id: string, opts: { around: number; limit: number }): Promise<AroundPage>;
   /** Listen to every group's events; returns the unsubscribe function. */
   subscribe(listener: (ev: GatewayEvent) => void): () => void;
   /** Readiness for `/readyz`: the store takes writes and every channel is connected. */
@@ -128,7 +128,7 @@ export interface GatewayApi {
    * What the model was shown for one agent reply, rebuilt from the log. Throws a UserError: 404
    * unknown entry, 400 not an agent reply, 410 a reply recorded before prompts were referenced.
    */
-  promptContext?(groupId: string, entryId: string): Promise<PromptContext>;
+  promptContext(groupId: string, entryId: string): Promise<PromptContext>;
 }
 
 /** A change handed to the group's owner through the inbox (see `Peers.forwardChange`). */
@@ -331,7 +331,7 @@ export interface Store {
    * `searchable` accepts is ever found. The one read behind every search, so a later edit or
    * deletion of an entry has a single place to be honoured. Optional: a store without it cannot search.
    */
-  searchEntries?(req: SearchRequest): Promise<SearchFound[]>;
+  searchEntries(req: SearchRequest): Promise<SearchFound[]>;
   /** Try a small durable write; throws StoreUnavailableError when the store cannot write. */
   checkWritable(): Promise<void>;
   /**

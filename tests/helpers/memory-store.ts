@@ -3,11 +3,12 @@
  * (so what a test reads back is exactly what would be on disk, no shared references), checkpoints
  * kept beside it, and a switch that makes writes fail like a full or read-only disk.
  */
-import type { Store, StoredGroup } from '../../src/core/ports.js';
+import type { SearchFound, SearchRequest, Store, StoredGroup } from '../../src/core/ports.js';
 import type { GroupCheckpoint, GroupDoc, GroupRecord, RoundRecord, SessionDoc } from '../../src/core/records.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
 import { StoreUnavailableError } from '../../src/core/errors.js';
 import { emptyGroup, evolve, headOf } from '../../src/core/groups/evolve.js';
+import { afterCursor, newestFirst, searchTokens, searchable, tokensMatch } from '../../src/core/text/search.js';
 
 /** A group as a replay of its whole log gives it: the full transcript, every session. */
 export interface DurableGroup extends Omit<GroupDoc, 'seen' | 'transcript'> {
@@ -71,6 +72,20 @@ export class MemoryStore implements Store {
     if (range.afterSeq !== undefined) return all.filter((e) => e.seq > range.afterSeq!).slice(0, range.limit);
     const before = range.beforeSeq ?? Infinity;
     return all.filter((e) => e.seq < before).slice(-range.limit);
+  }
+
+  /** Search by scanning every entry (the real stores keep an index; this store is for tests). */
+  async searchEntries(req: SearchRequest): Promise<SearchFound[]> {
+    const found = req.groupIds.flatMap((groupId) =>
+      this.entries(groupId)
+        .filter((e) => searchable(e) && tokensMatch(searchTokens(e.text), req.terms))
+        .map((entry) => ({ groupId, seq: entry.seq, ts: entry.ts, entry })),
+    );
+    return found
+      .filter((p) => afterCursor(p, req.before))
+      .sort(newestFirst)
+      .slice(0, req.limit)
+      .map(({ groupId, entry }) => ({ groupId, entry }));
   }
 
   async checkWritable(): Promise<void> {

@@ -474,6 +474,9 @@ class Tap implements Store {
   readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }) {
     return this.inner.readEntries(groupId, range);
   }
+  searchEntries(req: Parameters<Store['searchEntries']>[0]) {
+    return this.inner.searchEntries(req);
+  }
   checkWritable() {
     return this.inner.checkWritable();
   }

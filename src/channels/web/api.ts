@@ -155,8 +155,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
     if (g.channel !== 'web') throw new HttpError(403, 'read_only', `group "${g.id}" lives on ${g.channel}; the web feed only shows it`);
     const host = deps.host();
-    if (!host.regenerate) throw new HttpError(501, 'not_supported', 'this server cannot regenerate replies');
-    const result = await host.regenerate(g.id, params.entryId!);
+    const result = await host.gateway.regenerate(g.id, params.entryId!);
     if (result.status === 'queued') {
       sendJson(res, 202, { status: 'queued', groupId: result.groupId, roundId: result.roundId, agentId: result.agentId, regenerates: params.entryId });
       return;
@@ -209,7 +208,6 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
   router.add('GET', '/api/groups/:id/messages/:entryId/context', async ({ res, params }) => {
     group(params.id!);
     const gateway = gw();
-    if (!gateway.promptContext) throw new HttpError(501, 'not_supported', 'this server cannot show what an agent saw');
     sendJson(res, 200, await gateway.promptContext(params.id!, params.entryId!));
   });
 
@@ -218,10 +216,9 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     const g = group(params.id!);
     if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
     const host = deps.host();
-    if (!host.stopGroup) throw new HttpError(501, 'not_supported', 'this server cannot stop rounds');
     // The body is optional: `{ "author_name": "Maya" }` names who stopped it in the notice.
     const body = req.headers['content-type'] ? await readJsonObject(req) : (req.resume(), {});
-    const result = await host.stopGroup(g.id, authorName(body, host.gateway.listAgents(), 'someone'));
+    const result = await host.gateway.stopGroup(g.id, authorName(body, host.gateway.listAgents(), 'someone'));
     sendJson(res, 200, result);
   });
 

@@ -23,7 +23,6 @@ export function registerSearchRoutes(router: Router, gw: () => GatewayApi): void
     const cursor = url.searchParams.get('cursor');
     const before = cursor === null || cursor === '' ? undefined : decodeCursor(cursor);
     const gateway = gw();
-    if (!gateway.search) throw new HttpError(501, 'not_supported', 'this server cannot search');
     const page = await gateway.search({ groupId, q, limit, before });
     sendJson(res, 200, answer(page));
   };
@@ -57,7 +56,6 @@ function decodeCursor(text: string): SearchCursor {
 /** `GET /api/groups/:id/messages?around=<seq>`: the page around that entry, with `hasNewer`. */
 export async function sendAround(res: RequestContext['res'], gateway: GatewayApi, id: string, around: number, limit: number, before: number | undefined): Promise<void> {
   if (before !== undefined) throw new HttpError(400, 'invalid_query', '"around" and "before" cannot be used together');
-  if (!gateway.messagesAround) throw new HttpError(501, 'not_supported', 'this server cannot load a page around a message');
   const page = await gateway.messagesAround(id, { around, limit });
   sendJson(res, 200, { messages: page.entries, hasMore: page.hasMore, hasNewer: page.hasNewer });
 }

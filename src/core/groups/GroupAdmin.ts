@@ -3,7 +3,7 @@
  * added), membership, muting, memory resets, config changes, dissolving, and the read models the
  * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
-import type { AroundPage, SearchCursor, SearchPage } from '../readModels.js';
+import type { AroundPage, RegenerateResult, SearchCursor, SearchPage, StopResult } from '../readModels.js';
 import type { Channel, Clock, GatewayApi, Peers, Store, Logger } from '../ports.js';
 import type { GroupDoc } from '../records.js';
 import type { ChannelStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, TranscriptPage } from '../readModels.js';
@@ -35,6 +35,8 @@ export interface GroupAdminDeps {
   peers: Peers;
   /** The groups this process runs; only their owner changes the others. */
   running: RunningGroups;
+  /** Rounds started or ended on request (the router's RoundRequests). */
+  rounds: { regenerate(groupId: string, entryId: string): Promise<RegenerateResult>; stopGroup(groupId: string, by: string): Promise<StopResult> };
 }
 
 export class GroupAdmin implements GatewayApi {
@@ -61,6 +63,14 @@ export class GroupAdmin implements GatewayApi {
 
   listAgents(): readonly AgentDef[] {
     return this.d.agents;
+  }
+
+  regenerate(groupId: string, entryId: string): Promise<RegenerateResult> {
+    return this.d.rounds.regenerate(groupId, entryId);
+  }
+
+  stopGroup(groupId: string, by: string): Promise<StopResult> {
+    return this.d.rounds.stopGroup(groupId, by);
   }
 
   subscribe(listener: (ev: GatewayEvent) => void): () => void {

@@ -5,26 +5,26 @@
  * live in GroupAdmin (`router.gateway`); commands get a narrow CommandContext.
  */
 import type { Channel, ChannelHost, Clock, GatewayApi, LlmProvider, Logger, Peers, Store } from '../ports.js';
-import type { GroupDoc, RoundRecord } from '../records.js';
+import type { GroupDoc } from '../records.js';
 import type { GroupView, RegenerateResult, StopResult } from '../readModels.js';
-import { cleanDisplayName } from '../text/displayName.js';
 import { RunningGroups, noPeers } from '../peers.js';
 import { Hosting } from './Hosting.js';
-import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
+import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, ReceiveResult } from '../types.js';
 import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import { GroupManager } from '../groups/GroupManager.js';
-import { seqOfId } from '../groups/evolve.js';
 import { viewOf } from '../groups/groupReads.js';
 import { eventsOf } from '../groups/projection.js';
 import { HandleIndex } from './mentions.js';
 import { LlmGate, type GateSettings } from './LlmGate.js';
 import { RoundRunner } from './RoundRunner.js';
 import type { CommandContext } from '../commands/commands.js';
-import { Inbound, UNAVAILABLE, humanEntry } from './Inbound.js';
+import { Inbound, UNAVAILABLE } from './Inbound.js';
+import { RoundRequests } from './RoundRequests.js';
+import { Recovery } from './Recovery.js';
 import { Outbox } from './Outbox.js';
-import { Recorder, type NewEntry } from './Recorder.js';
+import { Recorder } from './Recorder.js';
 import { GroupAdmin } from '../groups/GroupAdmin.js';
 import { createDeclaredGroups, type DeclaredGroup } from './declaredGroups.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
@@ -56,10 +56,6 @@ export interface RouterOptions {
   peers?: Peers | undefined;
 }
 
-/** First wait before reloading a group after a failed write; doubles up to RECOVER_MAX_MS. */
-const RECOVER_FIRST_MS = 500;
-const RECOVER_MAX_MS = 30_000;
-
 export class GroupRouter implements ChannelHost {
   readonly events: EventHub;
   readonly metrics: Metrics;
@@ -74,11 +70,12 @@ export class GroupRouter implements ChannelHost {
   private readonly channels = new Map<ChannelKind, Channel>();
   /** Each group's rounds (and redeliveries), one at a time. */
   private readonly queues = new KeyedQueue();
-  private readonly recovering = new Set<string>();
+  private readonly recovery: Recovery;
   private readonly shutdownController = new AbortController();
   private readonly gate: LlmGate;
   private readonly runner: RoundRunner;
   private readonly inbound: Inbound;
+  private readonly requests: RoundRequests;
   private readonly commands: CommandContext;
   private started = false;
   private resumed = false;
@@ -98,7 +95,7 @@ export class GroupRouter implements ChannelHost {
     this.handles = new HandleIndex(opts.agents, opts.aliases);
     this.groups = new GroupManager(opts.store, this.agentMap, opts.groupDefaults, () => opts.clock.now(), opts.logger, opts.checkpointEvery);
     this.groups.listen({
-      broken: (g) => this.recover(g.id),
+      broken: (g) => this.recovery.recover(g.id),
       // The one place live events are made from records (groups/projection.ts).
       recorded: (g, rec) => {
         for (const ev of eventsOf(g, rec)) this.events.emit(ev);
@@ -121,6 +118,7 @@ export class GroupRouter implements ChannelHost {
       store: opts.store,
       peers: this.peers,
       running: this.running,
+      rounds: { regenerate: (id, entryId) => this.requests.regenerate(id, entryId), stopGroup: (id, by) => this.requests.stopGroup(id, by) },
     });
     this.gate = new LlmGate(opts.llm, opts.llmSettings, opts.clock, this.metrics, this.shutdownController.signal, opts.logger);
     this.runner = new RoundRunner({
@@ -137,6 +135,29 @@ export class GroupRouter implements ChannelHost {
       recorder: this.recorder,
       typing: (g, a, active) => this.outbox.setTyping(g, a, active),
     });
+    this.recovery = new Recovery({
+      groups: this.groups,
+      store: opts.store,
+      logger: opts.logger,
+      shutdown: this.shutdownController.signal,
+      idle: (id) => this.queues.onIdle(id),
+      resume: (g) => {
+        for (const e of g.transcript) this.outbox.indexPosted(g, e);
+        this.resumeGroup(g);
+      },
+    });
+    this.requests = new RoundRequests({
+      groups: this.groups,
+      recorder: this.recorder,
+      running: this.running,
+      peers: this.peers,
+      clock: opts.clock,
+      logger: opts.logger,
+      agentMap: this.agentMap,
+      stopRuns: (id, why) => this.runner.stop(id, why),
+      schedule: (g) => this.schedule(g),
+      messages: (id, o) => this.gateway.messages(id, o),
+    });
     this.commands = {
       agents: opts.agents,
       agentMap: this.agentMap,
@@ -145,8 +166,8 @@ export class GroupRouter implements ChannelHost {
       logger: opts.logger,
       now: () => opts.clock.now(),
       channel: (kind) => this.channels.get(kind),
-      ask: (g, msg, ids, text) => this.ask(g, msg, ids, text),
-      stop: (g, by, seen) => this.stopRounds(g, by, seen),
+      ask: (g, msg, ids, text) => this.requests.ask(g, msg, ids, text),
+      stop: (g, by, seen) => this.requests.stopRounds(g, by, seen),
       reply: (msg, g, text) => (g ? this.recorder.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId }).then(() => undefined) : this.outbox.replyInChat(msg, text)),
     };
     this.inbound = new Inbound({
@@ -163,9 +184,9 @@ export class GroupRouter implements ChannelHost {
       limits: opts.limits,
       now: () => opts.clock.now(),
       shutdown: this.shutdownController.signal,
-      newRound: (g, triggerIds, addressed, forced) => this.newRound(g, triggerIds, addressed, forced),
+      newRound: (g, triggerIds, addressed, forced) => this.requests.newRound(g, triggerIds, addressed, forced),
       schedule: (g) => this.schedule(g),
-      ask: (g, msg, ids, text) => this.ask(g, msg, ids, text),
+      ask: (g, msg, ids, text) => this.requests.ask(g, msg, ids, text),
     });
     this.hosting = new Hosting({
       groups: this.groups,
@@ -301,108 +322,17 @@ export class GroupRouter implements ChannelHost {
     }
   }
 
-  /** `/ask`: record the optional text and force these agents to answer. */
-  private async ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string | null): Promise<TranscriptEntry | undefined> {
-    const entries: NewEntry[] = text ? [{ ...humanEntry(msg, false), text }] : [];
-    const round = this.newRound(g, text ? [`${g.id}.${g.nextSeq}`] : [], agentIds, true);
-    // Web "ask again" on a message: answer the question that message was about, not the latest one.
-    if (!text && msg.replyToEntryId) round.about = this.questionFor(g, msg.replyToEntryId)?.id;
-    // The command's id is remembered with it: on the web the `/ask` line itself is not stored, and a
-    // retried or redelivered `/ask` must not make the agents answer twice.
-    const [entry] = await this.recorder.record(g, { entries, round: { record: round, add: true }, seen: msg.messageId });
-    this.schedule(g);
-    return entry;
-  }
-
   /**
    * `/stop` (or the web API) for one group: the running round ends, its model calls in flight are
-   * cancelled, and every waiting round is dropped — in one record with a notice saying who stopped
-   * it, so a restart does not resume them. The human messages stay recorded (and in the agents'
-   * mailboxes); the next message starts a fresh round.
+   * cancelled, and every waiting round is dropped (see RoundRequests).
    */
-  async stopGroup(groupId: string, by: string): Promise<StopResult> {
-    const g = this.groups.require(groupId);
-    if (!this.running.runs(g.id)) {
-      // Another instance runs the group: hand it the command like any message for it.
-      const msg: InboundMessage = { channel: g.channel, chatId: g.chatId, messageId: `stop-${this.opts.clock.now()}-${Math.random().toString(36).slice(2, 8)}`, author: { id: by, name: by }, text: '/stop', ts: this.opts.clock.now(), ephemeral: true };
-      const handed = await this.peers.forward(g.id, msg);
-      // Only a stop the owner will see may be reported as done.
-      if (handed.status !== 'forwarded' && handed.status !== 'duplicate') throw new StoreUnavailableError(`the stop could not be handed to the instance that runs group ${g.id}`);
-      return { stopped: true, roundsDropped: null, turnsDropped: null };
-    }
-    if (!this.groups.usable(g)) throw new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`);
-    return this.stopRounds(g, by);
+  stopGroup(groupId: string, by: string): Promise<StopResult> {
+    return this.requests.stopGroup(groupId, by);
   }
 
-  private async stopRounds(g: GroupDoc, by: string, seen?: string): Promise<StopResult & { roundsDropped: number; turnsDropped: number }> {
-    const name = by.trim() || 'someone';
-    this.runner.stop(g.id, `stopped by ${name}`);
-    const rounds = [...g.rounds];
-    // A round not planned yet has no turns listed: count its addressed agents (or one open turn).
-    const turnsDropped = rounds.reduce((n, r) => n + (r.planned ? r.queue.length : Math.max(1, r.addressed.length)), 0);
-    for (const r of rounds) {
-      // A turn still holding the round sees nothing left to do.
-      this.groups.updateRound(g, r, { queue: [] });
-      this.groups.finishRound(g, r);
-    }
-    const what =
-      rounds.length === 0
-        ? 'nothing was running'
-        : `${rounds.length === 1 ? 'the round was ended' : `${rounds.length} rounds were ended`} and replies in progress cancelled`;
-    await this.recorder.notice(g, `⏹ Stopped by ${cleanDisplayName(name) || 'someone'}: ${what}. Messages stay recorded; the next message starts afresh.`, { decision: 'stopped', seen });
-    this.logger.info({ group: g.id, by: name, rounds: rounds.length, turns: turnsDropped }, 'stopped');
-    return { stopped: true, roundsDropped: rounds.length, turnsDropped };
-  }
-
-  /** A round for the entries about to be recorded (ids known in advance: seqs are assigned in order). */
-  private newRound(g: GroupDoc, triggerIds: string[], addressed: string[], forced: boolean): RoundRecord {
-    return { id: `r${g.nextSeq + triggerIds.length}`, createdAt: this.opts.clock.now(), triggerIds, addressed, forced, planned: false, queue: [], asked: [], capped: 0, voluntary: 0 };
-  }
-
-  /** The human message an entry is about: itself, the message an agent reply answered, or the last one before it. */
-  private questionFor(g: GroupDoc, entryId: string): TranscriptEntry | undefined {
-    const entry = this.groups.entryAt(g, seqOfId(entryId));
-    if (!entry || entry.id !== entryId) return undefined;
-    if (entry.kind === 'human' && !entry.hiddenFromAgents) return entry;
-    const answered = entry.meta?.answers ? this.groups.entryAt(g, seqOfId(entry.meta.answers)) : undefined;
-    if (answered) return answered;
-    return g.transcript.filter((e) => e.seq < entry.seq && e.kind === 'human' && !e.hiddenFromAgents).at(-1);
-  }
-
-  /**
-   * Another answer from the agent of reply `entryId` to the same message: a forced round for that
-   * agent about the question the reply answered. Only the agent's latest reply can be regenerated
-   * (an older one has been followed by others); the old reply is kept and the new one is marked.
-   */
-  async regenerate(groupId: string, entryId: string): Promise<RegenerateResult> {
-    const g = this.groups.get(groupId);
-    if (!g) return { status: 'refused', code: 'unknown_entry', reason: `no group "${groupId}"` };
-    if (g.state.archived) return { status: 'refused', code: 'archived', reason: `group "${groupId}" is dissolved` };
-    // Several instances on one database: only the one running the group may start its rounds.
-    if (!this.running.runs(g.id)) throw new StoreUnavailableError(`group ${g.id} is run by another instance (${this.peers.ownerOf(g.id) ?? 'unknown'}); try again`);
-    if (!this.groups.usable(g)) throw new StoreUnavailableError('storage is unavailable');
-    const entry = this.groups.entryAt(g, seqOfId(entryId));
-    if (!entry || entry.id !== entryId) {
-      const [stored] = Number.isSafeInteger(seqOfId(entryId)) && seqOfId(entryId) > 0 ? await this.gateway.messages(g.id, { before: seqOfId(entryId) + 1, limit: 1 }) : [];
-      if (stored?.id !== entryId) return { status: 'refused', code: 'unknown_entry', reason: `no message "${entryId}" in this group` };
-      if (stored.kind !== 'agent') return { status: 'refused', code: 'not_agent_reply', reason: `message "${entryId}" is not an agent's reply` };
-      return { status: 'refused', code: 'not_latest', reason: `only ${stored.authorName}'s latest reply can be regenerated` };
-    }
-    if (entry.kind !== 'agent' || !entry.agentId) return { status: 'refused', code: 'not_agent_reply', reason: `message "${entryId}" is not an agent's reply` };
-    const agentId = entry.agentId;
-    const name = this.agentMap.get(agentId)?.name ?? entry.authorName;
-    if (!g.participants.includes(agentId)) return { status: 'refused', code: 'not_member', reason: `${name} is no longer in this group` };
-    const latest = g.transcript.filter((e) => e.kind === 'agent' && e.agentId === agentId).at(-1);
-    if (latest?.id !== entryId) return { status: 'refused', code: 'not_latest', reason: `only ${name}'s latest reply can be regenerated` };
-    if (g.rounds.some((r) => r.regenerates === entryId)) return { status: 'refused', code: 'not_latest', reason: `${name} is already writing another answer to this` };
-    const round = this.newRound(g, [], [agentId], true);
-    // Rounds without a new entry share the next seq; the reply's seq keeps this id unique.
-    round.id = `${round.id}-re${entry.seq}`;
-    round.about = this.questionFor(g, entryId)?.id;
-    round.regenerates = entryId;
-    await this.recorder.record(g, { round: { record: round, add: true } });
-    this.schedule(g);
-    return { status: 'queued', groupId: g.id, roundId: round.id, agentId };
+  /** Another answer from the agent of reply `entryId` to the same message (see RoundRequests). */
+  regenerate(groupId: string, entryId: string): Promise<RegenerateResult> {
+    return this.requests.regenerate(groupId, entryId);
   }
 
   /** Make sure one drain task is waiting in the group's queue. */
@@ -420,55 +350,10 @@ export class GroupRouter implements ChannelHost {
   /** Run the group's recorded rounds in order; waiting rounds are answered as one batch. */
   private async drain(g: GroupDoc): Promise<void> {
     while (g.rounds.length > 0 && !this.shutdownController.signal.aborted && !g.state.archived && this.groups.usable(g) && this.running.runs(g.id)) {
-      const round = g.rounds[0]!;
-      if (!round.planned) {
-        const waiting = g.rounds.filter((r) => !r.planned);
-        if (waiting.length > 1) {
-          // Not written on its own: the next record carries the merge, and a restart before it
-          // merges the same rounds again.
-          const rest = waiting.slice(1);
-          this.groups.updateRound(g, round, {
-            triggerIds: [...round.triggerIds, ...rest.flatMap((r) => r.triggerIds)],
-            addressed: [...new Set([...round.addressed, ...rest.flatMap((r) => r.addressed)])],
-            forced: round.forced || rest.some((r) => r.forced),
-          });
-          for (const r of rest) this.groups.finishRound(g, r);
-          this.logger.info({ group: g.id, messages: waiting.length }, 'answering waiting messages as one batch');
-        }
-      }
+      const round = this.runner.batchWaiting(g);
       await this.runner.run(g, round);
       if (g.rounds.includes(round)) break; // interrupted by shutdown or a failed write
     }
-  }
-
-  /**
-   * A write of this group failed: it refuses new work (503) while it is read back from the store,
-   * as after a crash, once the store accepts writes again. Then its unfinished work resumes.
-   */
-  private recover(id: string): void {
-    if (this.recovering.has(id)) return;
-    this.recovering.add(id);
-    const attempt = (wait: number) => {
-      const timer = setTimeout(async () => {
-        if (this.shutdownController.signal.aborted) return;
-        try {
-          await this.queues.onIdle(id);
-          await this.opts.store.checkWritable();
-          const g = await this.groups.reload(id);
-          this.recovering.delete(id);
-          this.logger.info({ group: id }, 'store writable again; group reloaded from disk');
-          if (g) {
-            for (const e of g.transcript) this.outbox.indexPosted(g, e);
-            this.resumeGroup(g);
-          }
-        } catch (err) {
-          this.logger.warn({ group: id, err: describeError(err), retryInMs: Math.min(wait * 2, RECOVER_MAX_MS) }, 'store still refuses writes');
-          attempt(Math.min(wait * 2, RECOVER_MAX_MS));
-        }
-      }, wait);
-      timer.unref?.();
-    };
-    attempt(RECOVER_FIRST_MS);
   }
 
   // -------------------------------------------------------------------------------------------

@@ -57,6 +57,26 @@ export class RoundRunner {
     c?.abort(new LlmError(reason, 'aborted', true));
   }
 
+  /**
+   * The group's next round. Messages that waited while a round ran are answered as one batch: the
+   * rounds not planned yet merge into the first of them. Not written on its own: the next record
+   * carries the merge, and a restart before it merges the same rounds again.
+   */
+  batchWaiting(g: GroupDoc): RoundRecord {
+    const round = g.rounds[0]!;
+    const waiting = round.planned ? [] : g.rounds.filter((r) => !r.planned);
+    if (waiting.length <= 1) return round;
+    const rest = waiting.slice(1);
+    this.d.groups.updateRound(g, round, {
+      triggerIds: [...round.triggerIds, ...rest.flatMap((r) => r.triggerIds)],
+      addressed: [...new Set([...round.addressed, ...rest.flatMap((r) => r.addressed)])],
+      forced: round.forced || rest.some((r) => r.forced),
+    });
+    for (const r of rest) this.d.groups.finishRound(g, r);
+    this.d.logger.info({ group: g.id, messages: waiting.length }, 'answering waiting messages as one batch');
+    return round;
+  }
+
   /** Run `round` to the end (or until shutdown or `/stop`). Removes it from the group when done. */
   async run(g: GroupDoc, round: RoundRecord): Promise<void> {
     const stop = this.stopSignal(g.id);

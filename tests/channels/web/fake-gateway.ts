@@ -5,7 +5,8 @@
  */
 import { UserError } from '../../../src/core/errors.js';
 import type { ChannelHost, GatewayApi } from '../../../src/core/ports.js';
-import type { GatewayEvent, GroupDetail, GroupSummary, GroupView, TranscriptPage } from '../../../src/core/readModels.js';
+import type { AroundPage, GatewayEvent, GroupDetail, GroupSummary, GroupView, RegenerateResult, SearchPage, StopResult, TranscriptPage } from '../../../src/core/readModels.js';
+import type { PromptContext } from '../../../src/core/groups/promptContextView.js';
 import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../../../src/core/types.js';
 import { silentLogger } from '../../helpers/logger.js';
 
@@ -155,6 +156,23 @@ export class FakeGateway implements GatewayApi, ChannelHost {
     const page = await this.messages(id, { ...opts, limit: opts.limit + 1 });
     const hasMore = page.length > opts.limit;
     return { entries: hasMore ? page.slice(1) : page, hasMore };
+  }
+
+  // What this fake does not model: the web tests that need these run against the real app.
+  regenerate(): Promise<RegenerateResult> {
+    return Promise.reject(new UserError('FakeGateway does not regenerate replies', 'bad_request', 400));
+  }
+  stopGroup(): Promise<StopResult> {
+    return Promise.reject(new UserError('FakeGateway does not stop rounds', 'bad_request', 400));
+  }
+  search(): Promise<SearchPage> {
+    return Promise.reject(new UserError('FakeGateway does not search', 'bad_request', 400));
+  }
+  messagesAround(): Promise<AroundPage> {
+    return Promise.reject(new UserError('FakeGateway does not load pages around a message', 'bad_request', 400));
+  }
+  promptContext(): Promise<PromptContext> {
+    return Promise.reject(new UserError('FakeGateway does not keep prompts', 'bad_request', 400));
   }
 
   subscribe(listener: (ev: GatewayEvent) => void): () => void {
