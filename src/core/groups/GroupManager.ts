@@ -318,7 +318,7 @@ export class GroupManager {
 
   /** The round's progress: what changed, written with the group's next record. */
   updateRound(g: GroupDoc, round: RoundRecord, set: Partial<Omit<RoundRecord, 'id'>>): void {
-    if (g.rounds.includes(round)) this.writes.change(g, { t: 'round', id: round.id, set });
+    if (g.rounds.includes(round)) this.writes.change(g, { t: 'round', id: round.id, set: { ...set } });
     // A round no longer (or not yet) in the group is only the caller's.
     else Object.assign(round, set);
   }

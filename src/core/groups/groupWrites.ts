@@ -83,6 +83,14 @@ export class GroupWrites {
   change(g: GroupDoc, c: GroupChange): void {
     const rt = this.rt(g);
     applyChange(g, c);
+    // Steps of one round in a row (a turn taken off the queue, then the counts) are one change in
+    // the record: setting the fields one after the other or together gives the same round. A new
+    // round's change holds the round itself, which already has every later step.
+    const last = rt.pending.changes.at(-1);
+    if (c.t === 'round' && last?.t === 'round' && last.id === c.id) {
+      if (!g.rounds.some((r) => r === last.set)) Object.assign(last.set, c.set);
+      return;
+    }
     rt.pending.changes.push(c);
   }
 
