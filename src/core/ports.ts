@@ -142,7 +142,9 @@ export type GatewayEvent =
   | { type: 'delta'; groupId: string; agentId: string; turnId: string; text: string }
   | { type: 'member'; groupId: string; participants: string[]; added?: string | undefined; removed?: string | undefined }
   | { type: 'config'; groupId: string; config: GroupConfig }
-  | { type: 'group'; groupId: string; action: 'created' | 'updated' | 'dissolved' };
+  | { type: 'group'; groupId: string; action: 'created' | 'updated' | 'dissolved' }
+  /** The author edited (`text`, `editedAt`) or deleted (`deleted`) an entry recorded earlier. */
+  | { type: 'edited'; groupId: string; id: string; seq: number; text: string; editedAt?: number | undefined; deleted?: true | undefined; deletedAt?: number | undefined };
 
 /** A page of history: its entries, oldest first, and whether older ones exist. */
 export interface TranscriptPage {
@@ -216,6 +218,15 @@ export interface GatewayApi {
    * unknown entry, 400 not an agent reply, 410 a reply recorded before prompts were referenced.
    */
   promptContext?(groupId: string, entryId: string): Promise<PromptContext>;
+  /**
+   * The author's browser (`clientTag`) changes the text of its own message; the agents are told
+   * in their next prompt. Returns the entry as it now is. Throws a UserError: 404 unknown entry,
+   * 403 not that browser's message, 409 not a person's message or already deleted, 400 empty or
+   * longer than `maxChars`; StoreUnavailableError when it could not be recorded (nothing is kept).
+   */
+  editMessage?(groupId: string, entryId: string, edit: { clientTag: string | undefined; text: string; maxChars: number }): Promise<TranscriptEntry>;
+  /** The author's browser deletes its own message: its text is gone from the page and from every later prompt. Errors as `editMessage`. */
+  deleteMessage?(groupId: string, entryId: string, by: { clientTag: string | undefined }): Promise<TranscriptEntry>;
 }
 
 /** One part of a channel: a Telegram agent's bot, a Discord channel's webhook. */

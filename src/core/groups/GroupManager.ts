@@ -10,10 +10,10 @@
  * reloaded from the store as after a crash: what was not durable is gone without a trace.
  */
 import type { TranscriptPage, GroupSummary, GroupView, Logger, Store, StoredGroup } from '../ports.js';
-import type { DeliveryOutcome, GroupChange, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
+import type { DeliveryOutcome, EntryEdit, GroupChange, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
 import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, TranscriptEntry, Usage } from '../types.js';
 import { StoreUnavailableError, UserError, describeError } from '../errors.js';
-import { TRANSCRIPT_TAIL, applyChange, applyDelivery, applyEntry, checkpointOf, emptyGroup, emptyUsage, entryAt, evolve, fromCheckpoint, plus, pruneSeen, trimTail } from './evolve.js';
+import { TRANSCRIPT_TAIL, applyChange, applyDelivery, applyEdit, applyEntry, checkpointOf, emptyGroup, emptyUsage, entryAt, evolve, fromCheckpoint, plus, pruneSeen, trimTail } from './evolve.js';
 
 export { TRANSCRIPT_TAIL, emptyUsage, seqOfId } from './evolve.js';
 
@@ -40,13 +40,14 @@ export function checkpointInterval(seen: number, every = CHECKPOINT_EVERY): numb
 
 /** Entries an agent is shown: humans, agents, and system notices meant for agents. */
 export function isObservable(e: TranscriptEntry): boolean {
-  return !e.hiddenFromAgents && (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system');
+  return !e.hiddenFromAgents && !e.deleted && (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system');
 }
 
 /** What a group has changed since its last record (already applied in memory), in order. */
 interface Pending {
   entries: TranscriptEntry[];
   delivery: DeliveryOutcome[];
+  edits: EntryEdit[];
   changes: GroupChange[];
 }
 
@@ -65,7 +66,7 @@ interface Runtime {
 }
 
 function emptyPending(): Pending {
-  return { entries: [], delivery: [], changes: [] };
+  return { entries: [], delivery: [], edits: [], changes: [] };
 }
 
 export class GroupManager {
@@ -78,6 +79,8 @@ export class GroupManager {
   onBroken: (g: GroupDoc, err: unknown) => void = () => undefined;
   /** Called with each record once it is durable, before whoever waits for it goes on (live events). */
   onRecorded: (g: GroupDoc, rec: GroupRecord) => void = () => undefined;
+  /** Rewrites an agent's turns as they are recorded (deleted texts a turn built earlier still holds). */
+  turnFilter: (g: GroupDoc, turns: ChatTurn[]) => ChatTurn[] = (_g, turns) => turns;
 
   constructor(
     private readonly store: Store,
@@ -330,7 +333,7 @@ export class GroupManager {
   /** One turn of the agent: its history grows and its mailbox is drained up to `seenUpTo`. */
   recordTurn(g: GroupDoc, agentId: string, turns: ChatTurn[], seenUpTo: number, res: { usage: Usage; costUsd?: number | null | undefined }): void {
     const s = this.session(g, agentId);
-    this.setSession(g, { agentId, append: turns, cursor: Math.max(s.cursor, seenUpTo), summary: s.summary, usage: plus(s.usage, res) });
+    this.setSession(g, { agentId, append: this.turnFilter(g, turns), cursor: Math.max(s.cursor, seenUpTo), summary: s.summary, usage: plus(s.usage, res) });
   }
 
   /** Old turns were folded into the summary (or cut when summarising keeps failing). */
@@ -343,6 +346,12 @@ export class GroupManager {
   resetSession(g: GroupDoc, agentId: string): void {
     const s = this.session(g, agentId);
     this.setSession(g, { agentId, reset: true, append: [], cursor: g.nextSeq - 1, summary: null, usage: { ...s.usage } });
+  }
+
+  /** The agent's memory of this group rewritten (an edited or deleted message in it). */
+  rewriteMemory(g: GroupDoc, agentId: string, history: ChatTurn[], summary: string | null): void {
+    const s = this.session(g, agentId);
+    this.setSession(g, { agentId, reset: true, append: history, cursor: s.cursor, summary, usage: { ...s.usage } });
   }
 
   private setSession(g: GroupDoc, delta: SessionDelta): void {
@@ -420,6 +429,12 @@ export class GroupManager {
     this.rt(g).pending.delivery.push(d);
   }
 
+  /** The author edited or deleted an entry: applied now, written with the next record. */
+  edit(g: GroupDoc, ed: EntryEdit): void {
+    applyEdit(g, ed);
+    this.rt(g).pending.edits.push(ed);
+  }
+
   /** A new round (its object is the group's from now on: change it only through `updateRound`). */
   addRound(g: GroupDoc, round: RoundRecord): void {
     this.change(g, { t: 'round', id: round.id, set: round });
@@ -459,7 +474,7 @@ export class GroupManager {
     const rt = this.rt(g);
     if (rt.stale || rt.broken) return { entries: [], durable: Promise.reject(new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`)) };
     const p = rt.pending;
-    if (p.entries.length === 0 && p.delivery.length === 0 && p.changes.length === 0) return { entries: [], durable: rt.lastWrite };
+    if (p.entries.length === 0 && p.delivery.length === 0 && p.edits.length === 0 && p.changes.length === 0) return { entries: [], durable: rt.lastWrite };
     // No copy needed: the store serialises the record before `append` returns.
     const rec: GroupRecord = {
       v: 2 as const,
@@ -467,6 +482,7 @@ export class GroupManager {
       ts: this.now(),
       ...(p.entries.length ? { entries: p.entries } : {}),
       ...(p.delivery.length ? { delivery: p.delivery } : {}),
+      ...(p.edits.length ? { edits: p.edits } : {}),
       ...(p.changes.length ? { changes: p.changes } : {}),
     };
     const entries = p.entries;
@@ -574,7 +590,7 @@ export class GroupManager {
   }
 
   summary(g: GroupDoc): GroupSummary {
-    const last = [...g.transcript].reverse().find((e) => e.kind === 'human' || e.kind === 'agent');
+    const last = [...g.transcript].reverse().find((e) => (e.kind === 'human' || e.kind === 'agent') && !e.deleted);
     return {
       ...this.view(g),
       messageCount: g.nextSeq - 1,
