@@ -39,7 +39,7 @@ export class MessageEditor {
     d.groups.turnFilter = (g, turns) => this.filter(g, turns);
   }
 
-  edit(groupId: string, entryId: string, by: { clientTag: string | undefined; text: string; maxChars: number }): Promise<TranscriptEntry> {
+  async edit(groupId: string, entryId: string, by: { clientTag: string | undefined; text: string; maxChars: number }): Promise<TranscriptEntry> {
     const text = by.text.trim();
     if (!text) throw new UserError('the new text is empty; delete the message instead', 'empty', 400);
     if (text.length > by.maxChars) throw new UserError(`the new text is too long (${text.length} characters; the limit is ${by.maxChars})`, 'too_long', 400);
@@ -82,7 +82,7 @@ export class MessageEditor {
     const valid = entryId.startsWith(`${g.id}.`) && Number.isSafeInteger(seq) && seq > 0 && seq < g.nextSeq;
     const entry = valid ? (entryAt(g.transcript, seq) ?? (await this.d.store.readEntries(g.id, { afterSeq: seq - 1, limit: 1 }))[0]) : undefined;
     if (!entry || entry.id !== entryId) throw new UserError(`no message "${entryId}" in this group`, 'not_found', 404);
-    if (entry.kind !== 'human') throw new UserError('only a person\'s message can be edited or deleted', 'not_editable', 409);
+    if (entry.kind !== 'human' || entry.hiddenFromAgents) throw new UserError('only a person\'s message can be edited or deleted', 'not_editable', 409);
     if (!clientTag || entry.clientTag !== clientTag) throw new UserError('only the browser that sent a message can edit or delete it', 'forbidden', 403);
     if (entry.deleted) throw new UserError('this message was deleted', 'deleted', 409);
     return { g, entry };
