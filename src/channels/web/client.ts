@@ -11,6 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
+import { HttpError } from './http.js';
 
 /**
  * A browser's own key: random, made by the page once and kept in its localStorage, sent with each
@@ -27,6 +28,15 @@ export const CLIENT_KEY = /^[A-Za-z0-9_-]{16,128}$/;
  */
 export function clientTag(key: string): string {
   return createHash('sha256').update('chorus-web-client\0' + key).digest('base64url').slice(0, 22);
+}
+
+/** The tag of the key an `X-Chorus-Client` header sends (undefined without one); a malformed key is a 400. */
+export function tagOf(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !CLIENT_KEY.test(header)) {
+    throw new HttpError(400, 'invalid_header', 'X-Chorus-Client must be 16 to 128 letters, digits, _ or -');
+  }
+  return clientTag(header);
 }
 
 /** The key limits count against for a peer address (`undefined` when the socket is gone). */
