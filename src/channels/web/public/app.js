@@ -193,6 +193,7 @@ function openGroupStream(id) {
     {
       message: onEntry,
       decision: onEntry,
+      edited: (ev) => ev.groupId === state.currentId && feed.applyEdit(ev),
       typing: (ev) => ev.groupId === state.currentId && feed.setTyping(ev.agentId, ev.active),
       delta: (ev) => ev.groupId === state.currentId && feed.delta(ev),
       inflight: (ev) => ev.groupId === state.currentId && feed.resume(ev),
@@ -224,6 +225,7 @@ function openGlobalStream() {
       return;
     }
     const e = ev.entry;
+    if (e.editOf) return;
     notifier.consider(ev.groupId, e);
     g.lastMessage = { authorName: e.authorName, text: e.text, ts: e.ts };
     if (ev.groupId !== state.currentId) {
