@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
+import type { WebChannel } from '../../src/channels/web/WebChannel.js';
 import { parseConfigText } from '../../src/config/load.js';
 import type { LlmRequest } from '../../src/core/ports.js';
 import { FakeLlm } from '../helpers/fake-llm.js';
@@ -168,4 +169,29 @@ suite('editing and deleting a message, in Chromium', () => {
     await maya.context.close();
     await omar.context.close();
   }, 90_000);
+
+  it('a page whose stream was down while a message was deleted draws it deleted once it is back', async () => {
+    const maya = await open('Maya');
+    const omar = await open('Omar');
+    await send(maya.page, 'a line about quokka-77');
+    await omar.page.locator('.msg.human', { hasText: 'quokka-77' }).waitFor();
+    // Omar's streams drop and stay down (his page's reconnect is held) while Maya deletes.
+    let reopen!: () => void;
+    const held = new Promise<void>((r) => (reopen = r));
+    await omar.page.route('**/events?**', async (route) => {
+      await held;
+      await route.continue();
+    });
+    (app.channels.find((c) => c.kind === 'web') as WebChannel).disconnectStreams();
+    await expect.poll(() => omar.page.locator('#conn').getAttribute('data-state'), POLL).toBe('reconnecting');
+    await menu(maya.page, 'quokka-77');
+    maya.page.once('dialog', (d) => void d.accept());
+    await maya.page.locator('.msg-menu [role="menuitem"]', { hasText: 'Delete' }).click();
+    await expect.poll(() => maya.page.locator('.msg.human.deleted').count(), POLL).toBeGreaterThan(0);
+    expect(await omar.page.locator('.msg.human', { hasText: 'quokka-77' }).count()).toBe(1);
+    reopen();
+    await expect.poll(() => omar.page.locator('.msg.human', { hasText: 'quokka-77' }).count(), { timeout: 20_000, interval: 100 }).toBe(0);
+    await maya.context.close();
+    await omar.context.close();
+  }, 60_000);
 });

@@ -120,3 +120,31 @@ describe('web API: editing and deleting one\'s own message', () => {
     expect(await message(mine)).toMatchObject({ text: 'plain words' });
   });
 });
+
+describe('web API: a failed write', () => {
+  it('is a 503 and keeps nothing', async () => {
+    const { MemoryStore } = await import('../../helpers/memory-store.js');
+    const store = new MemoryStore();
+    const dataDir = mkdtempSync(join(tmpdir(), 'chorus-edits-503-'));
+    const { config } = parseConfigText(configYaml(dataDir), 'test');
+    const app = await createApp({ config, store, llm: new FakeLlm(), logger: silentLogger });
+    await app.start();
+    try {
+      const headers = { 'x-chorus-client': MINE, 'content-type': 'application/json' };
+      const posted = await fetch(`${app.webUrl}/api/groups/lobby/messages`, { method: 'POST', headers, body: JSON.stringify({ text: 'keep me', author_name: 'Maya' }) });
+      const id = ((await posted.json()) as any).entryId as string;
+      store.failWrites = 'ENOSPC: no space left on device';
+      const res = await fetch(`${app.webUrl}/api/groups/lobby/messages/${id}`, { method: 'PATCH', headers, body: JSON.stringify({ text: 'changed' }) });
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as any).error.code).toBe('unavailable');
+      const del = await fetch(`${app.webUrl}/api/groups/lobby/messages/${id}`, { method: 'DELETE', headers: { 'x-chorus-client': MINE } });
+      expect(del.status).toBe(503);
+      store.failWrites = null;
+      expect(store.entries('lobby').find((e) => e.id === id)).toMatchObject({ text: 'keep me' });
+      expect(store.entries('lobby').some((e) => e.editOf === id || e.deleted)).toBe(false);
+    } finally {
+      await app.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -186,6 +186,7 @@ function onEntry(ev) {
 }
 
 function openGroupStream(id) {
+  let lost = false;
   groupStream = new LiveStream(
     // `inflight`: on every (re)connect the server first says what is being written right now;
     // `batch`: a fast model's chunks come at most one event a frame.
@@ -212,9 +213,27 @@ function openGroupStream(id) {
         loadMessages(id).catch(() => {});
       },
     },
-    (s) => setConn('group', s),
+    (s) => {
+      setConn('group', s);
+      // Edits and deletions made while the stream was down are not replayed: read them back.
+      if (s === 'reconnecting') lost = true;
+      else if (s === 'live' && lost) {
+        lost = false;
+        catchUpEdits(id).catch(() => {});
+      }
+    },
   );
   groupStream.open();
+}
+
+/** The newest messages as the server has them now: any edited or deleted since are drawn again. */
+async function catchUpEdits(id) {
+  const page = await api('GET', `/api/groups/${encodeURIComponent(id)}/messages?limit=200`);
+  if (state.currentId !== id) return;
+  for (const m of page.messages) {
+    const e = feed.entries.get(m.id);
+    if (e && (e.text !== m.text || Boolean(e.deleted) !== Boolean(m.deleted))) feed.applyEdit({ id: m.id, text: m.text, editedAt: m.editedAt, deleted: m.deleted, deletedAt: m.deletedAt });
+  }
 }
 
 function openGlobalStream() {
