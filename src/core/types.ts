@@ -111,7 +111,8 @@ export interface InboundMessage {
   /**
    * Web: a tag for the browser that sent the message, derived from a key only that browser holds
    * (channels/web/client.ts). Recorded on the entry so a page can tell its own messages from
-   * other people's under any name. For display only: never a basis for limits or permissions.
+   * other people's under any name, and so only that browser may edit or delete it. Never a basis
+   * for limits.
    */
   clientTag?: string | undefined;
 }

@@ -17,7 +17,9 @@ import { HttpError } from './http.js';
  * A browser's own key: random, made by the page once and kept in its localStorage, sent with each
  * API call as `X-Chorus-Client`. It answers one question only, "did this browser write that
  * message?", so a page can draw its own messages apart from other people's whatever names are
- * typed. Like a name it is whatever the client sends, so it never counts for limits or permissions.
+ * typed, and whether this browser may edit or delete a message (only the one that sent it may).
+ * Like a name it is whatever the client sends, so it never counts for limits; it is as strong a
+ * claim to a message as the key is secret (it never leaves the browser, only its tag is shown).
  */
 export const CLIENT_KEY = /^[A-Za-z0-9_-]{16,128}$/;
 
