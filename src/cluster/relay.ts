@@ -89,6 +89,11 @@ export class EventRelay {
         const [entry] = await this.o.store.readEntries(groupId, { afterSeq: ev.seq - 1, limit: 1 });
         if (!entry || entry.seq !== ev.seq) return;
         out = { type: ev.type, groupId, entry };
+      } else if (ev.type === 'edited' && typeof ev.text !== 'string') {
+        // An edit too long for one notification comes without its text: read as the store has it.
+        const [entry] = await this.o.store.readEntries(groupId, { afterSeq: ev.seq - 1, limit: 1 });
+        if (!entry || entry.seq !== ev.seq) return;
+        out = { ...ev, text: entry.text };
       } else {
         out = ev as GatewayEvent;
         // The page asks for the group right after these: the copy here must show the change.
@@ -147,7 +152,7 @@ export class EventRelay {
 }
 
 /** An event as sent over NOTIFY: entries too large travel as their seq. */
-type WireEvent = GatewayEvent | { type: 'message' | 'decision'; groupId: string; seq: number };
+type WireEvent = GatewayEvent | { type: 'message' | 'decision'; groupId: string; seq: number } | (Omit<Extract<GatewayEvent, { type: 'edited' }>, 'text'> & { text?: undefined });
 
 /** Split an event into NOTIFY-sized pieces (an entry by reference, a long delta in parts). */
 export function toWire(ev: GatewayEvent): WireEvent[] {
@@ -155,6 +160,10 @@ export function toWire(ev: GatewayEvent): WireEvent[] {
     const full = JSON.stringify(ev);
     if (Buffer.byteLength(full) <= PAYLOAD_MAX) return [ev];
     return [{ type: ev.type, groupId: ev.groupId, seq: (ev.entry as TranscriptEntry).seq }];
+  }
+  if (ev.type === 'edited' && Buffer.byteLength(JSON.stringify(ev)) > PAYLOAD_MAX) {
+    const { text: _text, ...rest } = ev;
+    return [rest as WireEvent];
   }
   if (ev.type === 'delta' && Buffer.byteLength(JSON.stringify(ev)) > PAYLOAD_MAX) {
     return splitText(ev.text, Math.floor(PAYLOAD_MAX / 8)).map((text) => ({ ...ev, text }));

@@ -129,6 +129,15 @@ export interface GatewayApi {
    * unknown entry, 400 not an agent reply, 410 a reply recorded before prompts were referenced.
    */
   promptContext(groupId: string, entryId: string): Promise<PromptContext>;
+  /**
+   * The author's browser (`clientTag`) changes the text of its own message; the agents are told
+   * in their next prompt. Returns the entry as it now is. Throws a UserError: 404 unknown entry,
+   * 403 not that browser's message, 409 not a person's message or already deleted, 400 empty or
+   * longer than `maxChars`; StoreUnavailableError when it could not be recorded (nothing is kept).
+   */
+  editMessage(groupId: string, entryId: string, edit: { clientTag: string | undefined; text: string; maxChars: number }): Promise<TranscriptEntry>;
+  /** The author's browser deletes its own message: its text is gone from the page and from every later prompt. Errors as `editMessage`. */
+  deleteMessage(groupId: string, entryId: string, by: { clientTag: string | undefined }): Promise<TranscriptEntry>;
 }
 
 /** A change handed to the group's owner through the inbox (see `Peers.forwardChange`). */

@@ -56,7 +56,9 @@ export type GatewayEvent =
   | { type: 'delta'; groupId: string; agentId: string; turnId: string; text: string }
   | { type: 'member'; groupId: string; participants: string[]; added?: string | undefined; removed?: string | undefined }
   | { type: 'config'; groupId: string; config: GroupConfig }
-  | { type: 'group'; groupId: string; action: 'created' | 'updated' | 'dissolved' };
+  | { type: 'group'; groupId: string; action: 'created' | 'updated' | 'dissolved' }
+  /** The author edited (`text`, `editedAt`) or deleted (`deleted`) an entry recorded earlier. */
+  | { type: 'edited'; groupId: string; id: string; seq: number; text: string; editedAt?: number | undefined; deleted?: true | undefined; deletedAt?: number | undefined };
 
 /** A page of history: its entries, oldest first, and whether older ones exist. */
 export interface TranscriptPage {

@@ -189,11 +189,25 @@ export interface DeliveryOutcome {
 }
 
 /**
+ * The author changed (`text`) or deleted (`deleted`) a message recorded earlier, at `at`. Each
+ * one describes the message's whole edit state (the latest one wins): `notes` lists every note
+ * entry that told the agents about an edit of it.
+ */
+export interface EntryEdit {
+  seq: number;
+  text?: string | undefined;
+  deleted?: true | undefined;
+  at: number;
+  notes?: number[] | undefined;
+}
+
+/**
  * One durable step of one group: a single line of its log, written atomically. Everything that
  * must change together (a reply, the agent's cursor and history, the round's progress) travels in
  * one record, so a crash either keeps all of it or none of it. New entries and delivery outcomes
- * are fields of their own because the stores index them (history pages, search); the rest is an
- * ordered list of changes. A record applies as: its entries, its delivery outcomes, its changes.
+ * are fields of their own because the stores index them (history pages, search); so are edits,
+ * which the stores apply to the entries they read back. The rest is an ordered list of changes. A
+ * record applies as: its entries, its delivery outcomes, its edits, its changes.
  */
 export interface GroupRecord {
   /** Record format version (records of version 1 are upgraded when read). */
@@ -205,6 +219,8 @@ export interface GroupRecord {
   entries?: TranscriptEntry[] | undefined;
   /** Delivery outcome of entries recorded earlier. */
   delivery?: DeliveryOutcome[] | undefined;
+  /** Edits and deletions of entries recorded earlier (applied after the delivery outcomes). */
+  edits?: EntryEdit[] | undefined;
   changes?: GroupChange[] | undefined;
 }
 

@@ -111,7 +111,8 @@ export interface InboundMessage {
   /**
    * Web: a tag for the browser that sent the message, derived from a key only that browser holds
    * (channels/web/client.ts). Recorded on the entry so a page can tell its own messages from
-   * other people's under any name. For display only: never a basis for limits or permissions.
+   * other people's under any name, and so only that browser may edit or delete it. Never a basis
+   * for limits.
    */
   clientTag?: string | undefined;
 }
@@ -290,6 +291,16 @@ export interface TranscriptEntry {
   replyTo?: string | undefined;
   /** Human messages from the web page: which browser sent it (see InboundMessage.clientTag). */
   clientTag?: string | undefined;
+  /** The author changed the text at this time (the log keeps what it said before). */
+  editedAt?: number | undefined;
+  /** The author deleted the message: its text is '' and it is shown to nobody. */
+  deleted?: true | undefined;
+  /** When it was deleted. */
+  deletedAt?: number | undefined;
+  /** An edited message: seqs of the notes that told the agents about its edits. */
+  editNotes?: number[] | undefined;
+  /** A note telling the agents that a message was edited: the id of that message (never shown as a line). */
+  editOf?: string | undefined;
 }
 
 /** A message exactly as sent to the model. */

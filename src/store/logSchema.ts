@@ -100,6 +100,8 @@ const sessionDelta = z.object({
 
 const delivery = z.object({ seq: z.number(), delivery: z.enum(['posted', 'failed']), postedIds: z.array(z.string()).optional() });
 
+const edit = z.object({ seq: z.number(), text: z.string().optional(), deleted: z.literal(true).optional(), at: z.number(), notes: z.array(z.number()).optional() });
+
 const usageOfCall = z.object({ inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number(), cacheWriteTokens: z.number() });
 
 const change = z.discriminatedUnion('t', [
@@ -128,6 +130,7 @@ export const recordSchema = z.object({
   ts: z.number(),
   entries: z.array(entry).optional(),
   delivery: z.array(delivery).optional(),
+  edits: z.array(edit).optional(),
   changes: z.array(change).optional(),
 });
 

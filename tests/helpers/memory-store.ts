@@ -9,6 +9,7 @@ import type { TranscriptEntry } from '../../src/core/types.js';
 import { StoreUnavailableError } from '../../src/core/errors.js';
 import { emptyGroup, evolve, headOf } from '../../src/core/groups/evolve.js';
 import { afterCursor, newestFirst, searchTokens, searchable, tokensMatch } from '../../src/core/text/search.js';
+import { applyEntryEdit } from '../../src/core/groups/entryEdit.js';
 
 /** A group as a replay of its whole log gives it: the full transcript, every session. */
 export interface DurableGroup extends Omit<GroupDoc, 'seen' | 'transcript'> {
@@ -104,7 +105,7 @@ export class MemoryStore implements Store {
     return (this.logs.get(groupId) ?? []).map((l) => JSON.parse(l) as GroupRecord);
   }
 
-  /** Every entry of a group, with its latest delivery state. */
+  /** Every entry of a group, with its latest delivery state and edits. */
   entries(groupId: string): TranscriptEntry[] {
     const out = new Map<number, TranscriptEntry>();
     for (const rec of this.records(groupId)) {
@@ -112,6 +113,10 @@ export class MemoryStore implements Store {
       for (const d of rec.delivery ?? []) {
         const e = out.get(d.seq);
         if (e) Object.assign(e, { delivery: d.delivery }, d.postedIds ? { postedIds: d.postedIds } : {});
+      }
+      for (const ed of rec.edits ?? []) {
+        const e = out.get(ed.seq);
+        if (e) applyEntryEdit(e, ed);
       }
     }
     return [...out.values()].sort((a, b) => a.seq - b.seq);

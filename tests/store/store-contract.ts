@@ -119,6 +119,53 @@ export function storeContract(name: string, factory: StoreFactory): void {
       await again.close();
     });
 
+    it('reads entries and searches with their latest edit or deletion applied, also across segments, in the same tick and after a restart', async () => {
+      const make = await factory.fresh();
+      const store = make();
+      await store.open();
+      await store.append('g', rec(1, { head: HEAD }));
+      for (let i = 1; i <= 120; i++) await store.append('g', rec(i + 1, { entries: [entry(i, `message ${i} about apples`)] }));
+      const search = (s: Store, terms: string[]) => s.searchEntries!({ groupIds: ['g'], terms, limit: 200 }).then((f) => f.map((x) => x.entry.seq));
+      // The search index is built before the edits arrive (kept up to date from here on).
+      expect((await search(store, ['apples'])).length).toBe(120);
+      await store.append('g', rec(122, { edits: [{ seq: 2, text: 'first fix about pears', at: 5000, notes: [121] }] }));
+      await store.append('g', rec(123, { edits: [{ seq: 2, text: 'second fix about bananas', at: 5001, notes: [121, 122] }] }));
+      await store.append('g', rec(124, { edits: [{ seq: 5, deleted: true, at: 5002 }] }));
+      // An entry and its edit appended together (one batch), and an old entry edited in that batch too.
+      await Promise.all([
+        store.append('g', rec(125, { entries: [entry(121, 'typo cherries')] })),
+        store.append('g', rec(126, { edits: [{ seq: 121, text: 'fixed plums', at: 5003 }] })),
+        store.append('g', rec(127, { edits: [{ seq: 119, deleted: true, at: 5004 }] })),
+      ]);
+      const check = async (s: Store) => {
+        const all = await s.readEntries('g', { afterSeq: 0, limit: 500 });
+        expect(all.find((e) => e.seq === 2)).toMatchObject({ text: 'second fix about bananas', editedAt: 5001, editNotes: [121, 122] });
+        expect(all.find((e) => e.seq === 5)).toMatchObject({ text: '', deleted: true, deletedAt: 5002 });
+        expect(all.find((e) => e.seq === 119)).toMatchObject({ text: '', deleted: true });
+        expect(all.find((e) => e.seq === 121)).toMatchObject({ text: 'fixed plums', editedAt: 5003 });
+        expect(all.find((e) => e.seq === 6)?.editedAt).toBeUndefined();
+        // Pages read from either end see the same.
+        expect((await s.readEntries('g', { beforeSeq: 3, limit: 1 }))[0]?.text).toBe('second fix about bananas');
+        expect((await s.readEntries('g', { afterSeq: 4, limit: 1 }))[0]).toMatchObject({ seq: 5, text: '' });
+        expect(await search(s, ['bananas'])).toEqual([2]);
+        expect(await search(s, ['pears'])).toEqual([]);
+        expect(await search(s, ['plums'])).toEqual([121]);
+        expect(await search(s, ['cherries'])).toEqual([]);
+        const apples = await search(s, ['apples']);
+        expect(apples).not.toContain(2);
+        expect(apples).not.toContain(5);
+        expect(apples).not.toContain(119);
+        expect(apples.length).toBe(117);
+        expect(await search(s, ['message', '5'])).not.toContain(5);
+      };
+      await check(store);
+      await store.close();
+      const again = make();
+      await again.open();
+      await check(again);
+      await again.close();
+    });
+
     it('appends of one tick from many groups all become durable, each group in order', async () => {
       const make = await factory.fresh();
       const store = make();

@@ -21,7 +21,8 @@
  * Inputs: human messages with and without @mentions and @all, empty ones (refused with a notice),
  * commands (`/group config|mute|unmute|add|remove|reset`, as chat lines and as web-page
  * "ephemeral" commands), `/ask` with and without text, `/stop`, regenerate, Telegram-style
- * membership changes (joined/left; the last one leaving dissolves the group), duplicate deliveries
+ * membership changes (joined/left; the last one leaving dissolves the group), the author editing or
+ * deleting a message (a note for the agents, rewritten memories), duplicate deliveries
  * (the same platform id again, also two copies at once), messages sent while a round runs, and a
  * fake clock that moves (cooldowns, model-call time limits, a new UTC day for the budget). The
  * scripted model replies, passes, mentions another agent (reactions), fails, returns an empty
@@ -215,7 +216,9 @@ type Input =
   | { k: 'regenerate' }
   | { k: 'release' }
   | { k: 'tick'; ms: number }
-  | { k: 'join' | 'leave'; agent: AgentId };
+  | { k: 'join' | 'leave'; agent: AgentId }
+  /** The author edits or deletes one of their messages still in memory (`of` picks which). */
+  | { k: 'edit' | 'delete'; of: number };
 
 const agentArb = fc.constantFrom(...AGENT_IDS);
 /** True with probability `p` (in hundredths). */
@@ -252,6 +255,7 @@ const inputArb: fc.Arbitrary<Input> = fc.oneof(
   { weight: 2, arbitrary: fc.constant({ k: 'release' as const }) },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('tick' as const), ms: fc.constantFrom(1_000, 6_000, 45_000, 6 * 60_000, 25 * 3_600_000) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constantFrom('join' as const, 'leave' as const), agent: agentArb }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constantFrom('edit' as const, 'edit' as const, 'delete' as const), of: fc.nat(40) }) },
 );
 
 const turnPlanArb = fc.constantFrom<TurnPlan>('reply', 'reply', 'mention', 'pass', 'pass', 'fail', 'empty', 'cut', 'hold');
@@ -340,6 +344,14 @@ function transcriptOf(records: readonly GroupRecord[]): TranscriptEntry[] {
     for (const d of rec.delivery ?? []) {
       const e = out.get(d.seq);
       if (e) Object.assign(e, { delivery: d.delivery }, d.postedIds ? { postedIds: d.postedIds } : {});
+    }
+    // Written out here rather than with applyEntryEdit, so the stores are checked against the records.
+    for (const ed of rec.edits ?? []) {
+      const e = out.get(ed.seq);
+      if (!e) continue;
+      if (ed.deleted) Object.assign(e, { text: '', deleted: true, deletedAt: ed.at });
+      else if (ed.text !== undefined) Object.assign(e, { text: ed.text, editedAt: ed.at });
+      if (ed.notes?.length) e.editNotes = [...ed.notes];
     }
   }
   return JSON.parse(JSON.stringify([...out.values()].sort((a, b) => a.seq - b.seq))) as TranscriptEntry[];
@@ -535,7 +547,7 @@ async function quiesce(r: Rig): Promise<boolean> {
 }
 
 function message(r: Rig, text: string, extra: Partial<InboundMessage> = {}): InboundMessage {
-  return { channel: 'web', chatId: r.id, messageId: `m${++r.n}`, author: { id: 'maya', name: 'Maya' }, text, ts: r.clock.now(), ...extra };
+  return { channel: 'web', chatId: r.id, messageId: `m${++r.n}`, author: { id: 'maya', name: 'Maya' }, text, ts: r.clock.now(), clientTag: 'maya-browser', ...extra };
 }
 
 async function step(r: Rig, inp: Input): Promise<void> {
@@ -594,6 +606,19 @@ async function step(r: Rig, inp: Input): Promise<void> {
     case 'tick':
       await r.clock.advance(inp.ms);
       return;
+    case 'edit':
+    case 'delete': {
+      const mine = router.groups.get(r.id)?.transcript.filter((e) => e.kind === 'human' && !e.deleted && !e.hiddenFromAgents) ?? [];
+      const target = mine[inp.of % Math.max(1, mine.length)];
+      if (!target) return;
+      try {
+        if (inp.k === 'edit') await router.gateway.editMessage!(r.id, target.id, { clientTag: 'maya-browser', text: `edited ${r.n++} ${target.text}`.slice(0, 200), maxChars: 8000 });
+        else await router.gateway.deleteMessage!(r.id, target.id, { clientTag: 'maya-browser' });
+      } catch (err) {
+        if (!(err instanceof UserError)) throw err;
+      }
+      return;
+    }
     case 'join':
     case 'leave':
       try {

@@ -8,11 +8,12 @@ import type { ChannelHost, GatewayApi } from '../../core/ports.js';
 import type { GroupDetail } from '../../core/readModels.js';
 import { MAX_DISPLAY_NAME, cleanDisplayName, impersonates } from '../../core/text/displayName.js';
 import type { AgentDef, TranscriptEntry } from '../../core/types.js';
-import { CLIENT_KEY, clientAddressKey, clientTag } from './client.js';
+import { clientAddressKey, tagOf } from './client.js';
 import { HttpError, field, intParam, readJsonObject, sendJson } from './http.js';
 import type { RequestContext, Router } from './router.js';
 import type { SseHub } from './sse.js';
 import { registerSearchRoutes, sendAround } from './searchApi.js';
+import { registerEditRoutes } from './editApi.js';
 
 export interface ApiDeps {
   host(): ChannelHost;
@@ -148,6 +149,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
   });
 
   router.add('POST', '/api/groups/:id/messages', async (ctx) => postMessage(ctx, deps, group(ctx.params.id!)));
+  registerEditRoutes(router, { gateway: gw, group, maxChars: () => Math.min(deps.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS, deps.maxMessageLength) });
 
   // Another answer from the agent of one reply (its latest); the old reply stays in the transcript.
   router.add('POST', '/api/groups/:id/messages/:entryId/regenerate', async ({ res, params }) => {
@@ -342,14 +344,6 @@ async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: Group
 }
 
 /** The tag for a browser's `X-Chorus-Client` key; undefined when none is sent, a 400 when malformed. */
-function tagOf(header: string | string[] | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  if (typeof header !== 'string' || !CLIENT_KEY.test(header)) {
-    throw new HttpError(400, 'invalid_header', 'X-Chorus-Client must be 16 to 128 letters, digits, _ or -');
-  }
-  return clientTag(header);
-}
-
 /** The message another reply of `notice`'s round answered (the newest such), if any. */
 async function questionOfRound(gateway: GatewayApi, groupId: string, notice: TranscriptEntry): Promise<string | undefined> {
   if (!notice.roundId) return undefined;

@@ -11,12 +11,15 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
+import { HttpError } from './http.js';
 
 /**
  * A browser's own key: random, made by the page once and kept in its localStorage, sent with each
  * API call as `X-Chorus-Client`. It answers one question only, "did this browser write that
  * message?", so a page can draw its own messages apart from other people's whatever names are
- * typed. Like a name it is whatever the client sends, so it never counts for limits or permissions.
+ * typed, and whether this browser may edit or delete a message (only the one that sent it may).
+ * Like a name it is whatever the client sends, so it never counts for limits; it is as strong a
+ * claim to a message as the key is secret (it never leaves the browser, only its tag is shown).
  */
 export const CLIENT_KEY = /^[A-Za-z0-9_-]{16,128}$/;
 
@@ -27,6 +30,15 @@ export const CLIENT_KEY = /^[A-Za-z0-9_-]{16,128}$/;
  */
 export function clientTag(key: string): string {
   return createHash('sha256').update('chorus-web-client\0' + key).digest('base64url').slice(0, 22);
+}
+
+/** The tag of the key an `X-Chorus-Client` header sends (undefined without one); a malformed key is a 400. */
+export function tagOf(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !CLIENT_KEY.test(header)) {
+    throw new HttpError(400, 'invalid_header', 'X-Chorus-Client must be 16 to 128 letters, digits, _ or -');
+  }
+  return clientTag(header);
 }
 
 /** The key limits count against for a peer address (`undefined` when the socket is gone). */

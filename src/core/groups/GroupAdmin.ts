@@ -17,6 +17,7 @@ import { PAGE_MAX, pageOf, summaryOf, viewOf } from './groupReads.js';
 import { promptContext, type PromptContext } from './promptContext.js';
 import type { RunningGroups } from '../peers.js';
 import { pageAround, searchHistory, type HistoryDeps } from './history.js';
+import { MessageEditor } from './MessageEditor.js';
 
 export interface GroupAdminDeps {
   groups: GroupManager;
@@ -40,7 +41,19 @@ export interface GroupAdminDeps {
 }
 
 export class GroupAdmin implements GatewayApi {
-  constructor(private readonly d: GroupAdminDeps) {}
+  private readonly editor: MessageEditor;
+
+  constructor(private readonly d: GroupAdminDeps) {
+    this.editor = new MessageEditor({ groups: d.groups, store: d.store, now: () => d.clock.now(), running: d.running });
+  }
+
+  editMessage(groupId: string, entryId: string, edit: { clientTag: string | undefined; text: string; maxChars: number }): Promise<TranscriptEntry> {
+    return this.editor.edit(groupId, entryId, edit);
+  }
+
+  deleteMessage(groupId: string, entryId: string, by: { clientTag: string | undefined }): Promise<TranscriptEntry> {
+    return this.editor.remove(groupId, entryId, by);
+  }
 
   get scriptedProvider(): boolean {
     return this.d.scriptedProvider;

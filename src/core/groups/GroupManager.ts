@@ -11,10 +11,10 @@
  */
 import type { Logger, Store, StoredGroup } from '../ports.js';
 import type { TranscriptPage } from '../readModels.js';
-import type { DeliveryOutcome, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
+import type { DeliveryOutcome, EntryEdit, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
 import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, TranscriptEntry, Usage } from '../types.js';
 import { UserError } from '../errors.js';
-import { TRANSCRIPT_TAIL, emptyGroup, emptyUsage, entryAt, plus, pruneSeen, rebuild, trimTail } from './evolve.js';
+import { TRANSCRIPT_TAIL, emptyGroup, emptyUsage, entryAt, plus, pruneSeen, rebuild } from './evolve.js';
 import { CHECKPOINT_EVERY, GroupWrites } from './groupWrites.js';
 import { contextStart, mailboxOf, pageOfGroup } from './groupReads.js';
 import { chatKey, naturalGroupId } from './groupIds.js';
@@ -29,6 +29,8 @@ export class GroupManager {
   private readonly reserved = new Set<string>();
   /** Pending records, commits, and the write state of each group. */
   private readonly writes: GroupWrites;
+  /** Rewrites an agent's turns as they are recorded (deleted texts a turn built earlier still holds). */
+  turnFilter: (g: GroupDoc, turns: ChatTurn[]) => ChatTurn[] = (_g, turns) => turns;
 
   constructor(
     private readonly store: Store,
@@ -160,17 +162,6 @@ export class GroupManager {
     return g;
   }
 
-  /**
-   * A read-only copy of a group another instance runs: that instance recorded `entry`. Shown in
-   * the copy's summary (last message, count) without reading the whole group again.
-   */
-  noteRemoteEntry(g: GroupDoc, entry: TranscriptEntry): void {
-    if (entry.seq < g.nextSeq) return;
-    g.transcript.push(entry);
-    g.nextSeq = entry.seq + 1;
-    trimTail(g);
-  }
-
   /** Drop a group created in memory whose first record was never written (its id was taken). */
   forget(g: GroupDoc): void {
     if (this.groups.get(g.id) !== g) return;
@@ -259,7 +250,7 @@ export class GroupManager {
   /** One turn of the agent: its history grows and its mailbox is drained up to `seenUpTo`. */
   recordTurn(g: GroupDoc, agentId: string, turns: ChatTurn[], seenUpTo: number, res: { usage: Usage; costUsd?: number | null | undefined }): void {
     const s = this.session(g, agentId);
-    this.setSession(g, { agentId, append: turns, cursor: Math.max(s.cursor, seenUpTo), summary: s.summary, usage: plus(s.usage, res) });
+    this.setSession(g, { agentId, append: this.turnFilter(g, turns), cursor: Math.max(s.cursor, seenUpTo), summary: s.summary, usage: plus(s.usage, res) });
   }
 
   /** Old turns were folded into the summary (or cut when summarising keeps failing). */
@@ -272,6 +263,12 @@ export class GroupManager {
   resetSession(g: GroupDoc, agentId: string): void {
     const s = this.session(g, agentId);
     this.setSession(g, { agentId, reset: true, append: [], cursor: g.nextSeq - 1, summary: null, usage: { ...s.usage } });
+  }
+
+  /** The agent's memory of this group rewritten (an edited or deleted message in it). */
+  rewriteMemory(g: GroupDoc, agentId: string, history: ChatTurn[], summary: string | null): void {
+    const s = this.session(g, agentId);
+    this.setSession(g, { agentId, reset: true, append: history, cursor: s.cursor, summary, usage: { ...s.usage } });
   }
 
   private setSession(g: GroupDoc, delta: SessionDelta): void {
@@ -311,6 +308,11 @@ export class GroupManager {
     if (postedIds) e.postedIds = postedIds;
   }
 
+  /** The author edited or deleted an entry: applied now, written with the next record. */
+  edit(g: GroupDoc, ed: EntryEdit): void {
+    this.writes.edit(g, ed);
+  }
+
   /** A new round (its object is the group's from now on: change it only through `updateRound`). */
   addRound(g: GroupDoc, round: RoundRecord): void {
     this.writes.change(g, { t: 'round', id: round.id, set: round });
@@ -337,8 +339,6 @@ export class GroupManager {
     this.writes.change(g, { t: 'seen', key, at: this.now() });
     return true;
   }
-
-
 
   // -------------------------------------------------------------------------------------------
   // Durability (see groupWrites.ts)

@@ -7,8 +7,9 @@
  *
  * Pure over the group object it is given: no clock (every time is in the change), no I/O.
  */
-import type { DayUsage, DeliveryOutcome, GroupChange, GroupCheckpoint, GroupDoc, GroupHead, GroupRecord, SessionDelta, SessionDoc, UsageTotals } from '../records.js';
+import type { DayUsage, DeliveryOutcome, EntryEdit, GroupChange, GroupCheckpoint, GroupDoc, GroupHead, GroupRecord, SessionDelta, SessionDoc, UsageTotals } from '../records.js';
 import type { GroupConfig, TranscriptEntry, Usage } from '../types.js';
+import { applyEntryEdit } from './entryEdit.js';
 
 /**
  * Transcript entries kept in memory per group; older ones are read from the store on demand (a
@@ -24,10 +25,11 @@ const SEEN_TTL_MS = 24 * 60 * 60 * 1000;
 /** …and never fewer than this many keys, however old. */
 const SEEN_MIN = 1000;
 
-/** Apply one record: its entries, its delivery outcomes, its changes. */
+/** Apply one record: its entries, its delivery outcomes, its edits, its changes. */
 export function evolve(g: GroupDoc, rec: GroupRecord): void {
   for (const e of rec.entries ?? []) applyEntry(g, e);
   for (const d of rec.delivery ?? []) applyDelivery(g, d);
+  for (const ed of rec.edits ?? []) applyEdit(g, ed);
   for (const c of rec.changes ?? []) applyChange(g, c);
 }
 
@@ -49,6 +51,11 @@ export function applyDelivery(g: GroupDoc, d: DeliveryOutcome): void {
     if (d.postedIds) e.postedIds = d.postedIds;
   }
   g.undelivered = g.undelivered.filter((x) => x.seq !== d.seq);
+}
+
+/** The author edited or deleted an entry recorded earlier: the copies held in memory follow. */
+export function applyEdit(g: GroupDoc, ed: EntryEdit): void {
+  for (const e of [entryAt(g.transcript, ed.seq), g.undelivered.find((x) => x.seq === ed.seq)]) if (e) applyEntryEdit(e, ed);
 }
 
 export function applyChange(g: GroupDoc, c: GroupChange): void {

@@ -20,7 +20,7 @@ export function contextStart(g: GroupDoc, count: number): number {
 
 /** Entries an agent is shown: humans, agents, and system notices meant for agents. */
 export function isObservable(e: TranscriptEntry): boolean {
-  return !e.hiddenFromAgents && (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system');
+  return !e.hiddenFromAgents && !e.deleted && (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system');
 }
 
 
@@ -93,7 +93,7 @@ export function viewOf(g: GroupDoc): GroupView {
 }
 
 export function summaryOf(g: GroupDoc): GroupSummary {
-  const last = [...g.transcript].reverse().find((e) => e.kind === 'human' || e.kind === 'agent');
+  const last = [...g.transcript].reverse().find((e) => (e.kind === 'human' || e.kind === 'agent') && !e.deleted);
   return {
     ...viewOf(g),
     messageCount: g.nextSeq - 1,

@@ -6,10 +6,10 @@
  * (`onBroken`): it refuses everything until it is reloaded from the store, as after a crash.
  */
 import type { Logger, Store } from '../ports.js';
-import type { DeliveryOutcome, GroupChange, GroupDoc, GroupRecord } from '../records.js';
+import type { DeliveryOutcome, EntryEdit, GroupChange, GroupDoc, GroupRecord } from '../records.js';
 import type { TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, describeError } from '../errors.js';
-import { applyChange, applyDelivery, applyEntry, checkpointOf } from './evolve.js';
+import { applyChange, applyDelivery, applyEdit, applyEntry, checkpointOf } from './evolve.js';
 
 /** Records between checkpoints: bounds replay at start; its cost is spread over this many writes. */
 export const CHECKPOINT_EVERY = 256;
@@ -31,6 +31,7 @@ export function checkpointInterval(seen: number, every = CHECKPOINT_EVERY): numb
 interface Pending {
   entries: TranscriptEntry[];
   delivery: DeliveryOutcome[];
+  edits: EntryEdit[];
   changes: GroupChange[];
 }
 
@@ -49,7 +50,7 @@ interface Runtime {
 }
 
 function emptyPending(): Pending {
-  return { entries: [], delivery: [], changes: [] };
+  return { entries: [], delivery: [], edits: [], changes: [] };
 }
 
 
@@ -101,6 +102,13 @@ export class GroupWrites {
     rt.pending.entries.push(e);
   }
 
+  /** The author edited or deleted an entry: applied now, written with the group's next record. */
+  edit(g: GroupDoc, ed: EntryEdit): void {
+    const rt = this.rt(g);
+    applyEdit(g, ed);
+    rt.pending.edits.push(ed);
+  }
+
   /** A delivery outcome, written with the group's next record. */
   delivery(g: GroupDoc, d: DeliveryOutcome): void {
     const rt = this.rt(g);
@@ -130,7 +138,7 @@ export class GroupWrites {
     const rt = this.rt(g);
     if (rt.stale || rt.broken) return { entries: [], durable: Promise.reject(new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`)) };
     const p = rt.pending;
-    if (p.entries.length === 0 && p.delivery.length === 0 && p.changes.length === 0) return { entries: [], durable: rt.lastWrite };
+    if (p.entries.length === 0 && p.delivery.length === 0 && p.edits.length === 0 && p.changes.length === 0) return { entries: [], durable: rt.lastWrite };
     // No copy needed: the store serialises the record before `append` returns.
     const rec: GroupRecord = {
       v: 2 as const,
@@ -138,6 +146,7 @@ export class GroupWrites {
       ts: this.now(),
       ...(p.entries.length ? { entries: p.entries } : {}),
       ...(p.delivery.length ? { delivery: p.delivery } : {}),
+      ...(p.edits.length ? { edits: p.edits } : {}),
       ...(p.changes.length ? { changes: p.changes } : {}),
     };
     const entries = p.entries;

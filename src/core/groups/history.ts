@@ -25,8 +25,8 @@ export interface HistoryDeps {
 }
 
 /**
- * Messages matching `q`, newest first. This is the one read behind every search, so an edit or a
- * deletion can be honoured here (and in the stores' `searchEntries`) once they exist.
+ * Messages matching `q`, newest first. The stores' `searchEntries` is the one read behind every
+ * search: it finds an edited message by its new text and never a deleted one.
  */
 export async function searchHistory(d: HistoryDeps, opts: { groupId?: string | undefined; q: string; limit: number; before?: SearchCursor | undefined }): Promise<SearchPage> {
   if (!d.store.searchEntries) throw new UserError('this server\'s store cannot search', 'not_supported', 501);

@@ -10,6 +10,11 @@ import type { GroupDoc, GroupRecord } from '../records.js';
 export function eventsOf(g: GroupDoc, rec: GroupRecord): GatewayEvent[] {
   const out: GatewayEvent[] = [];
   for (const entry of rec.entries ?? []) out.push({ type: entry.kind === 'decision' ? 'decision' : 'message', groupId: g.id, entry });
+  for (const ed of rec.edits ?? []) {
+    const id = `${g.id}.${ed.seq}`;
+    if (ed.deleted) out.push({ type: 'edited', groupId: g.id, id, seq: ed.seq, text: '', deleted: true, deletedAt: ed.at });
+    else if (ed.text !== undefined) out.push({ type: 'edited', groupId: g.id, id, seq: ed.seq, text: ed.text, editedAt: ed.at });
+  }
   for (const c of rec.changes ?? []) {
     switch (c.t) {
       case 'head':

@@ -11,6 +11,7 @@ import type { GroupManager } from '../groups/GroupManager.js';
 import type { GroupAdmin } from '../groups/GroupAdmin.js';
 import type { KeyedQueue } from '../lib/KeyedQueue.js';
 import type { RunningGroups } from '../peers.js';
+import { trimTail } from '../groups/evolve.js';
 import type { Outbox } from './Outbox.js';
 
 export interface HostingDeps {
@@ -88,7 +89,13 @@ export class Hosting {
   /** Another instance recorded an entry of a group this one does not run: add it to the copy. */
   copyEntry(id: string, entry: TranscriptEntry): void {
     const g = this.d.groups.get(id);
-    if (g && !this.d.running.runs(id)) this.d.groups.noteRemoteEntry(g, entry);
+    // Not a change of a group this instance runs: the read-only copy shows the entry in its summary
+    // (last message, count) without reading the whole group again.
+    if (g && !this.d.running.runs(id) && entry.seq >= g.nextSeq) {
+      g.transcript.push(entry);
+      g.nextSeq = entry.seq + 1;
+      trimTail(g);
+    }
   }
 
   /** Another instance changed a group this one does not run: read the copy again. */

@@ -8,7 +8,7 @@
 import { mkdir, open, readdir, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger, SearchFound, SearchRequest, StoredGroup } from '../../core/ports.js';
-import type { GroupRecord } from '../../core/records.js';
+import type { EntryEdit, GroupRecord } from '../../core/records.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { StoreUnavailableError, describeError } from '../../core/errors.js';
 import { newestFirst, searchable } from '../../core/text/search.js';
@@ -17,7 +17,7 @@ import { checkFormat, segmentName } from './format.js';
 import { GroupLog } from './GroupLog.js';
 import { DamagedGroupError, checkLogReaches, readCheckpoint } from './groupFiles.js';
 import { migrateV1 } from './migrateV1.js';
-import { SearchIndexes, type IndexedEntry } from './searchIndex.js';
+import { SearchIndexes, type IndexedEdit, type IndexedEntry } from './searchIndex.js';
 import { spanOf, type RecordSpan } from './segmentIndex.js';
 import { plainWrite, replaceFile, truncateBack, writeFully, type WriteFn } from './writeFully.js';
 
@@ -54,6 +54,8 @@ export interface FileAppend {
   span: RecordSpan;
   /** Its searchable entries, for a search index of the group once they are durable. */
   found: IndexedEntry[];
+  /** Its edits and deletions, for the same index. */
+  edits: IndexedEdit[];
 }
 
 /** One group's part of a batch that reached its file (not yet synced). */
@@ -134,7 +136,8 @@ export class FileBackend implements LogBackend<FileAppend> {
 
   prepare(_groupId: string, record: GroupRecord): FileAppend {
     const found = (record.entries ?? []).filter(searchable).map((e) => ({ seq: e.seq, ts: e.ts, text: e.text }));
-    return { line: `${JSON.stringify(record)}\n`, span: spanOf(record), found };
+    const edits = (record.edits ?? []).filter((ed) => ed.deleted || ed.text !== undefined).map(indexedEdit);
+    return { line: `${JSON.stringify(record)}\n`, span: spanOf(record), found, edits };
   }
 
   async write(batch: ReadonlyArray<GroupWrite<FileAppend>>): Promise<ReadonlyMap<string, unknown>> {
@@ -159,7 +162,7 @@ export class FileBackend implements LogBackend<FileAppend> {
     for (const w of written) if (!refused.has(w.id)) w.log.acked = { path: w.log.activePath!, size: w.log.size };
     for (const g of batch) {
       if (refused.has(g.groupId)) this.search.drop(g.groupId);
-      else this.search.appended(g.groupId, g.records.flatMap((r) => r.found));
+      else this.search.appended(g.groupId, g.records.flatMap((r) => r.found), g.records.flatMap((r) => r.edits));
     }
     return refused;
   }
@@ -218,8 +221,11 @@ export class FileBackend implements LogBackend<FileAppend> {
     for (const id of req.groupIds) {
       const log = this.logs.get(id);
       if (!log) continue;
-      const index = await this.search.index(id, async (add) => {
-        for await (const rec of log.records(0)) for (const e of rec.entries ?? []) if (searchable(e)) add({ seq: e.seq, ts: e.ts, text: e.text });
+      const index = await this.search.index(id, async (add, edit) => {
+        for await (const rec of log.records(0)) {
+          for (const e of rec.entries ?? []) if (searchable(e)) add({ seq: e.seq, ts: e.ts, text: e.text });
+          for (const ed of rec.edits ?? []) if (ed.deleted || ed.text !== undefined) edit(indexedEdit(ed));
+        }
       });
       places.push(...index.match(req.terms, id, req.before, req.limit));
     }
@@ -227,7 +233,7 @@ export class FileBackend implements LogBackend<FileAppend> {
     const out: SearchFound[] = [];
     for (const p of places.slice(0, req.limit)) {
       const [entry] = await this.logs.get(p.groupId)!.entries({ afterSeq: p.seq - 1, limit: 1 });
-      if (entry?.seq === p.seq) out.push({ groupId: p.groupId, entry });
+      if (entry?.seq === p.seq && !entry.deleted) out.push({ groupId: p.groupId, entry });
     }
     return out;
   }
@@ -266,6 +272,11 @@ export class FileBackend implements LogBackend<FileAppend> {
     }
     await syncDirs([join(dir, 'log'), dir]);
   }
+}
+
+/** What the search index needs of an edit: the new text, or null for a deletion. */
+function indexedEdit(ed: EntryEdit): IndexedEdit {
+  return { seq: ed.seq, text: ed.deleted ? null : (ed.text ?? null) };
 }
 
 /** fsync directories so newly created entries in them survive a power cut. */

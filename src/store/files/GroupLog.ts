@@ -11,6 +11,7 @@ import type { Logger } from '../../core/ports.js';
 import type { GroupRecord } from '../../core/records.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { parseRecord } from '../logSchema.js';
+import { applyEntryEdit } from '../../core/groups/entryEdit.js';
 import { SEGMENT_FILE, segmentName } from './format.js';
 import { cacheIndex, cachedIndex, emptyIndex, noteRecord, spanOf, type LineTable, type RecordSpan, type SegmentIndex } from './segmentIndex.js';
 import { cutTornTail } from './tornTail.js';
@@ -167,7 +168,7 @@ export class GroupLog {
     }
   }
 
-  /** Entries (with delivery outcomes applied) of a seq range, oldest first. */
+  /** Entries (with delivery outcomes and edits applied) of a seq range, oldest first. */
   async entries(range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
     if (this.segments.length === 0 || range.limit <= 0) return [];
     const out: TranscriptEntry[] = [];
@@ -199,23 +200,36 @@ export class GroupLog {
     const bySeq = new Map(out.map((e) => [e.seq, e]));
     const patchFrom = new Set(used.flatMap((i) => [i, i + 1]).filter((i) => i < this.segments.length));
     for (const i of [...patchFrom].sort((a, b) => a - b)) {
-      const d = (await this.index(this.segments[i]!)).deliveries;
-      let first = -1;
-      let last = -1;
-      for (let k = 0; k < d.count; k++) {
-        if (d.hiAt(k) < lo || d.loAt(k) > hi) continue;
-        if (first < 0) first = k;
-        last = k;
-      }
-      if (first < 0) continue;
-      for (const rec of await this.readLines(i, d, first, last + 1)) {
+      for (const rec of await this.overlapping(i, 'deliveries', lo, hi)) {
         for (const p of rec.delivery ?? []) {
           const e = bySeq.get(p.seq);
           if (e) Object.assign(e, { delivery: p.delivery }, p.postedIds ? { postedIds: p.postedIds } : {});
         }
       }
     }
+    // Edits may come any time later: every segment from the first one read to the last.
+    for (let i = Math.min(...used); i < this.segments.length; i++) {
+      for (const rec of await this.overlapping(i, 'edits', lo, hi)) {
+        for (const ed of rec.edits ?? []) {
+          const e = bySeq.get(ed.seq);
+          if (e) applyEntryEdit(e, ed);
+        }
+      }
+    }
     return out;
+  }
+
+  /** The records of segment `i` listed in its `table` that touch a seq in [lo, hi], in order. */
+  private async overlapping(i: number, table: 'deliveries' | 'edits', lo: number, hi: number): Promise<GroupRecord[]> {
+    const d = (await this.index(this.segments[i]!))[table];
+    let first = -1;
+    let last = -1;
+    for (let k = 0; k < d.count; k++) {
+      if (d.hiAt(k) < lo || d.loAt(k) > hi) continue;
+      if (first < 0) first = k;
+      last = k;
+    }
+    return first < 0 ? [] : (await this.readLines(i, d, first, last + 1)).filter((r) => (table === 'edits' ? r.edits : r.delivery)?.length);
   }
 
   /** Index of the segment that holds `seq` (-1 when it is before the first). */

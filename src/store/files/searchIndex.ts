@@ -17,6 +17,12 @@ export interface IndexedEntry {
   text: string;
 }
 
+/** An entry's text changed (`text`) or it was deleted (`text` null). */
+export interface IndexedEdit {
+  seq: number;
+  text: string | null;
+}
+
 /** Rough heap cost, for the bound: per message, per posting, per distinct token (plus its characters). */
 const BYTES_PER_DOC = 64;
 const BYTES_PER_POSTING = 8;
@@ -27,6 +33,13 @@ export class GroupSearchIndex {
   private tss: number[] = [];
   /** Token → the messages (index into seqs) holding it: a number for one, an array for more. */
   private readonly postings = new Map<string, number | number[]>();
+  /** Deleted messages, never found. */
+  private readonly dead = new Set<number>();
+  /**
+   * Edited messages → the tokens of their current text. Their new tokens are added to the
+   * postings, their old ones stay there: a match of an edited message is checked against these.
+   */
+  private readonly current = new Map<number, string[]>();
   maxSeq = 0;
   bytes = 0;
 
@@ -42,15 +55,48 @@ export class GroupSearchIndex {
     this.seqs.push(e.seq);
     this.tss.push(e.ts);
     this.bytes += BYTES_PER_DOC;
-    for (const t of searchTokens(e.text)) {
+    this.post(doc, searchTokens(e.text));
+  }
+
+  /** A message indexed earlier was edited or deleted (one never indexed, a notice, is skipped). */
+  edit(ed: IndexedEdit): void {
+    const doc = this.docOf(ed.seq);
+    if (doc < 0) return;
+    if (ed.text === null) {
+      this.dead.add(doc);
+      this.current.delete(doc);
+      return;
+    }
+    const tokens = searchTokens(ed.text);
+    this.current.set(doc, tokens);
+    this.post(doc, tokens);
+  }
+
+  private post(doc: number, tokens: Iterable<string>): void {
+    for (const t of tokens) {
       const p = this.postings.get(t);
       if (p === undefined) {
         this.postings.set(t, doc);
         this.bytes += BYTES_PER_TOKEN + t.length * 2;
-      } else if (typeof p === 'number') this.postings.set(t, [p, doc]);
-      else p.push(doc);
+      } else if (typeof p === 'number') {
+        if (p !== doc) this.postings.set(t, [p, doc]);
+      } else if (p.at(-1) !== doc) p.push(doc);
       this.bytes += BYTES_PER_POSTING;
     }
+  }
+
+  /** The message with this seq (messages are indexed in seq order), or -1. */
+  private docOf(seq: number): number {
+    let lo = 0;
+    let hi = this.seqs.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const at = this.seqs[mid]!;
+      if (at === seq) return mid;
+      if (at < seq) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
   }
 
   /** The newest `limit` messages holding every term (as a word start), after `before` in the order. */
@@ -74,7 +120,9 @@ export class GroupSearchIndex {
     const out: SearchPlace[] = [];
     const want = terms.length;
     for (let d = 0; d < n; d++) {
-      if (count[d] !== want) continue;
+      if (count[d] !== want || this.dead.has(d)) continue;
+      const now = this.current.get(d);
+      if (now && !terms.every((term) => now.some((t) => t.startsWith(term)))) continue;
       const place = { ts: this.tss[d]!, groupId, seq: this.seqs[d]! };
       if (afterCursor(place, before)) out.push(place);
     }
@@ -87,7 +135,7 @@ interface Slot {
   index: GroupSearchIndex;
   /** Set while the log is being read; entries appended meanwhile wait in `pending`. */
   building: Promise<GroupSearchIndex> | null;
-  pending: IndexedEntry[];
+  pending: Array<{ entry: IndexedEntry } | { edit: IndexedEdit }>;
 }
 
 export class SearchIndexes {
@@ -99,7 +147,7 @@ export class SearchIndexes {
   constructor(private readonly maxBytes: number) {}
 
   /** The group's index, built from `read` (which streams its log once) when there is none. */
-  async index(groupId: string, read: (add: (e: IndexedEntry) => void) => Promise<void>): Promise<GroupSearchIndex> {
+  async index(groupId: string, read: (add: (e: IndexedEntry) => void, edit: (ed: IndexedEdit) => void) => Promise<void>): Promise<GroupSearchIndex> {
     let slot = this.slots.get(groupId);
     if (slot) {
       this.slots.delete(groupId);
@@ -113,15 +161,21 @@ export class SearchIndexes {
     this.stats.builds++;
     fresh.building = (async () => {
       try {
-        await read((e) => {
-          index.add(e);
-          this.stats.indexed++;
-        });
+        await read(
+          (e) => {
+            index.add(e);
+            this.stats.indexed++;
+          },
+          (ed) => index.edit(ed),
+        );
       } catch (err) {
         if (this.slots.get(groupId) === fresh) this.slots.delete(groupId);
         throw err;
       }
-      for (const e of fresh.pending) index.add(e);
+      for (const p of fresh.pending) {
+        if ('entry' in p) index.add(p.entry);
+        else index.edit(p.edit);
+      }
       fresh.pending = [];
       fresh.building = null;
       this.evict(groupId);
@@ -130,12 +184,15 @@ export class SearchIndexes {
     return fresh.building;
   }
 
-  /** Durable entries of a group: added to its index when it has one (none is built for them). */
-  appended(groupId: string, entries: readonly IndexedEntry[]): void {
+  /** Durable entries and edits of a group: applied to its index when it has one (none is built for them). */
+  appended(groupId: string, entries: readonly IndexedEntry[], edits: readonly IndexedEdit[] = []): void {
     const slot = this.slots.get(groupId);
-    if (!slot || entries.length === 0) return;
-    if (slot.building) slot.pending.push(...entries);
-    else for (const e of entries) slot.index.add(e);
+    if (!slot || entries.length + edits.length === 0) return;
+    if (slot.building) slot.pending.push(...entries.map((entry) => ({ entry })), ...edits.map((edit) => ({ edit })));
+    else {
+      for (const e of entries) slot.index.add(e);
+      for (const ed of edits) slot.index.edit(ed);
+    }
   }
 
   /** Forget a group's index (its log was read again from disk, or a write of it failed). */

@@ -1,6 +1,6 @@
 /**
- * The in-memory index of a log segment: the byte range of every line that carries entries or
- * delivery outcomes, so reading a page of history is one positional read, never a scan of the
+ * The in-memory index of a log segment: the byte range of every line that carries entries,
+ * delivery outcomes or edits, so reading a page of history is one positional read, never a scan of the
  * whole history. Indexes of segments other than the active ones are cached, a bounded number.
  */
 import type { GroupRecord } from '../../core/records.js';
@@ -82,6 +82,11 @@ export interface SegmentIndex {
    * when a page of entries overlapping them is read.
    */
   deliveries: LineTable;
+  /**
+   * Lines that carry edits or deletions, with the range of entry seqs they touch. An edit may come
+   * long after its entry, so a read looks at these in its segment and in every later one.
+   */
+  edits: LineTable;
   /** Record numbers in this segment (0 when it has none). */
   firstN: number;
   lastN: number;
@@ -97,26 +102,29 @@ export interface RecordSpan {
   n: number;
   entries: [number, number] | null;
   deliveries: [number, number] | null;
+  edits: [number, number] | null;
 }
 
 export function spanOf(rec: GroupRecord): RecordSpan {
-  let deliveries: [number, number] | null = null;
-  if (rec.delivery?.length) {
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (const d of rec.delivery) {
-      lo = Math.min(lo, d.seq);
-      hi = Math.max(hi, d.seq);
-    }
-    deliveries = [lo, hi];
-  }
   // A record's entries are in seq order.
   const entries: [number, number] | null = rec.entries?.length ? [rec.entries[0]!.seq, rec.entries.at(-1)!.seq] : null;
-  return { n: rec.n, entries, deliveries };
+  return { n: rec.n, entries, deliveries: seqRange(rec.delivery), edits: seqRange(rec.edits) };
+}
+
+/** The lowest and highest seq a list of outcomes or edits touches (null for none). */
+function seqRange(items: ReadonlyArray<{ seq: number }> | undefined): [number, number] | null {
+  if (!items?.length) return null;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const d of items) {
+    lo = Math.min(lo, d.seq);
+    hi = Math.max(hi, d.seq);
+  }
+  return [lo, hi];
 }
 
 export function emptyIndex(): SegmentIndex {
-  return { entries: new LineTable(), deliveries: new LineTable(), firstN: 0, lastN: 0, size: 0 };
+  return { entries: new LineTable(), deliveries: new LineTable(), edits: new LineTable(), firstN: 0, lastN: 0, size: 0 };
 }
 
 /** Note the line of one record, `length` bytes at `offset`, in a segment's index. */
@@ -125,6 +133,7 @@ export function noteRecord(idx: SegmentIndex, span: RecordSpan, offset: number, 
   idx.lastN = span.n;
   if (span.entries) idx.entries.push(offset, length, span.entries[0], span.entries[1]);
   if (span.deliveries) idx.deliveries.push(offset, length, span.deliveries[0], span.deliveries[1]);
+  if (span.edits) idx.edits.push(offset, length, span.edits[0], span.edits[1]);
 }
 
 /** Indexes kept in memory across all groups (the active segments' are kept besides). */

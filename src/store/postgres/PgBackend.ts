@@ -19,7 +19,7 @@ import { StoreUnavailableError, describeError } from '../../core/errors.js';
 import { FencedError, type GroupWrite, type LogBackend } from '../LogBackend.js';
 import { CHECKPOINT_VERSION, parseCheckpoint, parseRecord } from '../logSchema.js';
 import { migrate } from './migrations.js';
-import { backfillSearch, searchEntries } from './search.js';
+import { backfillSearch, entryOf, searchEntries, type EntryRow } from './search.js';
 import { WriteFailure, definiteRollback, lostCommitOutcome, pgAppend, writeRows, type PgAppend, type WriteHooks } from './pgWrite.js';
 
 /** Counters, read by the benchmarks. */
@@ -190,20 +190,15 @@ export class PgBackend implements LogBackend<PgAppend> {
 
   async readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
     if (range.limit <= 0) return [];
-    type Row = { entry: TranscriptEntry; delivery: string | null; posted_ids: string[] | null };
+    type Row = EntryRow;
     let rows: Row[];
     if (range.afterSeq !== undefined) {
-      rows = (await this.o.pool.query<Row>('SELECT entry, delivery, posted_ids FROM chorus_entries WHERE group_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [groupId, range.afterSeq, range.limit])).rows;
+      rows = (await this.o.pool.query<Row>('SELECT entry, delivery, posted_ids, edit FROM chorus_entries WHERE group_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [groupId, range.afterSeq, range.limit])).rows;
     } else {
       const before = range.beforeSeq ?? Number.MAX_SAFE_INTEGER;
-      rows = (await this.o.pool.query<Row>('SELECT entry, delivery, posted_ids FROM chorus_entries WHERE group_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3', [groupId, before, range.limit])).rows.reverse();
+      rows = (await this.o.pool.query<Row>('SELECT entry, delivery, posted_ids, edit FROM chorus_entries WHERE group_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3', [groupId, before, range.limit])).rows.reverse();
     }
-    return rows.map((r) => {
-      const e = r.entry;
-      if (r.delivery !== null) e.delivery = r.delivery as TranscriptEntry['delivery'];
-      if (r.posted_ids !== null) e.postedIds = r.posted_ids;
-      return e;
-    });
+    return rows.map(entryOf);
   }
 
   searchEntries(req: SearchRequest): Promise<SearchFound[]> {

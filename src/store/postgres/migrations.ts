@@ -29,6 +29,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: 'dead letters', sql: DEAD_LETTERS_SQL },
   // Full-text search over the messages (search.ts); older rows get their vectors at start.
   { version: 4, name: 'search', sql: SEARCH_SQL },
+  // The latest edit or deletion of an entry (pgWrite.ts), applied to it when it is read.
+  { version: 5, name: 'entry edits', sql: 'ALTER TABLE chorus_entries ADD COLUMN edit json;' },
 ];
 
 /** Key of the transaction-level advisory lock held while migrating ("Chor", 1). */

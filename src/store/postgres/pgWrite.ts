@@ -6,6 +6,8 @@
 import type pg from 'pg';
 import type { GroupRecord } from '../../core/records.js';
 import { StoreUnavailableError, describeError } from '../../core/errors.js';
+import type { TranscriptEntry } from '../../core/types.js';
+import { applyEntryEdit } from '../../core/groups/entryEdit.js';
 import { SEARCH_VECTOR, searchColumn } from './search.js';
 
 /** One record as it is appended, serialised when `append` was called. */
@@ -18,6 +20,8 @@ export interface PgAppend {
   /** The record's entries, with their search tokens (search.ts). */
   entries: Array<{ seq: number; json: string; search: string }>;
   delivery: Array<{ seq: number; delivery: string; posted: string | null }>;
+  /** Edits of earlier entries: the edit (it describes the entry's whole edit state) and the search tokens of the new text. */
+  edits: Array<{ seq: number; json: string; search: string }>;
 }
 
 export function pgAppend(groupId: string, record: GroupRecord): PgAppend {
@@ -29,7 +33,13 @@ export function pgAppend(groupId: string, record: GroupRecord): PgAppend {
     body: JSON.stringify(record),
     entries: (record.entries ?? []).map((e) => ({ seq: e.seq, json: JSON.stringify(e), search: searchColumn(e) })),
     delivery: (record.delivery ?? []).map((d) => ({ seq: d.seq, delivery: d.delivery, posted: d.postedIds ? JSON.stringify(d.postedIds) : null })),
+    edits: (record.edits ?? []).map((ed) => ({ seq: ed.seq, json: JSON.stringify(ed), search: ed.deleted ? '' : searchTokensOf(ed.text ?? '') })),
   };
+}
+
+/** The search column's input for a new text (as searchColumn gives it for a message). */
+function searchTokensOf(text: string): string {
+  return searchColumn({ kind: 'human', text });
 }
 
 export interface WriteHooks {
@@ -144,6 +154,7 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
   const ent = { g: [] as string[], seq: [] as number[], n: [] as number[], entry: [] as string[], delivery: [] as Array<string | null>, posted: [] as Array<string | null>, search: [] as string[] };
   const inBatch = new Map<string, number>();
   const later = new Map<string, { g: string; seq: number; delivery: string; posted: string | null }>();
+  const edits = new Map<string, { g: string; seq: number; edit: string; search: string }>();
   for (const it of items) {
     rec.g.push(it.groupId);
     rec.n.push(it.n);
@@ -173,7 +184,20 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
         later.set(key, { g: it.groupId, seq: d.seq, delivery: d.delivery, posted: posted ?? prev?.posted ?? null });
       }
     }
+    for (const ed of it.edits) {
+      const key = `${it.groupId}\u0000${ed.seq}`;
+      const k = inBatch.get(key);
+      // An edit of an entry of this same batch is written into its row; of an earlier one, the
+      // latest per entry (each describes the whole edit state) goes into the row's `edit` column.
+      if (k !== undefined) {
+        const entry = JSON.parse(ent.entry[k]!) as TranscriptEntry;
+        applyEntryEdit(entry, JSON.parse(ed.json));
+        ent.entry[k] = JSON.stringify(entry);
+        ent.search[k] = searchColumn(entry);
+      } else edits.set(key, { g: it.groupId, seq: ed.seq, edit: ed.json, search: ed.search });
+    }
   }
+  const eds = [...edits.values()];
   const del = [...later.values()];
   const text = `WITH
   g AS (INSERT INTO chorus_groups (id) SELECT unnest($1::text[]) ON CONFLICT (id) DO NOTHING),
@@ -184,6 +208,10 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
           FROM unnest($7::text[], $8::bigint[], $9::bigint[], $10::json[], $11::text[], $12::json[], $17::text[]) AS u(g, seq, n, entry, delivery, posted, s)),
   d AS (UPDATE chorus_entries c SET delivery = u.delivery, posted_ids = COALESCE(u.posted_ids, c.posted_ids)
         FROM unnest($13::text[], $14::bigint[], $15::text[], $16::json[]) AS u(group_id, seq, delivery, posted_ids)
+        WHERE c.group_id = u.group_id AND c.seq = u.seq),
+  x AS (UPDATE chorus_entries c SET edit = u.edit,
+          search = CASE WHEN c.search = ''::tsvector THEN c.search ELSE ${SEARCH_VECTOR('u.s')} END
+        FROM unnest($18::text[], $19::bigint[], $20::json[], $21::text[]) AS u(group_id, seq, edit, s)
         WHERE c.group_id = u.group_id AND c.seq = u.seq)
 SELECT 1`;
   return {
@@ -194,6 +222,7 @@ SELECT 1`;
       ent.g, ent.seq, ent.n, ent.entry, ent.delivery, ent.posted,
       del.map((d) => d.g), del.map((d) => d.seq), del.map((d) => d.delivery), del.map((d) => d.posted),
       ent.search,
+      eds.map((e) => e.g), eds.map((e) => e.seq), eds.map((e) => e.edit), eds.map((e) => e.search),
     ],
   };
 }

@@ -14,6 +14,8 @@ import type { Logger, SearchFound, SearchRequest } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { describeError } from '../../core/errors.js';
 import { searchTokens, searchable } from '../../core/text/search.js';
+import type { EntryEdit } from '../../core/records.js';
+import { applyEntryEdit } from '../../core/groups/entryEdit.js';
 
 export const SEARCH_SQL = `
 ALTER TABLE chorus_entries ADD COLUMN search tsvector;
@@ -22,7 +24,7 @@ CREATE INDEX chorus_entries_unsearchable ON chorus_entries (group_id, seq) WHERE
 `;
 
 /** The tokens of an entry, space separated ('' for what search never finds): the `search` column's input. */
-export function searchColumn(e: TranscriptEntry): string {
+export function searchColumn(e: Pick<TranscriptEntry, 'kind' | 'text' | 'hiddenFromAgents'>): string {
   return searchable(e) ? searchTokens(e.text).join(' ') : '';
 }
 
@@ -34,9 +36,10 @@ export async function backfillSearch(pool: pg.Pool, logger: Logger): Promise<num
   let done = 0;
   try {
     for (;;) {
-      const { rows } = await pool.query<{ group_id: string; seq: string; entry: TranscriptEntry }>(
-        'SELECT group_id, seq, entry FROM chorus_entries WHERE search IS NULL ORDER BY group_id, seq LIMIT 1000',
+      const { rows } = await pool.query<{ group_id: string; seq: string; entry: TranscriptEntry; edit: EntryEdit | null }>(
+        'SELECT group_id, seq, entry, edit FROM chorus_entries WHERE search IS NULL ORDER BY group_id, seq LIMIT 1000',
       );
+      for (const r of rows) if (r.edit) applyEntryEdit(r.entry, r.edit);
       if (rows.length === 0) break;
       await pool.query(
         `UPDATE chorus_entries c SET search = ${SEARCH_VECTOR('u.s')}
@@ -64,18 +67,30 @@ export async function searchEntries(pool: pg.Pool, req: SearchRequest): Promise<
     values.push(req.before.ts, req.before.groupId, req.before.seq);
     after = `AND ((entry->>'ts')::float8, group_id COLLATE "C", seq) < ($4::float8, $5::text COLLATE "C", $6::bigint)`;
   }
-  type Row = { group_id: string; entry: TranscriptEntry; delivery: string | null; posted_ids: string[] | null };
+  type Row = EntryRow & { group_id: string };
   const { rows } = await pool.query<Row>(
-    `SELECT group_id, entry, delivery, posted_ids FROM chorus_entries
+    `SELECT group_id, entry, delivery, posted_ids, edit FROM chorus_entries
       WHERE group_id = ANY($1::text[]) AND search @@ $2::tsquery ${after}
       ORDER BY (entry->>'ts')::float8 DESC, group_id COLLATE "C" DESC, seq DESC
       LIMIT $3`,
     values,
   );
-  return rows.map((r) => {
-    const entry = r.entry;
-    if (r.delivery !== null) entry.delivery = r.delivery as TranscriptEntry['delivery'];
-    if (r.posted_ids !== null) entry.postedIds = r.posted_ids;
-    return { groupId: r.group_id, entry };
-  });
+  return rows.map((r) => ({ groupId: r.group_id, entry: entryOf(r) })).filter((f) => !f.entry.deleted);
+}
+
+/** A row of `chorus_entries` as read back. */
+export interface EntryRow {
+  entry: TranscriptEntry;
+  delivery: string | null;
+  posted_ids: string[] | null;
+  edit: EntryEdit | null;
+}
+
+/** The entry of a row with its latest delivery state and edit applied. */
+export function entryOf(r: EntryRow): TranscriptEntry {
+  const e = r.entry;
+  if (r.delivery !== null) e.delivery = r.delivery as TranscriptEntry['delivery'];
+  if (r.posted_ids !== null) e.postedIds = r.posted_ids;
+  if (r.edit !== null) applyEntryEdit(e, r.edit);
+  return e;
 }

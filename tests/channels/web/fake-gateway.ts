@@ -174,6 +174,12 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   promptContext(): Promise<PromptContext> {
     return Promise.reject(new UserError('FakeGateway does not keep prompts', 'bad_request', 400));
   }
+  editMessage(): Promise<TranscriptEntry> {
+    return Promise.reject(new UserError('FakeGateway does not edit messages', 'bad_request', 400));
+  }
+  deleteMessage(): Promise<TranscriptEntry> {
+    return Promise.reject(new UserError('FakeGateway does not delete messages', 'bad_request', 400));
+  }
 
   subscribe(listener: (ev: GatewayEvent) => void): () => void {
     this.listeners.add(listener);

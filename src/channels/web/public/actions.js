@@ -2,10 +2,12 @@
 // Reply, Ask <agent> again, Regenerate (an agent's latest reply). It works with the mouse, the
 // keyboard (Enter or Space or ↓ opens it, arrows move, Escape closes and gives focus back) and
 // touch (where there is no hover the button is always shown, with a finger-sized hit area).
-// Nothing here deletes anything: regenerating adds another answer and keeps the first (the
-// feed shows them as one bubble with ‹ 1/2 ›).
+// Regenerating adds another answer and keeps the first (the feed shows them as one bubble with
+// ‹ 1/2 ›). A person's own messages (sent from this browser) can also be edited in place and
+// deleted; the server checks that it is this browser's message either way.
 import { api } from './api.js';
 import { h } from './dom.js';
+import { isOwn } from './identity.js';
 import { agentOf, state } from './state.js';
 
 export class MessageActions {
@@ -70,6 +72,10 @@ export class MessageActions {
       }
     } else {
       out.push({ action: 'reply', label: `Reply to ${e.authorName || 'this message'}`, run: () => this.reply(e) });
+      if (e.kind === 'human' && !e.deleted && isOwn(e)) {
+        out.push({ action: 'edit', label: 'Edit', run: () => this.edit(e) });
+        out.push({ action: 'delete', label: 'Delete', run: () => this.remove(e) });
+      }
     }
     return out;
   }
@@ -158,6 +164,61 @@ export class MessageActions {
 
   reply(e) {
     this.composer.setReplyTo(e);
+  }
+
+  /** Edit in place: the text becomes a field with Save and Cancel (Escape cancels, Ctrl+Enter saves). */
+  edit(e) {
+    const li = this.feed.list.querySelector(`[data-entry-id="${CSS.escape(e.id)}"]`);
+    const text = li && li.querySelector('.bubble > .text');
+    if (!li || !text || li.querySelector('.edit-form')) return;
+    const field = h('textarea', { className: 'edit-text', rows: 3, 'aria-label': 'Edit your message' });
+    field.value = e.text;
+    const done = (entry) => {
+      form.remove();
+      text.hidden = false;
+      if (entry) this.feed.applyEdit({ id: entry.id, text: entry.text, editedAt: entry.editedAt });
+    };
+    const form = h('form', { className: 'edit-form' },
+      field,
+      h('div', { className: 'edit-buttons' },
+        h('button', { type: 'submit', className: 'edit-save', text: 'Save' }),
+        h('button', { type: 'button', className: 'edit-cancel', text: 'Cancel', onclick: () => done(null) })));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const value = field.value.trim();
+      if (!value || value === e.text) return done(null);
+      let saved = null;
+      await this.send(async () => {
+        saved = (await api('PATCH', this.entryPath(e), { text: value })).message;
+      });
+      if (saved) done(saved);
+    });
+    field.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Escape') {
+        ev.preventDefault();
+        done(null);
+      } else if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
+        ev.preventDefault();
+        form.requestSubmit();
+      }
+    });
+    text.hidden = true;
+    text.after(form);
+    field.focus();
+  }
+
+  /** Delete after a confirmation: the message stays as a "message deleted" line. */
+  async remove(e) {
+    if (!window.confirm('Delete this message? Nobody will see its text any more, agents included.')) return;
+    let gone = null;
+    await this.send(async () => {
+      gone = (await api('DELETE', this.entryPath(e))).message;
+    });
+    if (gone) this.feed.applyEdit({ id: gone.id, deleted: true, deletedAt: gone.deletedAt });
+  }
+
+  entryPath(e) {
+    return `/api/groups/${encodeURIComponent(state.currentId)}/messages/${encodeURIComponent(e.id)}`;
   }
 
   /** `/ask <agent>` about the message this reply answered (the server finds it from `reply_to`). */

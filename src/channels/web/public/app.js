@@ -186,6 +186,7 @@ function onEntry(ev) {
 }
 
 function openGroupStream(id) {
+  let lost = false;
   groupStream = new LiveStream(
     // `inflight`: on every (re)connect the server first says what is being written right now;
     // `batch`: a fast model's chunks come at most one event a frame.
@@ -193,6 +194,7 @@ function openGroupStream(id) {
     {
       message: onEntry,
       decision: onEntry,
+      edited: (ev) => ev.groupId === state.currentId && feed.applyEdit(ev),
       typing: (ev) => ev.groupId === state.currentId && feed.setTyping(ev.agentId, ev.active),
       delta: (ev) => ev.groupId === state.currentId && feed.delta(ev),
       inflight: (ev) => ev.groupId === state.currentId && feed.resume(ev),
@@ -211,9 +213,27 @@ function openGroupStream(id) {
         loadMessages(id).catch(() => {});
       },
     },
-    (s) => setConn('group', s),
+    (s) => {
+      setConn('group', s);
+      // Edits and deletions made while the stream was down are not replayed: read them back.
+      if (s === 'reconnecting') lost = true;
+      else if (s === 'live' && lost) {
+        lost = false;
+        catchUpEdits(id).catch(() => {});
+      }
+    },
   );
   groupStream.open();
+}
+
+/** The newest messages as the server has them now: any edited or deleted since are drawn again. */
+async function catchUpEdits(id) {
+  const page = await api('GET', `/api/groups/${encodeURIComponent(id)}/messages?limit=200`);
+  if (state.currentId !== id) return;
+  for (const m of page.messages) {
+    const e = feed.entries.get(m.id);
+    if (e && (e.text !== m.text || Boolean(e.deleted) !== Boolean(m.deleted))) feed.applyEdit({ id: m.id, text: m.text, editedAt: m.editedAt, deleted: m.deleted, deletedAt: m.deletedAt });
+  }
 }
 
 function openGlobalStream() {
@@ -224,6 +244,7 @@ function openGlobalStream() {
       return;
     }
     const e = ev.entry;
+    if (e.editOf) return;
     notifier.consider(ev.groupId, e);
     g.lastMessage = { authorName: e.authorName, text: e.text, ts: e.ts };
     if (ev.groupId !== state.currentId) {

@@ -69,16 +69,18 @@ export function renderEntry(feed, e, view = null) {
     // own messages (sent from this browser) sit on the right; everyone else's on the left, in a
     // colour of their own. The name is isolated (<bdi>) and cleaned so right-to-left tricks
     // cannot reorder it.
+    // A deleted message keeps its place and author, never its text; an edited one says so.
     const own = isOwn(e);
-    return h('li', { className: `msg human ${own ? 'own' : 'other'}`, vars: own ? null : accentVars(personColor(e)), ...base },
+    return h('li', { className: `msg human ${own ? 'own' : 'other'}${e.deleted ? ' deleted' : ''}`, vars: own ? null : accentVars(personColor(e)), ...base },
       h('div', { className: 'bubble' },
         h('div', { className: 'meta' },
           h('bdi', { className: 'author', text: visibleName(e.authorName) }),
           h('span', { className: 'role-tag', title: 'a person, not an agent', text: 'person' }),
           timeEl(e.ts),
-          feed.actionsFor(e)),
-        e.replyTo ? replyRef(feed, e.replyTo) : null,
-        body(e.text)));
+          e.editedAt && !e.deleted ? editedTag(e.editedAt) : null,
+          e.deleted ? null : feed.actionsFor(e)),
+        e.replyTo && !e.deleted ? replyRef(feed, e.replyTo) : null,
+        e.deleted ? h('p', { className: 'text deleted-text', text: 'message deleted' }) : body(e.text)));
   }
   const actions = feed.actionsFor(e);
   const agent = agentOf(e.agentId) || { id: e.agentId || e.authorId, name: e.authorName, avatar: null, color: null };
@@ -143,7 +145,7 @@ function questionRef(feed, e) {
 function replyRef(feed, id) {
   const target = feed.entries.get(id);
   const who = !target ? null : target.kind === 'agent' ? (agentOf(target.agentId) || { name: target.authorName }).name : visibleName(target.authorName);
-  const words = target ? String(target.text).replace(/\s+/g, ' ').trim() : '';
+  const words = !target ? '' : target.deleted ? 'message deleted' : String(target.text).replace(/\s+/g, ' ').trim();
   const label = target ? `↩ ${who}: ${words.length > 80 ? words.slice(0, 79) + '…' : words}` : '↩ an earlier message';
   return h('button', { type: 'button', className: 'reply-ref', dataset: { replyTo: id }, title: 'Show the message this replies to', text: label,
     onclick: () => {
@@ -217,6 +219,17 @@ function regenTag(e) {
 }
 
 /** A time: short on the line, the full date and time on hover. */
+/** "edited" and the time of the edit (the full date on hover). */
+function editedTag(at) {
+  const el = h('time', { className: 'edited-tag', text: `edited ${formatTime(at)}` });
+  const d = new Date(at);
+  if (Number.isFinite(d.getTime())) {
+    el.setAttribute('datetime', d.toISOString());
+    el.title = `edited ${d.toLocaleString()}`;
+  }
+  return el;
+}
+
 function timeEl(ts) {
   const el = h('time', { className: 'time' });
   setTime(el, ts);

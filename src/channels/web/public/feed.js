@@ -91,6 +91,11 @@ export class Feed {
     const batch = [];
     for (const e of older ? [...entries].sort((a, b) => b.seq - a.seq) : entries) {
       if (!e || typeof e.id !== 'string' || this.entries.has(e.id)) continue;
+      // A note telling the agents of an edit is no line for people: the message says "edited".
+      if (e.editOf) {
+        this.lastSeq = Math.max(this.lastSeq, e.seq);
+        continue;
+      }
       this.entries.set(e.id, e);
       this.unplaced.add(e.id);
       batch.push(e);
@@ -295,6 +300,17 @@ export class Feed {
       h('button', { type: 'button', className: 'alt-prev', 'aria-label': 'Previous answer', title: 'Previous answer', text: '‹', disabled: at === 0, onclick: go(-1) }),
       h('span', { className: 'alt-count', text: `${at + 1}/${group.ids.length}` }),
       h('button', { type: 'button', className: 'alt-next', 'aria-label': 'Next answer', title: 'Next answer', text: '›', disabled: at === group.ids.length - 1, onclick: go(1) }));
+  }
+
+  /** A message was edited or deleted (a live event, or the answer to this reader's own change): drawn again. */
+  applyEdit(ev) {
+    const e = this.entries.get(ev.id);
+    if (!e) return;
+    if (ev.deleted) Object.assign(e, { text: '', deleted: true, deletedAt: ev.deletedAt });
+    else Object.assign(e, { text: ev.text, editedAt: ev.editedAt });
+    const old = this.list.querySelector(`[data-entry-id="${CSS.escape(ev.id)}"]`);
+    if (!old || old.querySelector('.edit-form')) return;
+    old.replaceWith(renderEntry(this, e));
   }
 
   /** The newest of the answers that `id` is one of (itself when it was never regenerated). */

@@ -1,0 +1,123 @@
+/**
+ * A person edits or deletes their own message (the web page: the browser that sent it).
+ *
+ * An edit is a record of its own: the entry's new text (`edits` of the record; the old text stays
+ * in the log), a note entry for the agents ("Maya edited their message: …", an observation in
+ * their next prompt; the page draws no line for it, the message itself says "edited"), and each
+ * agent's memory brought to the new text, so that a later deletion has one text to take out.
+ *
+ * A deletion hides the text from everyone: the entry and the notes about its edits become
+ * deleted (mailboxes skip them, stores read them back without text), and every agent's history
+ * and summary are rewritten without it. A turn that was built before the deletion and is
+ * recorded after it is rewritten too, as it is recorded (`GroupManager.turnFilter`).
+ */
+import type { Store } from '../ports.js';
+import type { RunningGroups } from '../peers.js';
+import type { EntryEdit, GroupDoc } from '../records.js';
+import type { ChatTurn, TranscriptEntry } from '../types.js';
+import { StoreUnavailableError, UserError } from '../errors.js';
+import { DELETED_TEXT, applyEntryEdit, editNoteText, redactTurns, rewriteMemory } from './entryEdit.js';
+import { entryAt, seqOfId } from './evolve.js';
+import type { GroupManager } from './GroupManager.js';
+
+/** How long a deleted text is still looked for in turns being recorded (a turn built before it). */
+const IN_FLIGHT_MS = 30 * 60 * 1000;
+
+export interface MessageEditorDeps {
+  groups: GroupManager;
+  store: Store;
+  now(): number;
+  /** The groups this process runs: another instance's group is edited by its owner. */
+  running: RunningGroups;
+}
+
+export class MessageEditor {
+  /** Per group: edits run one after another (each reads the state the previous one left). */
+  private readonly chains = new Map<string, Promise<unknown>>();
+  /** Per group: texts deleted lately, with when to stop looking for them in recorded turns. */
+  private readonly gone = new Map<string, Array<{ entry: TranscriptEntry; text: string; until: number }>>();
+
+  constructor(private readonly d: MessageEditorDeps) {
+    d.groups.turnFilter = (g, turns) => this.filter(g, turns);
+  }
+
+  async edit(groupId: string, entryId: string, by: { clientTag: string | undefined; text: string; maxChars: number }): Promise<TranscriptEntry> {
+    const text = by.text.trim();
+    if (!text) throw new UserError('the new text is empty; delete the message instead', 'empty', 400);
+    if (text.length > by.maxChars) throw new UserError(`the new text is too long (${text.length} characters; the limit is ${by.maxChars})`, 'too_long', 400);
+    return this.serial(groupId, async () => {
+      const { g, entry } = await this.mine(groupId, entryId, by.clientTag);
+      if (entry.text === text) return entry;
+      const before = { ...entry };
+      const at = this.d.now();
+      const note = this.d.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: editNoteText(entry.authorName, text), editOf: entry.id, ts: at });
+      const ed: EntryEdit = { seq: entry.seq, text, at, notes: [...(entry.editNotes ?? []), note.seq] };
+      this.d.groups.edit(g, ed);
+      this.rewriteSessions(g, before, text);
+      await this.d.groups.commit(g).durable;
+      return edited(entry, ed);
+    });
+  }
+
+  remove(groupId: string, entryId: string, by: { clientTag: string | undefined }): Promise<TranscriptEntry> {
+    return this.serial(groupId, async () => {
+      const { g, entry } = await this.mine(groupId, entryId, by.clientTag);
+      const before = { ...entry };
+      const at = this.d.now();
+      const ed: EntryEdit = { seq: entry.seq, deleted: true, at, ...(entry.editNotes?.length ? { notes: entry.editNotes } : {}) };
+      this.d.groups.edit(g, ed);
+      for (const seq of entry.editNotes ?? []) this.d.groups.edit(g, { seq, deleted: true, at });
+      this.rewriteSessions(g, before, DELETED_TEXT);
+      await this.d.groups.commit(g).durable;
+      const list = (this.gone.get(g.id) ?? []).filter((x) => x.until > at);
+      list.push({ entry: before, text: before.text, until: at + IN_FLIGHT_MS });
+      this.gone.set(g.id, list);
+      return edited(entry, ed);
+    });
+  }
+
+  /** The entry `entryId` of a group this instance runs, if it is a message the browser `clientTag` sent and may still change. */
+  private async mine(groupId: string, entryId: string, clientTag: string | undefined): Promise<{ g: GroupDoc; entry: TranscriptEntry }> {
+    const g = this.d.groups.require(groupId);
+    if (!this.d.running.runs(g.id)) throw new StoreUnavailableError(`group ${g.id} is run by another instance; try again`);
+    const seq = seqOfId(entryId);
+    const valid = entryId.startsWith(`${g.id}.`) && Number.isSafeInteger(seq) && seq > 0 && seq < g.nextSeq;
+    const entry = valid ? (entryAt(g.transcript, seq) ?? (await this.d.store.readEntries(g.id, { afterSeq: seq - 1, limit: 1 }))[0]) : undefined;
+    if (!entry || entry.id !== entryId) throw new UserError(`no message "${entryId}" in this group`, 'not_found', 404);
+    if (entry.kind !== 'human' || entry.hiddenFromAgents) throw new UserError('only a person\'s message can be edited or deleted', 'not_editable', 409);
+    if (!clientTag || entry.clientTag !== clientTag) throw new UserError('only the browser that sent a message can edit or delete it', 'forbidden', 403);
+    if (entry.deleted) throw new UserError('this message was deleted', 'deleted', 409);
+    return { g, entry };
+  }
+
+  /** Every agent's history and summary with the entry's text replaced. */
+  private rewriteSessions(g: GroupDoc, entry: TranscriptEntry, replacement: string): void {
+    for (const s of [...g.sessions.values()]) {
+      const r = rewriteMemory(s.history, s.summary, entry, entry.text, replacement);
+      if (r) this.d.groups.rewriteMemory(g, s.agentId, r.history, r.summary);
+    }
+  }
+
+  private filter(g: GroupDoc, turns: ChatTurn[]): ChatTurn[] {
+    const list = this.gone.get(g.id);
+    return list?.length ? redactTurns(turns, list) : turns;
+  }
+
+  private serial<T>(groupId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.chains.get(groupId) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.chains.set(groupId, tail);
+    void tail.then(() => {
+      if (this.chains.get(groupId) === tail) this.chains.delete(groupId);
+    });
+    return next;
+  }
+}
+
+/** A copy of the entry as the edit left it (the caller's copy may be one read from the store). */
+function edited(entry: TranscriptEntry, ed: EntryEdit): TranscriptEntry {
+  const out = { ...entry };
+  applyEntryEdit(out, ed);
+  return out;
+}

@@ -1,0 +1,74 @@
+/**
+ * What an edit or a deletion does to the entries it touches and to what the agents remember.
+ * Shared by the core (the in-memory tail, through `evolve`) and the stores (the entries they read
+ * back), so every reader sees a message the same way after it changed.
+ */
+import type { ChatTurn, TranscriptEntry } from '../types.js';
+import type { EntryEdit } from '../records.js';
+import { observationLine } from '../session/prompt.js';
+
+/** What a deleted message reads as wherever its text was. */
+export const DELETED_TEXT = '(message deleted)';
+/** Texts at least this long are also replaced where they appear outside their own message block. */
+const LOOSE_MATCH_MIN = 16;
+
+/** The entry as of an edit (the latest edit of an entry describes its whole edit state). */
+export function applyEntryEdit(e: TranscriptEntry, ed: EntryEdit): void {
+  if (ed.deleted) {
+    e.text = '';
+    e.deleted = true;
+    e.deletedAt = ed.at;
+  } else if (ed.text !== undefined) {
+    e.text = ed.text;
+    e.editedAt = ed.at;
+  }
+  if (ed.notes?.length) e.editNotes = [...ed.notes];
+}
+
+/** The note an edit leaves in the transcript for the agents (the page draws no line for it). */
+export function editNoteText(authorName: string, text: string): string {
+  return `${authorName} edited their message: ${text}`;
+}
+
+/**
+ * The places a message's text was shown to an agent, as the prompt wrote them: its own message
+ * block, the block of the note about its latest edit, and (for longer texts, which cannot be
+ * mistaken for ordinary words) the text wherever it appears.
+ */
+function occurrences(entry: TranscriptEntry, text: string, replacement: string): Array<[string, string]> {
+  const block = (t: string) => observationLine({ ...entry, text: t });
+  const note = (t: string) => observationLine({ ...entry, kind: 'system', authorId: 'system', authorName: 'Chorus', text: editNoteText(entry.authorName, t) });
+  const out: Array<[string, string]> = [
+    [block(text), block(replacement)],
+    [note(text), note(replacement)],
+  ];
+  if (text.length >= LOOSE_MATCH_MIN) out.push([text, replacement]);
+  return out;
+}
+
+/**
+ * An agent's history and summary with `text` (what `entry` said) replaced by `replacement`, or
+ * null when neither holds it. Deterministic: the result is written in the log as it is.
+ */
+export function rewriteMemory(history: readonly ChatTurn[], summary: string | null, entry: TranscriptEntry, text: string, replacement: string): { history: ChatTurn[]; summary: string | null } | null {
+  if (!text) return null;
+  const pairs = occurrences(entry, text, replacement);
+  const swap = (s: string) => pairs.reduce((acc, [from, to]) => (acc.includes(from) ? acc.split(from).join(to) : acc), s);
+  let changed = false;
+  const out = history.map((t) => {
+    const content = swap(t.content);
+    if (content === t.content) return t;
+    changed = true;
+    return { ...t, content };
+  });
+  const sum = summary === null ? null : swap(summary);
+  if (sum !== summary) changed = true;
+  return changed ? { history: out, summary: sum } : null;
+}
+
+/** Turns with every deleted text of `gone` replaced (turns built before the deletion, recorded after it). */
+export function redactTurns(turns: ChatTurn[], gone: ReadonlyArray<{ entry: TranscriptEntry; text: string }>): ChatTurn[] {
+  let out = turns;
+  for (const d of gone) out = rewriteMemory(out, null, d.entry, d.text, DELETED_TEXT)?.history ?? out;
+  return out;
+}
