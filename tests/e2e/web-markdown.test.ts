@@ -317,8 +317,15 @@ suite('Markdown, following and catching up, in Chromium', () => {
     await openGroup(page, 'Days');
     await expect.poll(() => page.locator('.msg.human', { hasText: 'old message 60' }).count(), POLL).toBe(1);
     const feed = page.locator('#feed');
-    // Up, but not so far that older history loads.
-    await feed.evaluate((el) => (el.scrollTop = el.scrollHeight / 2));
+    // Up, but not so far that older history loads. The page's own follow-to-bottom frames after
+    // loading pass first, and the page has seen the scroll (its handler runs before this one)
+    // before anything is posted: on a busy machine a late frame would otherwise pull it down again.
+    await feed.evaluate(async (el) => {
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      const seen = new Promise((r) => el.addEventListener('scroll', r, { once: true }));
+      el.scrollTop = el.scrollHeight / 2;
+      await seen;
+    });
     const top = await feed.evaluate((el) => el.scrollTop);
     const button = page.locator('#new-messages');
     for (const n of [1, 2, 3]) await post('days', `while away ${n}`);
