@@ -131,7 +131,8 @@ export function applySessionDelta(sessions: Map<string, SessionDoc>, groupId: st
     s.history = [];
   }
   if (d.drop) s.history = s.history.slice(d.drop);
-  if (d.append) s.history.push(...structuredClone(d.append));
+  // Turns are never changed in place (a rewrite makes new ones), so the record and the session may share them.
+  if (d.append) s.history.push(...d.append);
   s.cursor = d.cursor;
   s.summary = d.summary;
   s.usage = { ...d.usage };

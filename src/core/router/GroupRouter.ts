@@ -175,7 +175,6 @@ export class GroupRouter implements ChannelHost {
       agentMap: this.agentMap,
       handles: this.handles,
       admin: this.gateway,
-      events: this.events,
       recorder: this.recorder,
       metrics: this.metrics,
       commands: this.commands,

@@ -8,7 +8,6 @@ import type { GroupDoc, RoundRecord } from '../records.js';
 import type { RunningGroups } from '../peers.js';
 import type { AgentDef, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError } from '../errors.js';
-import type { EventHub } from '../events.js';
 import type { Metrics } from '../metrics.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { GroupAdmin } from '../groups/GroupAdmin.js';
@@ -23,7 +22,6 @@ export interface InboundDeps {
   agentMap: ReadonlyMap<string, AgentDef>;
   handles: HandleIndex;
   admin: GroupAdmin;
-  events: EventHub;
   recorder: Recorder;
   metrics: Metrics;
   commands: CommandContext;
