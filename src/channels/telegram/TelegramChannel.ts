@@ -14,7 +14,7 @@ import type { AgentDef, ChatRef } from '../../core/types.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
 import { BoundedMap } from '../../core/lib/BoundedMap.js';
 import { AdminCache } from './admins.js';
-import { AgentBot, botWarning } from './bots.js';
+import { AgentBot, botWarnings } from './bots.js';
 import { typingLoop } from './typing.js';
 import { describeError, apiErrorCode } from './errors.js';
 import { membershipDirection, normalizeMessage, parseChatId, messageKey, type BotDirectory } from './normalize.js';
@@ -390,11 +390,7 @@ export class TelegramChannel implements Channel {
   }
 
   warnings(chat: ChatRef, participants: readonly string[]): string[] {
-    if (parseChatId(chat.chatId).dmAgentId !== undefined) return [];
-    return participants.flatMap((id) => {
-      const agent = this.opts.agents.find((a) => a.id === id);
-      const line = agent ? botWarning(agent, this.bots.find((x) => x.agent.id === id)) : undefined;
-      return line ? [line] : [];
-    });
+    // A private chat has one bot in it, which answered to be there.
+    return parseChatId(chat.chatId).dmAgentId !== undefined ? [] : botWarnings(this.opts.agents, this.bots, participants);
   }
 }

@@ -230,3 +230,12 @@ export function botWarning(agent: AgentDef, b: AgentBot | undefined): string | u
   }
   return undefined;
 }
+
+/** The warning line (if any) of each participant's bot: missing, unauthorized, privacy mode on… */
+export function botWarnings(agents: readonly AgentDef[], bots: readonly AgentBot[], participants: readonly string[]): string[] {
+  return participants.flatMap((id) => {
+    const agent = agents.find((a) => a.id === id);
+    const line = agent ? botWarning(agent, bots.find((x) => x.agent.id === id)) : undefined;
+    return line ? [line] : [];
+  });
+}
