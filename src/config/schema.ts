@@ -49,6 +49,13 @@ export const groupConfigSchema = z
       })
       .strict()
       .prefault({}),
+    // Model ↔ tool round trips in one turn; at the limit the model must answer without tools.
+    max_tool_steps: z.number().int().min(1).max(100).default(8),
+    tool_timeout_seconds: posNum.max(3600).default(30),
+    // An approval not given in time is a denial.
+    tool_approval_timeout_seconds: posNum.max(86_400).default(300),
+    // Telegram and Discord; the web page always shows every step.
+    show_tools: z.enum(['none', 'compact', 'full']).default('compact'),
   })
   .strict();
 

@@ -11,6 +11,10 @@ import type {
   InboundMessage,
   ReceiveResult,
   ReplyCut,
+  ToolCall,
+  ToolOutcome,
+  ToolSpec,
+  ToolStep,
   TranscriptEntry,
   Usage,
 } from './types.js';
@@ -244,6 +248,15 @@ export interface LlmRequest {
   groupId?: string | undefined;
   /** Whether this turn must be answered (addressed) or may pass (voluntary). */
   mustReply?: boolean | undefined;
+  /**
+   * Tools the model may call, always in the same order so they stay in the cached prefix (providers
+   * put them before the system prompt, as the APIs order the cache).
+   */
+  tools?: readonly ToolSpec[] | undefined;
+  /** `none`: the tools are still sent (the cache holds) but the model must answer in text. */
+  toolChoice?: 'auto' | 'none' | undefined;
+  /** This turn's earlier model ↔ tool round trips, sent after `messages` in order. */
+  toolSteps?: readonly ToolStep[] | undefined;
 }
 
 /** What a model call gave back. */
@@ -255,12 +268,50 @@ export interface LlmResponse {
   costUsd?: number | null | undefined;
   /** Set when the reply was cut short: at the byte limit, or by the model reaching `max_tokens`. */
   cut?: ReplyCut | undefined;
+  /**
+   * The model stopped to call tools (Anthropic `tool_use`, OpenAI `tool_calls`), in the order it
+   * made them; `text` is what it said before. Absent or empty: `text` is the answer.
+   */
+  toolCalls?: ToolCall[] | undefined;
 }
 
 /** A model backend. Throws `LlmError` on failure. */
 export interface LlmProvider {
   readonly name: string;
   complete(req: LlmRequest): Promise<LlmResponse>;
+}
+
+/** A tool an agent may call, as the tool host describes it. */
+export interface ToolInfo extends ToolSpec {
+  /** The MCP server's name in `tools:` and the tool's own name there (`server.tool` in the room). */
+  server: string;
+  tool: string;
+  /** MCP annotations: the tool only reads (`readOnlyHint`); calling it twice does no more than once (`idempotentHint`). */
+  readOnly: boolean;
+  idempotent: boolean;
+  /** `tools.<server>.confirm`: when a person must approve a call. */
+  confirm: 'auto' | 'always' | 'never';
+  /** `tools.<server>.approvers`: who may approve (`admins`: chat admins, Discord admins, web token holders). */
+  approvers: 'admins' | 'anyone';
+}
+
+/** What a tool call gave back. `content` is already cut to `limits.max_tool_result_bytes`, with a visible marker. */
+export interface ToolCallResult {
+  outcome: Extract<ToolOutcome, 'ok' | 'error' | 'timeout' | 'unavailable' | 'cancelled'>;
+  content: string;
+  /** Size in bytes of the whole answer before the cut. */
+  bytes: number;
+}
+
+/** The MCP servers, as the core sees them. */
+export interface ToolHost {
+  /** The tools `agentId` may call, in a stable order; empty when it has none or none is reachable. */
+  toolsFor(agentId: string): readonly ToolInfo[];
+  /**
+   * Call one tool. Never throws: a server that is down answers `unavailable`, a slow one
+   * `timeout` (after `timeoutMs`), an aborted `signal` cancels the call on the server (`cancelled`).
+   */
+  call(req: { server: string; tool: string; input: Record<string, unknown>; timeoutMs: number; signal: AbortSignal }): Promise<ToolCallResult>;
 }
 
 /** A group found by `Store.open`: its newest checkpoint (if any) and the records after it. */

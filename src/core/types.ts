@@ -26,6 +26,11 @@ export interface AgentDef {
   discord?: { avatar_url: string | null } | undefined;
   /** `agents[].context_tokens`: this agent's model's context window; unset: `llm.context_tokens` or the model's known one. */
   contextTokens?: number | null | undefined;
+  /**
+   * `agents[].tools`: the MCP servers (all their tools) or `server.tool` names this agent may call.
+   * Empty or unset: the agent has no tools.
+   */
+  tools?: string[] | undefined;
 }
 
 /** A group's daily limits (UTC day); at 80% the chat is warned, at 100% model calls stop until midnight. */
@@ -51,6 +56,14 @@ export interface GroupConfig {
   history_turns: number;
   /** Daily (UTC) spending limits of the group's model calls; null = no limit. */
   budget: GroupBudget;
+  /** Model ↔ tool round trips in one turn; at the limit the model is asked to answer without tools. */
+  max_tool_steps: number;
+  /** How long one tool call may run before the model is told it timed out. */
+  tool_timeout_seconds: number;
+  /** How long a call that needs a person's approval waits for one; then it is denied. */
+  tool_approval_timeout_seconds: number;
+  /** What Telegram and Discord show of tool steps: nothing, a line each, or with arguments and result. The web shows all. */
+  show_tools: 'none' | 'compact' | 'full';
 }
 
 /** Validates a partial group config; returns readable problems (one per key) or the clean patch. */
@@ -265,7 +278,7 @@ export interface TranscriptEntry {
   id: string;
   /** Monotonic position in the group, for paging and SSE resume. */
   seq: number;
-  kind: 'human' | 'agent' | 'system' | 'decision';
+  kind: 'human' | 'agent' | 'system' | 'decision' | 'tool';
   ts: number;
   authorId: string;
   authorName: string;
@@ -301,9 +314,56 @@ export interface TranscriptEntry {
   editNotes?: number[] | undefined;
   /** A note telling the agents that a message was edited: the id of that message (never shown as a line). */
   editOf?: string | undefined;
+  /** Tool steps (`kind: 'tool'`): the call an agent made and how it ended; `text` is the one-line summary. */
+  tool?: ToolStepView | undefined;
 }
 
-/** A message exactly as sent to the model. */
+/** A tool as the model is offered it. `name` suits every provider: letters, digits, `_` and `-`, at most 64. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments (an object schema). */
+  inputSchema: Record<string, unknown>;
+}
+
+/** A call the model asked for: the provider's call id, the tool's `ToolSpec.name`, the parsed arguments. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+}
+
+/** How a tool call ended, as the model is told and the room is shown. */
+export type ToolOutcome = 'ok' | 'error' | 'timeout' | 'unavailable' | 'denied' | 'interrupted' | 'cancelled';
+
+/**
+ * One model ↔ tools round trip of a turn, as sent back to the model: what the model said before
+ * calling, its calls in order, and one result per call (same order, matched by `callId`).
+ */
+export interface ToolStep {
+  text: string;
+  calls: ToolCall[];
+  results: { callId: string; content: string; isError: boolean }[];
+}
+
+/** A tool step as the room sees it (a `tool` transcript entry). */
+export interface ToolStepView {
+  /** Chorus's id of the call (what `/approve <id>` names). */
+  id: string;
+  server: string;
+  tool: string;
+  /** The arguments, secrets redacted. */
+  input: Record<string, unknown>;
+  outcome: ToolOutcome;
+  /** The result as the model got it (already cut to `limits.max_tool_result_bytes`), secrets redacted. */
+  result: string;
+  /** Size of the tool's whole answer before any cut. */
+  resultBytes: number;
+  /** Who approved or denied it, when it needed a person. */
+  decidedBy?: string | undefined;
+}
+
+/** A message exactly as sent to the model (a turn's tool steps travel beside them, see LlmRequest.toolSteps). */
 export interface ChatTurn {
   role: 'user' | 'assistant';
   content: string;

@@ -24,6 +24,10 @@ export const DEFAULT_GROUP_CONFIG: GroupConfig = {
   voluntary_execution: 'sequential',
   history_turns: 40,
   budget: { daily_usd: null, daily_tokens: null },
+  max_tool_steps: 8,
+  tool_timeout_seconds: 30,
+  tool_approval_timeout_seconds: 300,
+  show_tools: 'compact',
 };
 
 export function agent(id: string, name: string, extra: Partial<AgentDef> = {}): AgentDef {
