@@ -12,7 +12,6 @@ import type {
   ReceiveResult,
   ReplyCut,
   ToolCall,
-  ToolOutcome,
   ToolSpec,
   ToolStep,
   TranscriptEntry,
@@ -20,7 +19,7 @@ import type {
 } from './types.js';
 import type { PromptContext } from './groups/promptContextView.js';
 import type { GroupCheckpoint, GroupRecord } from './records.js';
-import type { AroundPage, ChannelStatus, ClusterStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, RegenerateResult, SearchCursor, SearchPage, StopResult, TranscriptPage, UnreadableGroup } from './readModels.js';
+import type { AroundPage, ChannelStatus, ClusterStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, RegenerateResult, SearchCursor, SearchPage, StopResult, ToolDecision, TranscriptPage, UnreadableGroup } from './readModels.js';
 
 
 /** Structured logger; pino satisfies it. Never pass secrets in fields. */
@@ -52,6 +51,11 @@ export interface ChannelCapabilities {
 export interface PostOptions {
   /** Platform id of the message this post replies to (Telegram reply, Discord reference). */
   replyToMessageId?: string | undefined;
+  /**
+   * The post asks people to approve tool call `id` (group `groupId`): a channel that has buttons
+   * adds Approve / Deny to it (Telegram's inline keyboard); the text already names the commands.
+   */
+  approval?: { groupId: string; id: string } | undefined;
 }
 
 /** What the platform assigned to a post: one id per chunk, in order. */
@@ -101,6 +105,11 @@ export interface GatewayApi {
    * model calls; records a notice naming `by`. Throws a 404 UserError for an unknown group.
    */
   stopGroup(groupId: string, by: string): Promise<StopResult>;
+  /**
+   * A person holding the web token approves or denies tool call `id` that waits in the group.
+   * UserError: 404 unknown call, 409 already decided or expired.
+   */
+  decideTool(groupId: string, id: string, approve: boolean, by: string): Promise<ToolDecision>;
   listAgents(): readonly AgentDef[];
   listGroups(): GroupSummary[];
   getGroup(id: string): GroupDetail | undefined;
@@ -279,39 +288,6 @@ export interface LlmResponse {
 export interface LlmProvider {
   readonly name: string;
   complete(req: LlmRequest): Promise<LlmResponse>;
-}
-
-/** A tool an agent may call, as the tool host describes it. */
-export interface ToolInfo extends ToolSpec {
-  /** The MCP server's name in `tools:` and the tool's own name there (`server.tool` in the room). */
-  server: string;
-  tool: string;
-  /** MCP annotations: the tool only reads (`readOnlyHint`); calling it twice does no more than once (`idempotentHint`). */
-  readOnly: boolean;
-  idempotent: boolean;
-  /** `tools.<server>.confirm`: when a person must approve a call. */
-  confirm: 'auto' | 'always' | 'never';
-  /** `tools.<server>.approvers`: who may approve (`admins`: chat admins, Discord admins, web token holders). */
-  approvers: 'admins' | 'anyone';
-}
-
-/** What a tool call gave back. `content` is already cut to `limits.max_tool_result_bytes`, with a visible marker. */
-export interface ToolCallResult {
-  outcome: Extract<ToolOutcome, 'ok' | 'error' | 'timeout' | 'unavailable' | 'cancelled'>;
-  content: string;
-  /** Size in bytes of the whole answer before the cut. */
-  bytes: number;
-}
-
-/** The MCP servers, as the core sees them. */
-export interface ToolHost {
-  /** The tools `agentId` may call, in a stable order; empty when it has none or none is reachable. */
-  toolsFor(agentId: string): readonly ToolInfo[];
-  /**
-   * Call one tool. Never throws: a server that is down answers `unavailable`, a slow one
-   * `timeout` (after `timeoutMs`), an aborted `signal` cancels the call on the server (`cancelled`).
-   */
-  call(req: { server: string; tool: string; input: Record<string, unknown>; timeoutMs: number; signal: AbortSignal }): Promise<ToolCallResult>;
 }
 
 /** A group found by `Store.open`: its newest checkpoint (if any) and the records after it. */

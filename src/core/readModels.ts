@@ -154,3 +154,9 @@ export interface SearchCursor {
   groupId: string;
   seq: number;
 }
+
+/** A decision on a waiting tool call was made (`line`: what the chat was told; null when another instance took it). */
+export interface ToolDecision {
+  decided: true;
+  line: string | null;
+}

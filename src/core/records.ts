@@ -3,7 +3,7 @@
  * checkpoints its log holds. Shared by the core, which keeps groups in memory, and the stores,
  * which write and read them.
  */
-import type { ChannelKind, ChatTurn, GroupConfig, TranscriptEntry, Usage } from './types.js';
+import type { ChannelKind, ChatTurn, GroupConfig, ToolOutcome, TranscriptEntry, Usage } from './types.js';
 
 /** Accumulated token figures. */
 export interface UsageTotals {
@@ -69,6 +69,43 @@ export interface GroupState {
   repliedUpTo?: Record<string, number> | undefined;
   /** Today's (UTC) model usage of the group, for `budget`; absent until the first call. */
   today?: DayUsage | undefined;
+  /** Tool calls of turns still running, oldest first; a turn's calls go when the turn ends. */
+  tools?: ToolCallRecord[] | undefined;
+}
+
+/**
+ * One tool call of a running turn, recorded before it runs and again when it ends, so a restart
+ * knows what was asked, approved, begun and answered, and never runs a call with side effects twice.
+ */
+export interface ToolCallRecord {
+  /** Chorus's id of the call, unique in the group: what `/approve <id>` names. */
+  id: string;
+  /** The turn it belongs to: `round:agent:depth`. */
+  turn: string;
+  roundId: string;
+  agentId: string;
+  /** The model ↔ tools round trip of the turn it was made in (0, 1, …). */
+  step: number;
+  /** What the model said before its calls in this step (on each call of the step). */
+  stepText: string;
+  /** The provider's id of the call and the tool's name as the model knows it. */
+  callId: string;
+  name: string;
+  server: string;
+  tool: string;
+  input: Record<string, unknown>;
+  readOnly: boolean;
+  idempotent: boolean;
+  /** `none`: no person needed. `waiting` until `deadline`; then `approved`, `denied` or `expired`. */
+  approval: 'none' | 'waiting' | 'approved' | 'denied' | 'expired';
+  approvers?: 'admins' | 'anyone' | undefined;
+  deadline?: number | undefined;
+  decidedBy?: string | undefined;
+  /** Runs begun: 1 once it was recorded as starting, 2 after the one retry a read-only or idempotent call gets. */
+  started: number;
+  /** How it ended, and what the model was given. */
+  result?: { outcome: ToolOutcome; content: string; bytes: number } | undefined;
+  at: number;
 }
 
 /** One UTC day's model usage of a group and which budget notices it has posted. */
@@ -179,7 +216,13 @@ export type GroupChange =
   /** An agent's session changes (see SessionDelta). */
   | ({ t: 'session' } & SessionDelta)
   /** A platform message id to remember for dedupe (besides those of human entries). */
-  | { t: 'seen'; key: string; at: number };
+  | { t: 'seen'; key: string; at: number }
+  /** A tool call is recorded (before it runs, or before a person is asked to approve it). */
+  | { t: 'tool-call'; call: ToolCallRecord }
+  /** A recorded tool call changes: decided, begun, or answered. */
+  | { t: 'tool'; id: string; set: Partial<Omit<ToolCallRecord, 'id'>> }
+  /** The turn ended: its tool calls are forgotten (their steps are in the transcript). */
+  | { t: 'tools-done'; turn: string };
 
 /** What a record says about the delivery of an entry recorded earlier. */
 export interface DeliveryOutcome {

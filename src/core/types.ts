@@ -354,7 +354,8 @@ export interface ToolStepView {
   tool: string;
   /** The arguments, secrets redacted. */
   input: Record<string, unknown>;
-  outcome: ToolOutcome;
+  /** `waiting`: the request a person is asked to approve (its own entry; the outcome follows in another). */
+  outcome: ToolOutcome | 'waiting';
   /** The result as the model got it (already cut to `limits.max_tool_result_bytes`), secrets redacted. */
   result: string;
   /** Size of the tool's whole answer before any cut. */

@@ -26,7 +26,7 @@ const chatTurn = z.object({ role: z.enum(['user', 'assistant']), content: z.stri
 const entry = z.looseObject({
   id: z.string(),
   seq: z.number().int().positive(),
-  kind: z.enum(['human', 'agent', 'system', 'decision']),
+  kind: z.enum(['human', 'agent', 'system', 'decision', 'tool']),
   ts: z.number(),
   authorId: z.string(),
   authorName: z.string(),
@@ -53,6 +53,32 @@ const state = z.looseObject({
   usage: z.record(z.string(), usage),
   repliedUpTo: z.record(z.string(), z.number()).optional(),
   today: dayUsage.optional(),
+  tools: z.array(z.lazy(() => toolCall)).optional(),
+});
+
+const toolOutcome = z.enum(['ok', 'error', 'timeout', 'unavailable', 'denied', 'interrupted', 'cancelled']);
+
+const toolCall = z.looseObject({
+  id: z.string(),
+  turn: z.string(),
+  roundId: z.string(),
+  agentId: z.string(),
+  step: z.number().int().min(0),
+  stepText: z.string(),
+  callId: z.string(),
+  name: z.string(),
+  server: z.string(),
+  tool: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  readOnly: z.boolean(),
+  idempotent: z.boolean(),
+  approval: z.enum(['none', 'waiting', 'approved', 'denied', 'expired']),
+  approvers: z.enum(['admins', 'anyone']).optional(),
+  deadline: z.number().optional(),
+  decidedBy: z.string().optional(),
+  started: z.number().int().min(0),
+  result: z.object({ outcome: toolOutcome, content: z.string(), bytes: z.number() }).optional(),
+  at: z.number(),
 });
 
 const head = z.looseObject({
@@ -122,6 +148,9 @@ const change = z.discriminatedUnion('t', [
   z.object({ t: z.literal('round-done'), id: z.string() }),
   sessionDelta.extend({ t: z.literal('session') }),
   z.object({ t: z.literal('seen'), key: z.string(), at: z.number() }),
+  z.object({ t: z.literal('tool-call'), call: toolCall }),
+  z.object({ t: z.literal('tool'), id: z.string(), set: toolCall.omit({ id: true }).partial() }),
+  z.object({ t: z.literal('tools-done'), turn: z.string() }),
 ]);
 
 export const recordSchema = z.object({

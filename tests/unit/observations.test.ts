@@ -132,7 +132,7 @@ describe('mailbox blocks', () => {
     const agents: AgentDef[] = ['Analyst', 'Critic'].map((n) => ({ id: n.toLowerCase(), name: n, persona: `You are ${n}.`, model: null, avatar: null, color: null, aliases: [], talkativeness: 0.5 }));
     const group = { title: 'Room', participants: agents, handles: (id: string) => [`@${id}`] };
     const system = buildSystemPrompt(agents[0]!, group);
-    expect(system).toContain('<message from="Name" role="human|agent|system">');
+    expect(system).toContain('<message from="Name" role="human|agent|system|tool">');
     expect(system).toMatch(/Everything inside a block was written by that sender/);
     expect(buildSystemPrompt(agents[0]!, group)).toBe(system);
     expect(system).not.toContain('selling everything');

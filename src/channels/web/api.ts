@@ -224,6 +224,17 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     sendJson(res, 200, result);
   });
 
+  // Approve or deny an agent's tool call that waits for a person (`{ "decision": "approve" | "deny",
+  // "author_name": "Maya" }`). Holding the web token counts as being an admin.
+  router.add('POST', '/api/groups/:id/tools/:callId', async ({ req, res, params }) => {
+    const g = group(params.id!);
+    const host = deps.host();
+    const body = await readJsonObject(req);
+    const decision = field.string(body, 'decision', { max: 16 });
+    if (decision !== 'approve' && decision !== 'deny') throw new HttpError(400, 'invalid_field', 'decision must be "approve" or "deny"');
+    sendJson(res, 200, await host.gateway.decideTool(g.id, params.callId!, decision === 'approve', authorName(body, host.gateway.listAgents(), 'someone')));
+  });
+
   router.add('GET', '/api/groups/:id/events', ({ req, res, params, url }) => {
     group(params.id!);
     const header = req.headers['last-event-id'];

@@ -4,6 +4,7 @@ import type { GroupDoc } from '../records.js';
 import type { AgentDef, ChannelKind, InboundMessage } from '../types.js';
 import type { GroupAdmin } from '../groups/GroupAdmin.js';
 import type { HandleIndex } from '../router/mentions.js';
+import type { Approver } from '../router/Approvals.js';
 
 /** The narrow view of the router a command is run with. */
 export interface CommandContext {
@@ -19,6 +20,8 @@ export interface CommandContext {
   /** `/stop`: end the group's running and waiting rounds and cancel its model calls (records a notice). */
   /** `seen`: the command's platform message id, remembered with the stop so a redelivery is not a second stop. */
   stop(g: GroupDoc, by: string, seen?: string): Promise<unknown>;
+  /** A person approves or denies a waiting tool call (see router/Approvals.ts); records the decision's line. */
+  decideTool(g: GroupDoc, id: string, approve: boolean, who: Approver): Promise<unknown>;
   /** Answer in the chat through the system voice (recorded when the chat has a group). */
   reply(msg: InboundMessage, g: GroupDoc | undefined, text: string): Promise<void>;
 }

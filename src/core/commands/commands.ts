@@ -12,7 +12,7 @@ import { formatGroupList, formatUsage } from './format.js';
 export type { CommandContext } from './CommandContext.js';
 
 export interface ParsedCommand {
-  name: 'group' | 'ask' | 'help' | 'stop';
+  name: 'group' | 'ask' | 'help' | 'stop' | 'approve' | 'deny';
   /** `/group@some_bot`: the bot the command was addressed to. */
   target?: string | undefined;
   args: string[];
@@ -20,7 +20,7 @@ export interface ParsedCommand {
   rest: string;
 }
 
-const COMMAND = /^\/(group|ask|help|start|stop)(?:@([A-Za-z0-9_]{1,64}))?(?=\s|$)\s*([\s\S]*)$/i;
+const COMMAND = /^\/(group|ask|help|start|stop|approve|deny)(?:@([A-Za-z0-9_]{1,64}))?(?=\s|$)\s*([\s\S]*)$/i;
 
 /** Recognise a command; null for ordinary text. */
 export function parseCommand(text: string): ParsedCommand | null {
@@ -45,6 +45,7 @@ export const HELP_TEXT = [
   '/group dissolve — archive the group (admin)',
   '/ask <agent> [<agent> …] [text] — make these agents answer',
   '/stop — end the agents\' current round and cancel their replies in progress (anyone)',
+  '/approve <id> · /deny <id> — let an agent\'s tool call run, or refuse it',
   'Address agents with @handle; @all reaches everyone.',
 ].join('\n');
 
@@ -56,6 +57,8 @@ export const COMMAND_LIST: readonly { command: string; args: string; summary: st
   { command: '/help', args: '', summary: 'list the commands' },
   { command: '/ask', args: '<agent> [<agent> …] [text]', summary: 'make these agents answer' },
   { command: '/stop', args: '', summary: "end the agents' round and cancel replies in progress" },
+  { command: '/approve', args: '<id>', summary: "let an agent's tool call run" },
+  { command: '/deny', args: '<id>', summary: "refuse an agent's tool call" },
   { command: '/group list', args: '', summary: 'members, status, strategy and settings' },
   { command: '/group usage', args: '', summary: 'tokens and estimated cost per agent' },
   { command: '/group config', args: '[<key> <value>]', summary: 'show or change a setting' },
@@ -81,7 +84,7 @@ export interface CommandOutcome {
  */
 export function changesState(cmd: ParsedCommand): boolean {
   if (cmd.name === 'help') return false;
-  if (cmd.name === 'ask' || cmd.name === 'stop') return true;
+  if (cmd.name === 'ask' || cmd.name === 'stop' || cmd.name === 'approve' || cmd.name === 'deny') return true;
   const [sub = 'list', ...args] = cmd.args;
   const s = sub.toLowerCase();
   if (s === 'config') return args.length > 0;
@@ -111,6 +114,15 @@ async function run(r: CommandContext, msg: InboundMessage, cmd: ParsedCommand, g
     if (!g) throw new UserError('this chat has no group; there is nothing to stop');
     await r.stop(g, msg.author.name, msg.messageId);
     return null; // the stop notice is the answer
+  }
+  if (cmd.name === 'approve' || cmd.name === 'deny') {
+    if (!g) throw new UserError('this chat has no group, so no tool call waits here');
+    const id = cmd.args[0];
+    if (!id) throw new UserError(`say which call: /${cmd.name} <id> (the id is in the request's line)`);
+    const channel = r.channel(msg.channel);
+    const admin = channel ? await channel.isAdmin({ channel: msg.channel, chatId: msg.chatId, threadId: msg.threadId }, msg.author.id) : false;
+    await r.decideTool(g, id, cmd.name === 'approve', { name: msg.author.name, admin });
+    return null; // the decision's line is the answer
   }
   const [sub = 'list', ...args] = cmd.args;
   const subLower = sub.toLowerCase();

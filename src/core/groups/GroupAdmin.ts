@@ -3,7 +3,7 @@
  * added), membership, muting, memory resets, config changes, dissolving, and the read models the
  * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
-import type { AroundPage, RegenerateResult, SearchCursor, SearchPage, StopResult } from '../readModels.js';
+import type { AroundPage, RegenerateResult, SearchCursor, SearchPage, StopResult, ToolDecision } from '../readModels.js';
 import type { Channel, Clock, GatewayApi, Peers, Store, Logger } from '../ports.js';
 import type { GroupDoc } from '../records.js';
 import type { ChannelStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, TranscriptPage } from '../readModels.js';
@@ -37,7 +37,11 @@ export interface GroupAdminDeps {
   /** The groups this process runs; only their owner changes the others. */
   running: RunningGroups;
   /** Rounds started or ended on request (the router's RoundRequests). */
-  rounds: { regenerate(groupId: string, entryId: string): Promise<RegenerateResult>; stopGroup(groupId: string, by: string): Promise<StopResult> };
+  rounds: {
+    regenerate(groupId: string, entryId: string): Promise<RegenerateResult>;
+    stopGroup(groupId: string, by: string): Promise<StopResult>;
+    decideTool(groupId: string, id: string, approve: boolean, by: string): Promise<ToolDecision>;
+  };
 }
 
 export class GroupAdmin implements GatewayApi {
@@ -84,6 +88,10 @@ export class GroupAdmin implements GatewayApi {
 
   stopGroup(groupId: string, by: string): Promise<StopResult> {
     return this.d.rounds.stopGroup(groupId, by);
+  }
+
+  decideTool(groupId: string, id: string, approve: boolean, by: string): Promise<ToolDecision> {
+    return this.d.rounds.decideTool(groupId, id, approve, by);
   }
 
   subscribe(listener: (ev: GatewayEvent) => void): () => void {

@@ -11,7 +11,7 @@
  */
 import type { Logger, Store, StoredGroup } from '../ports.js';
 import type { TranscriptPage } from '../readModels.js';
-import type { DeliveryOutcome, EntryEdit, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
+import type { DeliveryOutcome, EntryEdit, GroupChange, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
 import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, TranscriptEntry, Usage } from '../types.js';
 import { UserError } from '../errors.js';
 import { TRANSCRIPT_TAIL, emptyGroup, emptyUsage, entryAt, plus, pruneSeen, rebuild } from './evolve.js';
@@ -188,7 +188,6 @@ export class GroupManager {
   addParticipant(g: GroupDoc, agentId: string): void {
     if (!g.participants.includes(agentId)) this.writes.change(g, { t: 'join', agentId });
   }
-
   /** The agent leaves; it stops being sticky or the configured last speaker. Its memory stays. */
   removeParticipant(g: GroupDoc, agentId: string): void {
     this.writes.change(g, { t: 'leave', agentId });
@@ -197,15 +196,17 @@ export class GroupManager {
   setConfig(g: GroupDoc, config: GroupConfig): void {
     this.writes.change(g, { t: 'config', config });
   }
-
   setMuted(g: GroupDoc, agentId: string, muted: boolean): void {
     this.writes.change(g, { t: 'mute', agentId, muted });
+  }
+  /** A tool call is recorded, decided, begun or answered, or its turn's calls are done (see router/toolTurn.ts). */
+  toolChange(g: GroupDoc, c: Extract<GroupChange, { t: 'tool-call' | 'tool' | 'tools-done' }>): void {
+    this.writes.change(g, c);
   }
 
   setSticky(g: GroupDoc, agentId: string | null): void {
     if (g.state.sticky !== agentId) this.writes.change(g, { t: 'sticky', agentId });
   }
-
   /** The next agent in round-robin order among `eligible`. */
   nextInRotation(g: GroupDoc, eligible: string[]): string {
     const next = eligible[g.state.rrIndex % eligible.length]!;
@@ -332,7 +333,6 @@ export class GroupManager {
   isSeen(g: GroupDoc, key: string): boolean {
     return g.seen.has(key);
   }
-
   /** Remember a platform message id (dedupe, ≥ 24 h); false if it was seen before. */
   markSeen(g: GroupDoc, key: string): boolean {
     if (g.seen.has(key)) return false;

@@ -7,7 +7,7 @@
  *
  * Pure over the group object it is given: no clock (every time is in the change), no I/O.
  */
-import type { DayUsage, DeliveryOutcome, EntryEdit, GroupChange, GroupCheckpoint, GroupDoc, GroupHead, GroupRecord, SessionDelta, SessionDoc, UsageTotals } from '../records.js';
+import type { DayUsage, DeliveryOutcome, EntryEdit, GroupChange, GroupCheckpoint, GroupDoc, GroupHead, GroupRecord, SessionDelta, SessionDoc, ToolCallRecord, UsageTotals } from '../records.js';
 import type { GroupConfig, TranscriptEntry, Usage } from '../types.js';
 import { applyEntryEdit } from './entryEdit.js';
 
@@ -98,6 +98,7 @@ export function applyChange(g: GroupDoc, c: GroupChange): void {
     case 'archive':
       g.state.archived = true;
       g.rounds = [];
+      delete g.state.tools;
       return;
     case 'rekey':
       g.chatId = c.chatId;
@@ -110,6 +111,7 @@ export function applyChange(g: GroupDoc, c: GroupChange): void {
     }
     case 'round-done':
       g.rounds = g.rounds.filter((r) => r.id !== c.id);
+      keepTools(g, (call) => call.roundId !== c.id);
       return;
     case 'session':
       applySessionDelta(g.sessions, g.id, c);
@@ -117,7 +119,24 @@ export function applyChange(g: GroupDoc, c: GroupChange): void {
     case 'seen':
       remember(g.seen, c.key, c.at);
       return;
+    case 'tool-call':
+      g.state.tools = [...(g.state.tools ?? []).filter((x) => x.id !== c.call.id), { ...c.call }];
+      return;
+    case 'tool':
+      g.state.tools = (g.state.tools ?? []).map((x) => (x.id === c.id ? { ...x, ...c.set } : x));
+      return;
+    case 'tools-done':
+      keepTools(g, (call) => call.turn !== c.turn);
+      return;
   }
+}
+
+/** Keep the recorded tool calls that pass `keep`; none left: the field goes (older state has none). */
+function keepTools(g: GroupDoc, keep: (call: ToolCallRecord) => boolean): void {
+  if (!g.state.tools) return;
+  const left = g.state.tools.filter(keep);
+  if (left.length > 0) g.state.tools = left;
+  else delete g.state.tools;
 }
 
 /** Apply a session delta: start over (`reset`), drop folded turns, append new ones, set the rest. */

@@ -5,6 +5,7 @@
  * live in GroupAdmin (`router.gateway`); commands get a narrow CommandContext.
  */
 import type { Channel, ChannelHost, Clock, GatewayApi, LlmProvider, Logger, Peers, Store } from '../ports.js';
+import type { ToolHost } from '../toolPorts.js'; // the agents' tools (src/tools)
 import type { GroupDoc } from '../records.js';
 import type { GroupView, RegenerateResult, StopResult } from '../readModels.js';
 import { RunningGroups, noPeers } from '../peers.js';
@@ -28,6 +29,8 @@ import { Recorder } from './Recorder.js';
 import { GroupAdmin } from '../groups/GroupAdmin.js';
 import { createDeclaredGroups, type DeclaredGroup } from './declaredGroups.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
+import { Approvals } from './Approvals.js';
+import { noTools } from './toolTurn.js';
 
 /** Everything the router needs; built by the composition root (src/app.ts). */
 export interface RouterOptions {
@@ -54,6 +57,9 @@ export interface RouterOptions {
    * the cluster hands it (`hosting`). Without peers it runs every group.
    */
   peers?: Peers | undefined;
+  /** The agents' tools, and what keeps secrets out of the room's view of their calls. */
+  tools?: ToolHost | undefined;
+  redact?: ((text: string) => string) | undefined;
 }
 
 export class GroupRouter implements ChannelHost {
@@ -77,6 +83,7 @@ export class GroupRouter implements ChannelHost {
   private readonly inbound: Inbound;
   private readonly requests: RoundRequests;
   private readonly commands: CommandContext;
+  readonly approvals: Approvals;
   private started = false;
   private resumed = false;
   readonly peers: Peers;
@@ -118,8 +125,9 @@ export class GroupRouter implements ChannelHost {
       store: opts.store,
       peers: this.peers,
       running: this.running,
-      rounds: { regenerate: (id, entryId) => this.requests.regenerate(id, entryId), stopGroup: (id, by) => this.requests.stopGroup(id, by) },
+      rounds: { regenerate: (...a) => this.requests.regenerate(...a), stopGroup: (...a) => this.requests.stopGroup(...a), decideTool: (...a) => this.requests.decideTool(...a) },
     });
+    this.approvals = new Approvals(this.groups, this.recorder, opts.clock);
     this.gate = new LlmGate(opts.llm, opts.llmSettings, opts.clock, this.metrics, this.shutdownController.signal, opts.logger);
     this.runner = new RoundRunner({
       groups: this.groups,
@@ -134,6 +142,9 @@ export class GroupRouter implements ChannelHost {
       shutdown: this.shutdownController.signal,
       recorder: this.recorder,
       typing: (g, a, active) => this.outbox.setTyping(g, a, active),
+      tools: opts.tools ?? noTools,
+      approvals: this.approvals,
+      redact: opts.redact ?? ((text) => text),
     });
     this.recovery = new Recovery({
       groups: this.groups,
@@ -157,6 +168,7 @@ export class GroupRouter implements ChannelHost {
       stopRuns: (id, why) => this.runner.stop(id, why),
       schedule: (g) => this.schedule(g),
       messages: (id, o) => this.gateway.messages(id, o),
+      approvals: this.approvals,
     });
     this.commands = {
       agents: opts.agents,
@@ -168,6 +180,7 @@ export class GroupRouter implements ChannelHost {
       channel: (kind) => this.channels.get(kind),
       ask: (g, msg, ids, text) => this.requests.ask(g, msg, ids, text),
       stop: (g, by, seen) => this.requests.stopRounds(g, by, seen),
+      decideTool: (g, id, approve, who) => this.approvals.decide(g, id, approve, who),
       reply: (msg, g, text) => (g ? this.recorder.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId }).then(() => undefined) : this.outbox.replyInChat(msg, text)),
     };
     this.inbound = new Inbound({
@@ -321,10 +334,7 @@ export class GroupRouter implements ChannelHost {
     }
   }
 
-  /**
-   * `/stop` (or the web API) for one group: the running round ends, its model calls in flight are
-   * cancelled, and every waiting round is dropped (see RoundRequests).
-   */
+  /** `/stop` for one group: its rounds end and their model calls are cancelled (see RoundRequests). */
   stopGroup(groupId: string, by: string): Promise<StopResult> {
     return this.requests.stopGroup(groupId, by);
   }
@@ -355,7 +365,6 @@ export class GroupRouter implements ChannelHost {
     }
   }
 
-  // -------------------------------------------------------------------------------------------
   // ChannelHost
 
   agents(): readonly AgentDef[] {

@@ -188,7 +188,7 @@ export class Inbound {
     const outcome = await handleCommand(ctx, msg, command, g);
     const answer = outcome.reply ? { text: outcome.reply, kind: 'command' as const } : undefined;
     // `/ask` and `/stop` leave their own shared record (the question and answers, the stop notice).
-    if (outcome.failed || !changesState(command) || command.name === 'ask' || command.name === 'stop' || g.state.archived) {
+    if (outcome.failed || !changesState(command) || ['ask', 'stop', 'approve', 'deny'].includes(command.name) || g.state.archived) {
       return { status: 'command', groupId: g.id, ephemeral: answer };
     }
     const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(msg, true)] });

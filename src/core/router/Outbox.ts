@@ -7,6 +7,7 @@
 import type { Channel, Logger } from '../ports.js';
 import type { GroupDoc } from '../records.js';
 import type { AgentDef, ChannelKind, ChatRef, InboundMessage, TranscriptEntry } from '../types.js';
+import { channelStepText } from '../text/toolText.js';
 import { describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import { BoundedMap } from '../lib/BoundedMap.js';
@@ -54,7 +55,10 @@ export class Outbox {
     const agent = entry.agentId ? this.agentMap.get(entry.agentId) : undefined;
     try {
       const chat = this.chatOf(g, entry.threadId, entry.viaAgentId);
-      const res = agent ? await channel.postAsAgent(chat, agent, entry.text, { replyToMessageId: replyTo }) : await channel.postAsSystem(chat, entry.text);
+      // A tool step is posted as its line under `show_tools`; a request for approval carries its call id (buttons).
+      const text = entry.tool && agent ? (channelStepText(agent.name, entry.tool, g.config.show_tools) ?? entry.text) : entry.text;
+      const approval = entry.tool?.outcome === 'waiting' ? { groupId: g.id, id: entry.tool.id } : undefined;
+      const res = agent ? await channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval }) : await channel.postAsSystem(chat, text);
       if (agent) for (const id of res.ids) this.postedIndex.set(`${g.channel}:${g.chatId}:${id}`, agent.id);
       return { ok: true, ids: res.ids };
     } catch (err) {

@@ -4,6 +4,8 @@
  * depend on this contract, not on each other.
  */
 import type { Clock, Logger } from '../ports.js';
+import type { ToolHost } from '../toolPorts.js';
+import type { Approvals } from './Approvals.js';
 import type { GroupDoc } from '../records.js';
 import type { AgentDef } from '../types.js';
 import type { EventHub } from '../events.js';
@@ -33,4 +35,10 @@ export interface RoundDeps {
   recorder: Recorder;
   /** Show or hide the typing indicator for an agent. */
   typing(g: GroupDoc, agent: AgentDef, active: boolean): void;
+  /** The agents' tools (MCP servers); a host with none when no `tools:` are configured. */
+  tools: ToolHost;
+  /** Waiting tool calls and the people's decisions on them. */
+  approvals: Approvals;
+  /** Secrets out of what the room is shown of tool calls, as in logs. */
+  redact: (text: string) => string;
 }

@@ -5,7 +5,7 @@
  */
 import type { Clock, Logger, Peers } from '../ports.js';
 import type { GroupDoc, RoundRecord } from '../records.js';
-import type { RegenerateResult, StopResult } from '../readModels.js';
+import type { RegenerateResult, StopResult, ToolDecision } from '../readModels.js';
 import type { AgentDef, InboundMessage, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError } from '../errors.js';
 import { cleanDisplayName } from '../text/displayName.js';
@@ -14,6 +14,7 @@ import type { GroupManager } from '../groups/GroupManager.js';
 import type { RunningGroups } from '../peers.js';
 import type { NewEntry, Recorder } from './Recorder.js';
 import { humanEntry } from './Inbound.js';
+import type { Approvals } from './Approvals.js';
 
 export interface RoundRequestDeps {
   groups: GroupManager;
@@ -29,6 +30,7 @@ export interface RoundRequestDeps {
   schedule: (g: GroupDoc) => void;
   /** A history page (to tell an unknown entry from an old one). */
   messages: (groupId: string, opts: { before?: number; limit: number }) => Promise<TranscriptEntry[]>;
+  approvals: Approvals;
 }
 
 export class RoundRequests {
@@ -53,6 +55,24 @@ export class RoundRequests {
    * it, so a restart does not resume them. The human messages stay recorded (and in the agents'
    * mailboxes); the next message starts a fresh round.
    */
+  /**
+   * A decision on a waiting tool call from a user interface, whose users hold the web token and
+   * count as admins. Handed to the instance that runs the group as `/approve` or `/deny` when
+   * that is another one.
+   */
+  async decideTool(groupId: string, id: string, approve: boolean, by: string): Promise<ToolDecision> {
+    const g = this.d.groups.require(groupId);
+    if (!this.d.running.runs(g.id)) {
+      const text = `/${approve ? 'approve' : 'deny'} ${id}`;
+      const msg: InboundMessage = { channel: g.channel, chatId: g.chatId, messageId: `decide-${this.d.clock.now()}-${Math.random().toString(36).slice(2, 8)}`, author: { id: by, name: by }, text, ts: this.d.clock.now(), ephemeral: true };
+      const handed = await this.d.peers.forward(g.id, msg);
+      if (handed.status !== 'forwarded' && handed.status !== 'duplicate') throw new StoreUnavailableError(`the decision could not be handed to the instance that runs group ${g.id}`);
+      return { decided: true, line: null };
+    }
+    if (!this.d.groups.usable(g)) throw new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`);
+    return { decided: true, line: await this.d.approvals.decide(g, id, approve, { name: by, admin: true }) };
+  }
+
   async stopGroup(groupId: string, by: string): Promise<StopResult> {
     const g = this.d.groups.require(groupId);
     if (!this.d.running.runs(g.id)) {

@@ -23,7 +23,8 @@ import { budgetRefuses } from './budgetNotices.js';
 import { withinContext } from './withinContext.js';
 import { StoppedReply } from './stoppedReply.js';
 import { PromptRefs } from '../session/promptRef.js';
-import type { PromptRef } from '../types.js';
+import type { PromptRef, ToolStep } from '../types.js';
+import { ToolTurn, addUsage, fitSteps, type ToolTurnResult } from './toolTurn.js';
 
 /** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */
 const HUMAN_CAUSED = new Set<PlannedTurn['reason']>(['addressed', 'sticky', 'rotation', 'direct']);
@@ -59,13 +60,16 @@ export function enoughReplies(g: GroupDoc, round: RoundRecord): boolean {
 export class TurnRunner {
   /** Each turn's prompt by reference, written with its reply or pass line ("what did it see?"). */
   private readonly refs = new PromptRefs();
+  private readonly toolTurn: ToolTurn;
 
   constructor(
     private readonly d: RoundDeps,
     /** Context windows and the token calibration learned from usage, per model (shared with the summaries). */
     private readonly budgets: ContextBudgets,
     private readonly summaries: Summarizer,
-  ) {}
+  ) {
+    this.toolTurn = new ToolTurn(d);
+  }
 
   /** Run turn `t` of `round`: checks, prompt, model call, pass or delivery, reactions. */
   async run(g: GroupDoc, round: RoundRecord, t: PlannedTurn, notes: Set<string>, tally: RoundTally, ctl: TurnControl): Promise<void> {
@@ -147,36 +151,44 @@ export class TurnRunner {
           return this.replyEntry(g, round, t, agent, text, { model, usage, latencyMs: clock.now() - callStarted, costUsd: null, cut: 'stopped', prompt: prompt ? refOf(true) : undefined });
         })
       : null;
+    // Tools only where someone asked: a voluntary turn may be discarded, and its calls with it.
+    const tools = t.reason === 'voluntary' ? [] : this.d.tools.toolsFor(agent.id);
+    let withTools: ToolTurnResult | undefined;
     let res;
     try {
-      res = await ctl.inOrder(withinContext(this.d, this.budgets, g, agent, model, parts, (p) => {
+      res = await ctl.inOrder(withinContext(this.d, this.budgets, g, agent, model, parts, async (p) => {
         prompt = p;
         window = this.budgets.window(model, agent);
-        return this.d.gate.call(
-          {
-            purpose: 'turn',
-            model,
-            system: p.system,
-            summary: p.summary,
-            messages: p.messages,
-            maxTokens: p.maxTokens,
-            agent,
-            groupId: g.id,
-            mustReply,
-            onDelta: ctl.stream
-              ? (chunk) => {
-                  const text = streamFilter(chunk);
-                  if (text === null) return;
-                  setTyping(true);
-                  stopped?.add(text);
-                  this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text });
-                }
-              : undefined,
-          },
-          timeout,
-          ctl.signal,
-        );
+        const request = {
+          purpose: 'turn' as const,
+          model,
+          system: p.system,
+          summary: p.summary,
+          messages: p.messages,
+          maxTokens: p.maxTokens,
+          agent,
+          groupId: g.id,
+          mustReply,
+          onDelta: ctl.stream
+            ? (chunk: string) => {
+                const text = streamFilter(chunk);
+                if (text === null) return;
+                setTyping(true);
+                stopped?.add(text);
+                this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text });
+              }
+            : undefined,
+        };
+        if (tools.length === 0) return this.d.gate.call(request, timeout, ctl.signal);
+        // Tool definitions and results take what the fitted prompt left of the window.
+        const room = p.budgetTokens - p.estimatedTokens - this.budgets.tokens(model, JSON.stringify(tools.map((x) => [x.name, x.description, x.inputSchema])));
+        const names = participants.map((x) => x.name);
+        const scope = { g, round, agent, turn: turnId, threadId: this.trigger(g, round)?.threadId, tools, names, stop: ctl.stop, fit: (steps: ToolStep[]) => fitSteps(steps, room, (x: string) => this.budgets.tokens(model, x)) };
+        withTools = await this.toolTurn.run(scope, (extra) => this.d.gate.call({ ...request, ...extra }, timeout, ctl.signal));
+        // The first call's prompt is the fitted one: the window calibration learns from its usage.
+        return { ...withTools.res, usage: withTools.first };
       }));
+      if (withTools) res = withTools.res;
     } catch (err) {
       stopped?.dispose();
       setTyping(false);
@@ -191,6 +203,7 @@ export class TurnRunner {
         `${agent.name} could not reply (${why.reason}): ${describeError(err)}${why.hint ? ` — ${why.hint}` : ''}`,
       );
       drop(this.d, g, round, t);
+      if (tools.length > 0) groups.toolChange(g, { t: 'tools-done', turn: turnId });
       // The mailbox is not drained: the agent sees these observations next time.
       // Nobody asked a voluntary turn: its failure is a quiet decision line, not a ⚠ in the chat
       // (one "anyone hungry?" must not bring three notices). Someone did ask the others.
@@ -223,6 +236,8 @@ export class TurnRunner {
       ctl.decided();
       return recorded;
     }
+    // The turn's tool calls are done: their steps are in the transcript.
+    if (tools.length > 0) groups.toolChange(g, { t: 'tools-done', turn: turnId });
     groups.recordTurn(g, agent.id, [{ role: 'user', content: prompt!.userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text }], seenUpTo, res);
     groups.addGroupUsage(g, agent.id, res);
     drop(this.d, g, round, t);
@@ -239,7 +254,9 @@ export class TurnRunner {
     }
 
     const ref = refOf(true);
-    const reply = this.replyEntry(g, round, t, agent, text, { model: res.model, usage: res.usage, latencyMs: res.latencyMs, costUsd: res.costUsd ?? null, cut: res.cut, prompt: ref });
+    // "details" shows the whole turn: its tool steps' calls too.
+    const figures = withTools ? { usage: addUsage(res.usage, withTools.stepUsage), costUsd: withTools.stepCostUsd === null || res.costUsd == null ? null : withTools.stepCostUsd + res.costUsd } : { usage: res.usage, costUsd: res.costUsd ?? null };
+    const reply = this.replyEntry(g, round, t, agent, text, { model: res.model, ...figures, latencyMs: res.latencyMs, cut: res.cut, prompt: ref });
     groups.noteSpoke(g, agent.id, seenUpTo);
     const capped = t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected';
     if (capped) groups.updateRound(g, round, { capped: round.capped + 1, voluntary: round.voluntary + (t.reason === 'voluntary' ? 1 : 0) });
@@ -262,6 +279,7 @@ export class TurnRunner {
    */
   private async cancelledTurn(g: GroupDoc, round: RoundRecord, t: PlannedTurn, ctl: TurnControl, kept?: TranscriptEntry | null): Promise<void> {
     drop(this.d, g, round, t);
+    if (g.state.tools?.some((c) => c.roundId === round.id && c.agentId === t.agentId)) this.d.groups.toolChange(g, { t: 'tools-done', turn: `${round.id}:${t.agentId}:${t.depth}` });
     if (!ctl.stop.aborted) ctl.cancelled.push(t.agentId);
     if (kept) await this.d.recorder.deliverAppended(g, [kept], HUMAN_CAUSED.has(t.reason) ? this.trigger(g, round)?.platformMessageId : undefined);
   }

@@ -169,6 +169,9 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   stopGroup(): Promise<StopResult> {
     return Promise.reject(new UserError('FakeGateway does not stop rounds', 'bad_request', 400));
   }
+  decideTool(): Promise<never> {
+    return Promise.reject(new UserError('FakeGateway has no tool calls', 'unknown_call', 404));
+  }
   search(): Promise<SearchPage> {
     return Promise.reject(new UserError('FakeGateway does not search', 'bad_request', 400));
   }

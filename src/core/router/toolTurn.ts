@@ -1,0 +1,256 @@
+/**
+ * A turn with tools: the model answers, or asks for tool calls; each call is recorded before it
+ * runs and its result after, and goes back to the model as a tool result; the loop ends at a reply
+ * or at `max_tool_steps` (then the model must answer without tools).
+ *
+ * Never twice. A call's record says whether it needed a person (and what they decided) and
+ * whether it began. The steps of a turn are rebuilt from those records every time the loop starts,
+ * so a turn resumed after a crash goes on where the log left it: a call that began and has no
+ * result is not run again — unless the tool says it only reads or is idempotent, and then only
+ * once more — and the model is told its outcome is unknown.
+ */
+import type { LlmResponse } from '../ports.js';
+import type { ToolHost, ToolInfo } from '../toolPorts.js';
+import type { GroupDoc, RoundRecord, ToolCallRecord } from '../records.js';
+import type { AgentDef, ToolCall, ToolOutcome, ToolSpec, ToolStep, ToolStepView, Usage } from '../types.js';
+import { neutralizeToolText } from '../session/toolSafety.js';
+import { cutWithMarker, stepLine } from '../text/toolText.js';
+import { utf8Length } from '../text/utf8.js';
+import type { RoundDeps } from './RoundDeps.js';
+import type { Approvals } from './Approvals.js';
+
+/** What the tool loop needs besides a round's services. */
+export interface ToolDeps {
+  tools: ToolHost;
+  approvals: Approvals;
+  /** Secrets out of what the room is shown (arguments and results), as in logs. */
+  redact: (text: string) => string;
+}
+
+/** The tool host when no MCP servers are configured: no agent has tools. */
+export const noTools: ToolHost = {
+  toolsFor: () => [],
+  call: async ({ server }) => ({ outcome: 'unavailable', content: `the MCP server "${server}" is not configured`, bytes: 0 }),
+};
+
+/** One model call of the loop, with what the loop adds to the request. */
+export type StepCall = (extra: { tools: readonly ToolSpec[]; toolChoice: 'auto' | 'none'; toolSteps: ToolStep[] }) => Promise<LlmResponse & { latencyMs: number }>;
+
+/** The turn's answer and what its tool steps cost before it (already counted for the group). */
+export interface ToolTurnResult {
+  res: LlmResponse & { latencyMs: number };
+  /** Usage of the first call, whose prompt is the fitted one (context calibration learns from it). */
+  first: Usage;
+  /** Calls that asked for tools, before the answer. */
+  steps: number;
+  stepUsage: Usage;
+  stepCostUsd: number | null;
+}
+
+/** A turn's identity and where its steps are shown. */
+export interface ToolTurnScope {
+  g: GroupDoc;
+  round: RoundRecord;
+  agent: AgentDef;
+  turn: string;
+  threadId: string | undefined;
+  tools: readonly ToolInfo[];
+  /** Participants' names: labels of theirs in a tool's answer are neutralised. */
+  names: readonly string[];
+  /** `/stop`: ends a wait for approval and cancels a running call. */
+  stop: AbortSignal;
+  /** Trim steps so they fit what is left of the context window (see TurnRunner). */
+  fit: (steps: ToolStep[]) => ToolStep[];
+}
+
+const NOT_RUN_AGAIN =
+  'The call was interrupted: Chorus stopped while it ran, so whether it took effect is unknown. It was not run again, because running it twice could do its change twice. Tell the people in the room, and do not assume either outcome.';
+
+export class ToolTurn {
+  constructor(private readonly d: RoundDeps & ToolDeps) {}
+
+  /** Run the loop: model, tools, model, … until an answer. */
+  async run(s: ToolTurnScope, call: StepCall): Promise<ToolTurnResult> {
+    const specs = s.tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema }));
+    let first: Usage | undefined;
+    let steps = 0;
+    let stepUsage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+    let stepCostUsd: number | null = 0;
+    for (;;) {
+      // Calls a crash or a stop left without a result come first (resumed turns).
+      for (const c of this.calls(s)) if (!c.result) await this.settle(s, c);
+      const done = stepsOf(this.calls(s));
+      const choice = done.length >= s.g.config.max_tool_steps ? 'none' : 'auto';
+      const res = await call({ tools: specs, toolChoice: choice, toolSteps: s.fit(done) });
+      first ??= res.usage;
+      if (choice === 'none' || !res.toolCalls?.length) return { res, first, steps, stepUsage, stepCostUsd };
+      // A step, not the answer: its cost is counted now, with its calls' record.
+      steps++;
+      stepUsage = addUsage(stepUsage, res.usage);
+      stepCostUsd = stepCostUsd === null || res.costUsd == null ? null : stepCostUsd + res.costUsd;
+      this.d.groups.addGroupUsage(s.g, s.agent.id, res);
+      const index = done.length;
+      for (const tc of res.toolCalls) {
+        const rec = this.record(s, index, res.text, tc);
+        await this.settle(s, rec);
+      }
+    }
+  }
+
+  /** The turn's recorded calls, in order. */
+  private calls(s: ToolTurnScope): ToolCallRecord[] {
+    return (s.g.state.tools ?? []).filter((c) => c.turn === s.turn);
+  }
+
+  /** Record one call the model asked for (written with the next commit, before it runs). */
+  private record(s: ToolTurnScope, step: number, stepText: string, tc: ToolCall): ToolCallRecord {
+    const info = s.tools.find((t) => t.name === tc.name);
+    const needs = !!info && (info.confirm === 'always' || (info.confirm === 'auto' && !info.readOnly));
+    const now = this.d.clock.now();
+    const rec: ToolCallRecord = {
+      id: this.freshId(s.g),
+      turn: s.turn,
+      roundId: s.round.id,
+      agentId: s.agent.id,
+      step,
+      stepText,
+      callId: tc.id,
+      name: tc.name,
+      server: info?.server ?? '(none)',
+      tool: info?.tool ?? tc.name,
+      input: tc.input,
+      readOnly: info?.readOnly ?? true,
+      idempotent: info?.idempotent ?? true,
+      approval: needs ? 'waiting' : 'none',
+      ...(needs ? { approvers: info.approvers, deadline: now + s.g.config.tool_approval_timeout_seconds * 1000 } : {}),
+      started: 0,
+      at: now,
+      ...(info ? {} : { result: { outcome: 'error' as const, content: `There is no tool named "${tc.name}" available to you.`, bytes: 0 } }),
+    };
+    this.d.groups.toolChange(s.g, { t: 'tool-call', call: rec });
+    return rec;
+  }
+
+  /** Bring one recorded call to a result: ask a person if needed, run it (once), record the outcome. */
+  private async settle(s: ToolTurnScope, rec: ToolCallRecord): Promise<void> {
+    const { groups } = this.d;
+    let c = current(s.g, rec.id) ?? rec;
+    if (c.result) {
+      // Settled when recorded (a tool the agent does not have): only the room is told.
+      return this.show(s, c, c.result.outcome, c.result.content, c.result.bytes);
+    }
+    const halt = AbortSignal.any([s.stop, this.d.shutdown]);
+    if (c.approval === 'waiting') {
+      await this.ask(s, c);
+      const verdict = await this.d.approvals.wait(s.g, c, halt);
+      if (verdict === 'stopped') return this.finish(s, c, 'cancelled', this.d.shutdown.aborted ? 'Chorus was shutting down before anyone approved this call; it was not run.' : 'The call was stopped before anyone approved it; it was not run.', 0);
+      if (verdict === 'expired') groups.toolChange(s.g, { t: 'tool', id: c.id, set: { approval: 'expired' } });
+      c = current(s.g, rec.id) ?? c;
+    }
+    if (c.approval === 'denied' || c.approval === 'expired') {
+      const why = c.approval === 'denied' ? `${c.decidedBy ?? 'A person'} did not approve this call; it was not run.` : 'Nobody approved this call in time; it was not run.';
+      return this.finish(s, c, 'denied', why, 0);
+    }
+    if (c.started >= 1) {
+      // It began before a crash and has no result.
+      if (!(c.readOnly || c.idempotent) || c.started >= 2) return this.finish(s, c, 'interrupted', NOT_RUN_AGAIN, 0);
+    }
+    groups.toolChange(s.g, { t: 'tool', id: c.id, set: { started: c.started + 1 } });
+    // Recorded before it runs: a crash from here on leaves a call that began.
+    await groups.commit(s.g).durable;
+    // The tool host counts and times calls for `/metrics`.
+    const out = await this.d.tools.call({ server: c.server, tool: c.tool, input: c.input, timeoutMs: s.g.config.tool_timeout_seconds * 1000, signal: halt });
+    const content = out.outcome === 'cancelled' && this.d.shutdown.aborted ? 'The call was cancelled because Chorus was shutting down; whether it took effect is unknown.' : out.content;
+    await this.finish(s, c, out.outcome, content, out.bytes);
+  }
+
+  /** Post the request for approval (once: a resumed turn finds it posted). */
+  private async ask(s: ToolTurnScope, c: ToolCallRecord): Promise<void> {
+    const asked = s.g.transcript.some((e) => e.tool?.id === c.id && e.tool.outcome === 'waiting');
+    if (asked) return;
+    const view = this.view(c, 'waiting', '', 0);
+    this.d.typing(s.g, s.agent, false);
+    await this.d.recorder.record(s.g, { entries: [this.entry(s, view, true)] });
+  }
+
+  /** The call's result: recorded, and shown to the room as one step of the transcript. */
+  private async finish(s: ToolTurnScope, c: ToolCallRecord, outcome: ToolOutcome, raw: string, bytes: number): Promise<void> {
+    const content = neutralizeToolText(raw, s.names);
+    this.d.groups.toolChange(s.g, { t: 'tool', id: c.id, set: { result: { outcome, content, bytes } } });
+    await this.show(s, c, outcome, content, bytes);
+  }
+
+  private async show(s: ToolTurnScope, c: ToolCallRecord, outcome: ToolOutcome, content: string, bytes: number): Promise<void> {
+    await this.d.recorder.record(s.g, { entries: [this.entry(s, this.view(c, outcome, content, bytes), false)] });
+  }
+
+  private view(c: ToolCallRecord, outcome: ToolStepView['outcome'], content: string, bytes: number): ToolStepView {
+    let input: Record<string, unknown>;
+    try {
+      input = JSON.parse(this.d.redact(JSON.stringify(c.input))) as Record<string, unknown>;
+    } catch {
+      input = { redacted: this.d.redact(JSON.stringify(c.input)) };
+    }
+    return { id: c.id, server: c.server, tool: c.tool, input, outcome, result: this.d.redact(content), resultBytes: bytes || utf8Length(content), ...(c.decidedBy ? { decidedBy: c.decidedBy } : {}) };
+  }
+
+  private entry(s: ToolTurnScope, view: ToolStepView, request: boolean) {
+    return {
+      kind: 'tool' as const,
+      authorId: `agent:${s.agent.id}`,
+      authorName: s.agent.name,
+      agentId: s.agent.id,
+      text: stepLine(s.agent.name, view),
+      tool: view,
+      roundId: s.round.id,
+      threadId: s.threadId,
+      delivery: 'pending' as const,
+      // Others observe what a call did, not that one was asked for.
+      ...(request ? { hiddenFromAgents: true } : {}),
+    };
+  }
+
+  /** A short id people can type, unique in the group: `t` and the seq the group is at. */
+  private freshId(g: GroupDoc): string {
+    const taken = new Set((g.state.tools ?? []).map((c) => c.id));
+    let id = `t${g.nextSeq}`;
+    for (let k = 2; taken.has(id); k++) id = `t${g.nextSeq}-${k}`;
+    return id;
+  }
+}
+
+function current(g: GroupDoc, id: string): ToolCallRecord | undefined {
+  return g.state.tools?.find((c) => c.id === id);
+}
+
+/** The turn's finished steps as the model is sent them, in order. */
+function stepsOf(calls: readonly ToolCallRecord[]): ToolStep[] {
+  const steps: ToolStep[] = [];
+  for (const c of calls) {
+    if (!c.result) continue;
+    let step = steps[c.step];
+    if (!step) steps[c.step] = step = { text: c.stepText, calls: [], results: [] };
+    step.calls.push({ id: c.callId, name: c.name, input: c.input });
+    step.results.push({ callId: c.callId, content: c.result.content, isError: c.result.outcome !== 'ok' });
+  }
+  return steps.filter((x): x is ToolStep => !!x);
+}
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens, cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens, cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens };
+}
+
+/** Shrink the longest results of `steps` until `tokens(steps)` is at most `room`, each cut marked. */
+export function fitSteps(steps: ToolStep[], room: number, tokens: (text: string) => number): ToolStep[] {
+  const size = (xs: ToolStep[]) => xs.reduce((n, st) => n + tokens(st.text) + st.calls.reduce((m, c) => m + tokens(JSON.stringify(c.input)), 0) + st.results.reduce((m, r) => m + tokens(r.content), 0), 0);
+  let out = steps;
+  for (let guard = 0; guard < 64 && size(out) > room; guard++) {
+    let longest: { i: number; j: number; len: number } | null = null;
+    out.forEach((st, i) => st.results.forEach((r, j) => (longest === null || r.content.length > longest.len ? (longest = { i, j, len: r.content.length }) : null)));
+    const l = longest as { i: number; j: number; len: number } | null;
+    if (!l || l.len <= 512) break;
+    const bytes = Math.max(256, Math.floor(utf8Length(out[l.i]!.results[l.j]!.content) / 2));
+    out = out.map((st, i) => (i !== l.i ? st : { ...st, results: st.results.map((r, j) => (j !== l.j ? r : { ...r, content: cutWithMarker(r.content, bytes, 'cut to fit the context window') })) }));
+  }
+  return out;
+}
