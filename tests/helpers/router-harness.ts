@@ -8,6 +8,7 @@ import { agentsFromConfig } from '../../src/app.js';
 import { GroupRouter } from '../../src/core/router/GroupRouter.js';
 import type { Clock, LlmProvider, Logger, Peers, Store } from '../../src/core/ports.js';
 import type { GroupConfig, InboundMessage } from '../../src/core/types.js';
+import type { ToolHost } from '../../src/core/toolPorts.js';
 import { FakeChannel } from './fake-channel.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeLlm, type FakeLlmOptions } from './fake-llm.js';
@@ -46,6 +47,8 @@ export interface HarnessOptions {
   replyTimeoutMs?: number;
   /** Other instances (cluster tests): the router then runs only the groups it is handed; default: every group. */
   peers?: Peers;
+  /** The agents' tools (default: none). */
+  tools?: ToolHost;
 }
 
 export async function makeRouter(opts: HarnessOptions = {}) {
@@ -67,6 +70,7 @@ export async function makeRouter(opts: HarnessOptions = {}) {
     logger: opts.logger ?? silentLogger,
     checkpointEvery: opts.checkpointEvery,
     peers: opts.peers,
+    tools: opts.tools,
   });
   router.addChannel(channel);
   await router.start();

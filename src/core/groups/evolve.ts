@@ -123,7 +123,8 @@ export function applyChange(g: GroupDoc, c: GroupChange): void {
       g.state.tools = [...(g.state.tools ?? []).filter((x) => x.id !== c.call.id), { ...c.call }];
       return;
     case 'tool':
-      g.state.tools = (g.state.tools ?? []).map((x) => (x.id === c.id ? { ...x, ...c.set } : x));
+      // A call whose round was stopped meanwhile is gone already: its late result changes nothing.
+      if (g.state.tools) g.state.tools = g.state.tools.map((x) => (x.id === c.id ? { ...x, ...c.set } : x));
       return;
     case 'tools-done':
       keepTools(g, (call) => call.turn !== c.turn);

@@ -20,9 +20,8 @@ export function contextStart(g: GroupDoc, count: number): number {
 
 /** Entries an agent is shown: humans, agents, and system notices meant for agents. */
 export function isObservable(e: TranscriptEntry): boolean {
-  return !e.hiddenFromAgents && !e.deleted && (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system');
+  return !e.hiddenFromAgents && !e.deleted && (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system' || e.kind === 'tool');
 }
-
 
 /**
  * Observations not yet shown to this agent, oldest first. After a long silence they are read
@@ -61,7 +60,6 @@ async function countObservable(store: Store, g: GroupDoc, s: SessionDoc, before:
   }
   return n;
 }
-
 
 /**
  * Transcript page, oldest first: the tail from memory, older pages from the store. One entry
