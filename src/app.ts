@@ -18,7 +18,8 @@ import { FileDeadLetters } from './store/files/deadLetters.js';
 import { ScriptedProvider } from './llm/ScriptedProvider.js';
 import { createProvider } from './llm/createProvider.js';
 import { addLogSecrets, createLogger } from './logger.js';
-import { configSecrets } from './redact.js';
+import { Redactor, configSecrets } from './redact.js';
+import type { ToolHost } from './core/toolPorts.js';
 import { PromMetrics } from './ops/metrics.js';
 import { HttpMounts } from './channels/web/mounts.js';
 import type { PgCluster } from './cluster/PgCluster.js';
@@ -32,6 +33,8 @@ export interface CreateAppOptions {
   /** Replace the channels built from the config. */
   channels?: Channel[];
   store?: Store;
+  /** Replace the agents' tools built from `tools:` (tests, benchmarks). */
+  tools?: ToolHost;
 }
 
 export interface App {
@@ -127,6 +130,9 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     logger: logger.child({ part: 'router' }),
     declaredGroups: config.groups.map((g) => ({ channel: g.channel, chatId: g.chat_id, title: g.title, participants: g.participants, config: g.config })),
     scripted: chosen.provider.name === 'scripted',
+    tools: opts.tools,
+    // What the room is shown of tool calls loses the config's secrets, as the log does.
+    redact: ((r) => (text: string) => r.redact(text))(new Redactor(configSecrets(config))),
   });
   metrics.watch({ load: () => router.load(), readiness: () => router.gateway.readiness() });
   const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => metrics.text(), cluster, deadLetters));

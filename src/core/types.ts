@@ -362,6 +362,8 @@ export interface ToolStepView {
   resultBytes: number;
   /** Who approved or denied it, when it needed a person. */
   decidedBy?: string | undefined;
+  /** A request (`waiting`): when it is refused if nobody decides (epoch ms). */
+  deadline?: number | undefined;
 }
 
 /** A message exactly as sent to the model (a turn's tool steps travel beside them, see LlmRequest.toolSteps). */

@@ -191,7 +191,7 @@ export class ToolTurn {
     } catch {
       input = { redacted: this.d.redact(JSON.stringify(c.input)) };
     }
-    return { id: c.id, server: c.server, tool: c.tool, input, outcome, result: this.d.redact(content), resultBytes: bytes || utf8Length(content), ...(c.decidedBy ? { decidedBy: c.decidedBy } : {}) };
+    return { id: c.id, server: c.server, tool: c.tool, input, outcome, result: this.d.redact(content), resultBytes: bytes || utf8Length(content), ...(c.decidedBy ? { decidedBy: c.decidedBy } : {}), ...(outcome === 'waiting' && c.deadline ? { deadline: c.deadline } : {}) };
   }
 
   private entry(s: ToolTurnScope, view: ToolStepView, request: boolean) {
