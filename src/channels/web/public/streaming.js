@@ -116,6 +116,8 @@ export class StreamView {
   constructor(el, render) {
     this.el = el;
     this.render = render;
+    /** Rendering time one flush may take before yielding (tests about what is rendered lift it). */
+    this.frameBudgetMs = FRAME_BUDGET_MS;
     this.splitter = new BlockSplitter();
     /** Blocks not rendered yet (the text to render). */
     this.pending = [];
@@ -207,7 +209,7 @@ export class StreamView {
         const frag = this.render(source);
         this.blocks.push({ source, nodes: [...frag.childNodes] });
         this.el.append(frag);
-        if (performance.now() - started > FRAME_BUDGET_MS) return this.pending.length > 0 || this.tailDirty;
+        if (performance.now() - started > this.frameBudgetMs) return this.pending.length > 0 || this.tailDirty;
       }
     }
     if (!this.tailDirty) return false;
