@@ -15,6 +15,7 @@ import { createApp, type App } from '../src/app.js';
 import { parseConfigText } from '../src/config/load.js';
 import type { ChorusConfig } from '../src/config/schema.js';
 import type { Channel, ChannelHost, LlmProvider, PostedMessage, PostOptions } from '../src/core/ports.js';
+import type { ToolHost } from '../src/core/toolPorts.js';
 import type { AgentDef, ChatRef, GroupConfig, InboundMessage } from '../src/core/types.js';
 import { FileStore } from '../src/store/files/FileStore.js';
 import { FakeLlm, type FakeLlmOptions } from '../tests/helpers/fake-llm.js';
@@ -235,12 +236,12 @@ export type Fsync = 'always' | 'never';
  * createApp with the real file store (`fsync` default `always`, as in the config) in a fresh
  * temporary directory under the data root (or in `dir`).
  */
-export async function benchApp(o: Omit<BenchConfigOptions, 'dataDir'> & { llm: LlmProvider; dir?: string; timedChannel?: boolean; fsync?: Fsync }): Promise<BenchApp> {
+export async function benchApp(o: Omit<BenchConfigOptions, 'dataDir'> & { llm: LlmProvider; dir?: string; timedChannel?: boolean; fsync?: Fsync; tools?: ToolHost }): Promise<BenchApp> {
   const tmp = o.dir ? { dir: o.dir, remove: async () => undefined } : await tempDir('app');
   const config = benchConfig({ ...o, dataDir: tmp.dir });
   const store = new FileStore({ dataDir: tmp.dir, fsync: o.fsync ?? config.storage.fsync, logger: silentLogger });
   const channel = o.timedChannel === false || o.web ? null : new TimedChannel();
-  const app = await createApp({ config, llm: o.llm, logger: silentLogger, store, ...(channel ? { channels: [channel] } : {}) });
+  const app = await createApp({ config, llm: o.llm, logger: silentLogger, store, tools: o.tools, ...(channel ? { channels: [channel] } : {}) });
   await app.start();
   return {
     app,

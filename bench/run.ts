@@ -21,6 +21,7 @@ import { daemonCpuRuns } from './scenarios/daemon.js';
 import { scalingRun } from './scenarios/scaling.js';
 import { storageRun } from './scenarios/storage.js';
 import { cacheRun, voluntaryRun } from './scenarios/tokens.js';
+import { toolOverheadRun } from './scenarios/tools.js';
 import { voluntaryRoundRun } from './scenarios/rounds.js';
 import { makeRssData, type SoakPoint, type ThroughputResult } from './scenarios/memory.js';
 import { postgresRuns } from './scenarios/postgres.js';
@@ -130,6 +131,7 @@ export const TARGETS: Record<string, Target> = {
   ...(diskWriteBytes() === null ? {} : Object.fromEntries(BYTES_POINTS.map((h) => [`disk_bytes_written_per_message_${h}`, DISK_TARGET]))),
   rss_mb_per_1000_groups: { op: '<=', value: 150 },
   cache_cost_ratio: { op: '<=', value: 0.35 },
+  tool_step_overhead_ms: { op: 'report', note: 'median ms one read-only tool step adds to a turn (model and tool instant; two durable writes and a second model call)' },
   voluntary_calls_per_message_hybrid: { op: 'report' },
   voluntary_calls_per_message_selector: { op: 'report' },
   voluntary_round_latency_ratio_sequential: { op: 'report', note: 'round ms / model latency; 8 agents, all pass' },
@@ -265,6 +267,11 @@ export async function runBench(p: Profile, log: Log = () => undefined): Promise<
   details['cache_tokens'] = { input: cc[0]!.inputTokens, cache_read: cc[0]!.cacheReadTokens, cache_write: cc[0]!.cacheWriteTokens, calls: cc[0]!.calls };
   const short = await cacheRun({ ...p.cache, personaTokens: 100 });
   details['cache_cost_ratio_short_persona'] = round(short.ratio);
+
+  log('one tool call (model and tool instant, with vs without one read-only step)');
+  const tc = await runs(p.runs, 'tools', log, () => toolOverheadRun(p.overhead));
+  raw['tool_step_overhead_ms'] = tc.map((r) => r.perStep);
+  details['tool_step'] = { with_tool_ms: round(tc[0]!.withTool), without_ms: round(tc[0]!.without) };
 
   log('voluntary calls (8 agents, unaddressed message)');
   raw['voluntary_calls_per_message_hybrid'] = await voluntaryRun({ strategy: 'hybrid', messages: p.voluntary.messages });
