@@ -4,9 +4,10 @@
  * Prompt caching layout of every request, in the order the API hashes it (tools → system →
  * messages):
  *
+ *   tools      the agent's tools, if any, always in one order
  *   system[0]  the stable prefix (persona + group section)       ← breakpoint 1
  *   system[1]  the running summary under its heading, if any     ← breakpoint 2
- *   messages   the session's history, user/assistant alternating
+ *   messages   the session's history, user/assistant alternating, then the turn's tool steps
  *   last msg   its last content block                              ← breakpoint 3
  *
  * Breakpoint 1 lets every call with the same persona/group prefix (a fresh session, a call right
@@ -36,8 +37,8 @@
  * `text` blocks are — but each one is reported through `onActivity`, so a model that thinks for
  * a minute before its first word is not taken for a stalled one.
  *
- * Replies are bounded: a stream is aborted at `req.maxReplyBytes` — the SDK closes the
- * connection, so neither it nor we hold more than the budget — and the text so far comes back with
+ * Replies are bounded: a stream is left at `req.maxReplyBytes` — the SDK then aborts the request
+ * and closes the connection, so neither it nor we hold more than the budget — and the text so far comes back with
  * `cut: 'bytes'` (and no tool calls: the model's reply was not taken whole); a reply the API
  * stopped at `max_tokens` comes back with `cut: 'max_tokens'`. Tool arguments are not reply text:
  * they are neither streamed through `onDelta` nor counted in the budget (`max_tokens` bounds them).
