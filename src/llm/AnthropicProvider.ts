@@ -4,9 +4,10 @@
  * Prompt caching layout of every request, in the order the API hashes it (tools → system →
  * messages):
  *
+ *   tools      the agent's tools, if any, always in one order
  *   system[0]  the stable prefix (persona + group section)       ← breakpoint 1
  *   system[1]  the running summary under its heading, if any     ← breakpoint 2
- *   messages   the session's history, user/assistant alternating
+ *   messages   the session's history, user/assistant alternating, then the turn's tool steps
  *   last msg   its last content block                              ← breakpoint 3
  *
  * Breakpoint 1 lets every call with the same persona/group prefix (a fresh session, a call right
@@ -18,6 +19,14 @@
  * the new turn is written. Nothing that changes per call is added by this provider: the request
  * is a pure function of the `LlmRequest`.
  *
+ * Tools (src/llm/anthropicTools.ts) come first in that order, so breakpoint 1 caches them together
+ * with the system prompt. A turn's earlier tool round trips follow the messages (an assistant
+ * message with its `tool_use` blocks, a user message with the `tool_result`s); breakpoint 3 then
+ * sits on the last `tool_result`, so each step of a turn reads the previous step's entry through the
+ * lookback. A reply that stops to call tools (`stop_reason: tool_use`) comes back with `toolCalls`;
+ * tool calls of a reply that stopped for any other reason (cut at `max_tokens` in the middle of the
+ * arguments) are not handed on, as they may be incomplete.
+ *
  * Retries (429, 529, 5xx, connection errors) are the SDK's (`llm.max_retries`, honouring
  * `retry-after`). The time limits are the LlmGate's (first token, idle, overall cap), applied
  * through the request's signal; the SDK's per-attempt timeout is only the overall cap as a
@@ -28,23 +37,29 @@
  * `text` blocks are — but each one is reported through `onActivity`, so a model that thinks for
  * a minute before its first word is not taken for a stalled one.
  *
- * Replies are bounded: a stream is aborted at `req.maxReplyBytes` — the SDK closes the
- * connection, so neither it nor we hold more than the budget — and the text so far comes back with
- * `cut: 'bytes'`; a reply the API stopped at `max_tokens` comes back with `cut: 'max_tokens'`.
+ * Replies are bounded: a stream is left at `req.maxReplyBytes` — the SDK then aborts the request
+ * and closes the connection, so neither it nor we hold more than the budget — and the text so far comes back with
+ * `cut: 'bytes'` (and no tool calls: the model's reply was not taken whole); a reply the API
+ * stopped at `max_tokens` comes back with `cut: 'max_tokens'`. Tool arguments are not reply text:
+ * they are neither streamed through `onDelta` nor counted in the budget (`max_tokens` bounds them).
  */
 import Anthropic from '@anthropic-ai/sdk';
 import type { ChorusConfig } from '../config/schema.js';
 import type { LlmError } from '../core/errors.js';
 import { LlmError as LlmErrorClass } from '../core/errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
-import type { ReplyCut, Usage } from '../core/types.js';
+import type { ReplyCut, ToolCall, Usage } from '../core/types.js';
+import { readAnthropicStream } from './anthropicStream.js';
+import { anthropicStepMessages, anthropicToolParams } from './anthropicTools.js';
 import { CallController, FailureReporter, ReplyBudget, displayUrl, sdkClientOptions, nonEmpty, providerFailure } from './common.js';
 import { estimateCost } from './pricing.js';
+import { toolInputOf } from './toolInput.js';
 
 type LlmConfig = ChorusConfig['llm'];
 type CreateParams = Anthropic.MessageCreateParamsNonStreaming;
 type TextBlockParam = Anthropic.TextBlockParam;
 type MessageParam = Anthropic.MessageParam;
+type ContentBlockParam = Anthropic.ContentBlockParam;
 
 /** What a call produced, streamed or not, before usage and cost are worked out. */
 interface Reply {
@@ -55,6 +70,10 @@ interface Reply {
   cut?: ReplyCut | undefined;
   /** The reply had thinking (explains an empty text). */
   thought: boolean;
+  /** The calls the model stopped to make (only with `stop_reason: tool_use`). */
+  toolCalls: ToolCall[];
+  /** Tool calls were left out because the reply stopped for another reason (explains an empty text). */
+  droppedCalls: boolean;
 }
 
 const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
@@ -72,16 +91,20 @@ export function buildAnthropicParams(req: LlmRequest, defaultMaxTokens: number):
   const system: TextBlockParam[] = [{ type: 'text', text: nonEmpty(req.system), cache_control: EPHEMERAL }];
   if (req.summary && req.summary.trim()) system.push({ type: 'text', text: req.summary, cache_control: EPHEMERAL });
 
-  const last = req.messages.length - 1;
-  const messages: MessageParam[] = req.messages.map((m, i) => {
+  const messages: MessageParam[] = req.messages.map((m) => {
     const block: TextBlockParam = { type: 'text', text: nonEmpty(m.content) };
-    if (i === last) block.cache_control = EPHEMERAL;
     return m.role === 'assistant' ? { role: 'assistant', content: [block] } : { role: 'user', content: [block] };
   });
+  messages.push(...anthropicStepMessages(req.toolSteps));
+  // Breakpoint 3: the last block of the last message, a tool_result when the turn has steps.
+  const lastContent = messages[messages.length - 1]!.content as ContentBlockParam[];
+  const lastBlock = lastContent[lastContent.length - 1]!;
+  lastContent[lastContent.length - 1] = { ...lastBlock, cache_control: EPHEMERAL } as ContentBlockParam;
 
   return {
     model: req.model,
     max_tokens: req.maxTokens ?? defaultMaxTokens,
+    ...anthropicToolParams(req),
     system,
     messages,
   };
@@ -130,14 +153,21 @@ export class AnthropicProvider implements LlmProvider {
       const reply = req.onDelta
         ? await this.streamed(params, req, call)
         : fromMessage(await this.client.messages.create(params, { signal: call.signal }), req.maxReplyBytes);
-      if (!reply.text.trim()) {
-        const why = reply.thought ? (reply.stopReason === 'max_tokens' ? ', it spent max_tokens thinking' : ', only thinking') : '';
+      if (!reply.text.trim() && reply.toolCalls.length === 0) {
+        const why = reply.droppedCalls
+          ? ', in the middle of a tool call'
+          : reply.thought
+            ? reply.stopReason === 'max_tokens'
+              ? ', it spent max_tokens thinking'
+              : ', only thinking'
+            : '';
         throw new LlmErrorClass(`Anthropic: the model returned no text (stop_reason ${reply.stopReason ?? 'unknown'}${why})`, 'empty', false);
       }
       const usage = usageFromAnthropic(reply.usage);
       const model = reply.model || req.model;
       this.failures.succeeded(req.model);
-      return { text: reply.text, model, usage, costUsd: estimateCost(model, usage, this.config.prices), cut: reply.cut };
+      const calls = reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {};
+      return { text: reply.text, model, usage, costUsd: estimateCost(model, usage, this.config.prices), cut: reply.cut, ...calls };
     } catch (err) {
       throw this.fail(err, req, call);
     } finally {
@@ -148,55 +178,52 @@ export class AnthropicProvider implements LlmProvider {
   private async streamed(params: CreateParams, req: LlmRequest, call: CallController): Promise<Reply> {
     const onDelta = req.onDelta!;
     const maxReplyBytes = req.maxReplyBytes;
-    const stream = this.client.messages.stream(params, { signal: call.signal });
-    const budget = new ReplyBudget(maxReplyBytes);
-    let text = '';
-    let thought = false;
-    // Every block of output is the model working, thinking included (`thinking_delta`, a
-    // `redacted_thinking` block): the gate's first-token and idle limits count it. Pings and
-    // message_start are the server, not the model, and do not count.
-    stream.on('streamEvent', (event) => {
-      const isThinking =
-        (event.type === 'content_block_delta' && (event.delta.type === 'thinking_delta' || event.delta.type === 'signature_delta')) ||
-        (event.type === 'content_block_start' && (event.content_block.type === 'thinking' || event.content_block.type === 'redacted_thinking'));
-      if (isThinking) thought = true;
-      if (event.type === 'content_block_delta' || event.type === 'content_block_start') {
-        try {
-          req.onActivity?.();
-        } catch {
-          // A listener's failure is the listener's; the stream goes on.
-        }
-      }
-    });
-    // The SDK's 'text' event carries `text_delta`s only: thinking never reaches the reply.
-    stream.on('text', (delta) => {
-      if (!delta || budget.cut) return;
-      const part = budget.take(delta);
-      if (part) {
-        text += part;
+    // Retries before the first byte are the SDK's, as for a whole reply.
+    const stream = await this.client.messages.create({ ...params, stream: true }, { signal: call.signal });
+    const got = await readAnthropicStream(stream, {
+      budget: new ReplyBudget(maxReplyBytes),
+      onText: (part) => {
         try {
           onDelta(part);
         } catch (err) {
           this.logger.warn({ err: String(err) }, 'onDelta listener threw; ignoring');
         }
-      }
-      // Aborting closes the connection: the rest of the reply is never read or accumulated.
-      if (budget.cut) stream.abort();
+      },
+      // Every block of output is the model working, thinking and tool arguments included: the
+      // gate's first-token and idle limits count it. Pings and message_start are the server, not
+      // the model, and do not count.
+      onActivity: () => {
+        try {
+          req.onActivity?.();
+        } catch {
+          // A listener's failure is the listener's; the stream goes on.
+        }
+      },
     });
-    try {
-      return fromMessage(await stream.finalMessage(), maxReplyBytes);
-    } catch (err) {
-      if (!budget.cut) throw err;
+    if (got.cutAtBudget) {
       this.logger.debug({ model: params.model, bytes: maxReplyBytes }, `reply over ${maxReplyBytes} bytes: stream closed, reply cut`);
       // The usage known so far is message_start's (the input side); the final count never came.
-      const snapshot = stream.currentMessage;
-      return { text, model: snapshot?.model, usage: snapshot?.usage, stopReason: null, cut: 'bytes', thought };
+      return { text: got.text, model: got.model, usage: got.usage, stopReason: null, cut: 'bytes', thought: got.thought, toolCalls: [], droppedCalls: got.toolCalls.length > 0 };
     }
+    // The SDK ends the iteration quietly when its signal fires; make that an error.
+    if (call.signal.aborted) throw call.signal.reason ?? new Error('aborted');
+    if (!got.complete) throw new LlmErrorClass('Anthropic: the stream ended before the message was complete', 'server', true);
+    const cut = got.stopReason === 'max_tokens' ? 'max_tokens' : undefined;
+    return { text: got.text, model: got.model, usage: got.usage, stopReason: got.stopReason, cut, thought: got.thought, ...keptCalls(got.stopReason, got.toolCalls) };
   }
 
   private fail(err: unknown, req: LlmRequest, call: CallController | undefined): LlmError {
     return providerFailure(err, req, { provider: 'Anthropic', call, secrets: this.secrets, failures: this.failures });
   }
+}
+
+/**
+ * The calls are handed on only when the model stopped to make them; a reply stopped at
+ * `max_tokens` may end in the middle of a call's arguments, and running half a call is worse than
+ * running none.
+ */
+function keptCalls(stopReason: string | null, calls: ToolCall[]): { toolCalls: ToolCall[]; droppedCalls: boolean } {
+  return stopReason === 'tool_use' ? { toolCalls: calls, droppedCalls: false } : { toolCalls: [], droppedCalls: calls.length > 0 };
 }
 
 /** The text of a whole message, held to the byte budget. Thinking blocks are never reply text. */
@@ -209,5 +236,10 @@ function fromMessage(message: Anthropic.Message, maxReplyBytes: number | undefin
   const budget = new ReplyBudget(maxReplyBytes);
   const text = budget.take(full);
   const cut = budget.cut ? 'bytes' : message.stop_reason === 'max_tokens' ? 'max_tokens' : undefined;
-  return { text, model: message.model, usage: message.usage, stopReason: message.stop_reason, cut, thought };
+  const calls = message.content
+    .filter((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use')
+    .map((b): ToolCall => ({ id: b.id, name: b.name, input: toolInputOf(b.input) }));
+  // A reply cut at the byte budget is not taken whole, streamed or not: no calls from it.
+  const kept = budget.cut ? { toolCalls: [], droppedCalls: calls.length > 0 } : keptCalls(message.stop_reason, calls);
+  return { text, model: message.model, usage: message.usage, stopReason: message.stop_reason, cut, thought, ...kept };
 }

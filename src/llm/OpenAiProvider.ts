@@ -23,13 +23,22 @@
  * content (Qwen, DeepSeek-R1 through llama.cpp or Ollama without a reasoning parser) is stripped
  * from the stream and the final text alike (src/llm/thinking.ts). Both are reported through
  * `onActivity`, so a model that thinks for a while is not taken for a stalled one.
+ *
+ * Tools (src/llm/openAiTools.ts): `tools` as functions and `tool_choice`; a turn's earlier round
+ * trips follow the messages as assistant `tool_calls` and `tool` messages. The calls of a reply are
+ * collected from `delta.tool_calls` fragments, however a server splits them, and handed on whatever
+ * the finish reason says — Ollama and llama.cpp may end a reply with calls on `stop` — except
+ * `length`: a reply cut at `max_tokens` may end in the middle of a call's arguments. Tool arguments
+ * are not reply text: never passed to `onDelta`, not counted in the byte budget (`max_tokens`
+ * bounds them), but counted as activity. A reply cut at the byte budget carries no calls.
  */
 import OpenAI from 'openai';
 import type { ChorusConfig } from '../config/schema.js';
 import { LlmError } from '../core/errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
-import type { ReplyCut, Usage } from '../core/types.js';
+import type { ReplyCut, ToolCall, Usage } from '../core/types.js';
 import { CallController, FailureReporter, ReplyBudget, displayUrl, sdkClientOptions, providerFailure } from './common.js';
+import { ToolCallCollector, firstCallNumber, openAiStepMessages, openAiToolParams, toolCallsOfMessage } from './openAiTools.js';
 import { estimateCost } from './pricing.js';
 import { ThinkFilter, stripThinking } from './thinking.js';
 
@@ -49,7 +58,8 @@ export function buildOpenAiParams(req: LlmRequest, defaultMaxTokens: number): Ch
   const messages: ChatMessage[] = [];
   if (system.trim()) messages.push({ role: 'system', content: system });
   for (const m of req.messages) messages.push({ role: m.role, content: m.content });
-  return { model: req.model, max_tokens: req.maxTokens ?? defaultMaxTokens, messages };
+  messages.push(...openAiStepMessages(req.toolSteps));
+  return { model: req.model, max_tokens: req.maxTokens ?? defaultMaxTokens, ...openAiToolParams(req), messages };
 }
 
 /** Map a chat completion usage object to ours. */
@@ -109,15 +119,22 @@ export class OpenAiProvider implements LlmProvider {
         const text = budget.take(visible.text);
         const cut = budget.cut ? 'bytes' : choice?.finish_reason === 'length' ? 'max_tokens' : undefined;
         const reasoning = (choice?.message as { reasoning_content?: unknown } | undefined)?.reasoning_content;
-        result = { text, model: res.model || req.model, usage: usageFromOpenAi(res.usage), cut, thought: visible.thought || (typeof reasoning === 'string' && reasoning.length > 0) };
+        const calls = toolCallsOfMessage(choice?.message, firstCallNumber(req));
+        result = { text, model: res.model || req.model, usage: usageFromOpenAi(res.usage), cut, thought: visible.thought || (typeof reasoning === 'string' && reasoning.length > 0), ...keptCalls(cut, calls) };
       }
-      if (!result.text.trim()) {
-        const why = result.thought ? (result.cut === 'max_tokens' ? ': it spent max_tokens thinking' : ': only thinking, no answer') : '';
+      if (!result.text.trim() && result.toolCalls.length === 0) {
+        const why = result.droppedCalls
+          ? ': it ran out of max_tokens in the middle of a tool call'
+          : result.thought
+            ? result.cut === 'max_tokens'
+              ? ': it spent max_tokens thinking'
+              : ': only thinking, no answer'
+            : '';
         throw new LlmError(`OpenAI-compatible: the model returned no text${why}`, 'empty', false);
       }
       this.failures.succeeded(req.model);
-      const { thought: _t, ...reply } = result;
-      return { ...reply, costUsd: estimateCost(result.model, result.usage, this.config.prices) };
+      const { thought: _t, droppedCalls: _d, toolCalls, ...reply } = result;
+      return { ...reply, ...(toolCalls.length ? { toolCalls } : {}), costUsd: estimateCost(result.model, result.usage, this.config.prices) };
     } catch (err) {
       throw providerFailure(err, req, { provider: 'OpenAI-compatible endpoint', call, secrets: this.secrets, failures: this.failures });
     } finally {
@@ -137,6 +154,7 @@ export class OpenAiProvider implements LlmProvider {
     let usage: Usage | undefined;
     let lengthStop = false;
     let reasoned = false;
+    const calls = new ToolCallCollector();
     const budget = new ReplyBudget(maxReplyBytes);
     const think = new ThinkFilter();
     const pass = (visible: string) => {
@@ -161,6 +179,7 @@ export class OpenAiProvider implements LlmProvider {
       const reasoning = delta?.reasoning_content || delta?.reasoning;
       if (reasoning) reasoned = true;
       if (reasoning || delta?.content || delta?.tool_calls?.length) activity(req);
+      if (delta?.tool_calls?.length) calls.push(delta.tool_calls);
       if (delta?.content) {
         pass(think.push(delta.content));
         // Leaving the loop aborts the request: the rest of the reply is never read.
@@ -171,11 +190,12 @@ export class OpenAiProvider implements LlmProvider {
     if (budget.cut) {
       this.logger.debug({ model, bytes: maxReplyBytes }, `reply over ${maxReplyBytes} bytes: stream closed, reply cut`);
       // Usage comes in the last chunk, which a cut stream never reaches: zeros, not a guess.
-      return { text, model, usage: usage ?? usageFromOpenAi(null), cut: 'bytes', thought: reasoned || think.thought };
+      return { text, model, usage: usage ?? usageFromOpenAi(null), cut: 'bytes', thought: reasoned || think.thought, toolCalls: [], droppedCalls: calls.count > 0 };
     }
     // The SDK ends the iteration quietly when its signal fires; make that an error.
     if (call.signal.aborted) throw call.signal.reason ?? new Error('aborted');
-    return { text, model, usage: usage ?? usageFromOpenAi(null), cut: lengthStop ? 'max_tokens' : undefined, thought: reasoned || think.thought };
+    const cut = lengthStop ? 'max_tokens' : undefined;
+    return { text, model, usage: usage ?? usageFromOpenAi(null), cut, thought: reasoned || think.thought, ...keptCalls(cut, calls.calls(firstCallNumber(req))) };
   }
 }
 
@@ -187,6 +207,15 @@ interface Reply {
   cut?: ReplyCut | undefined;
   /** The model thought (reasoning deltas or an inline block): explains an empty reply. */
   thought: boolean;
+  /** The calls the model stopped to make, in order. */
+  toolCalls: ToolCall[];
+  /** Calls were left out because the reply was cut (explains an empty reply). */
+  droppedCalls: boolean;
+}
+
+/** A cut reply hands on no calls: at `max_tokens` the last one may be half written, at the byte budget the reply was not read whole. */
+function keptCalls(cut: ReplyCut | undefined, calls: ToolCall[]): { toolCalls: ToolCall[]; droppedCalls: boolean } {
+  return cut ? { toolCalls: [], droppedCalls: calls.length > 0 } : { toolCalls: calls, droppedCalls: false };
 }
 
 /** Tell the caller the model is producing (its first-token and idle limits count this). */

@@ -1,7 +1,7 @@
 /** Shared helpers for the provider tests. */
 import type { ChorusConfig } from '../../src/config/schema.js';
 import type { LlmRequest } from '../../src/core/ports.js';
-import type { ChatTurn } from '../../src/core/types.js';
+import type { ChatTurn, ToolSpec } from '../../src/core/types.js';
 
 /**
  * The model the tests ask for. Not `claude-sonnet-4-5` (the old default): SDK 1.12 lists that one
@@ -50,3 +50,17 @@ export function conversation(n: number, tag = 'q'): ChatTurn[] {
   out.push({ role: 'user', content: `## Group conversation since your last turn\n[Maya (human)] ${tag} ${n}\n\n## Your turn\nYou were addressed directly: reply.` });
   return out;
 }
+
+/** Two tools, in the order the tool host would list them. */
+export const TOOLS: ToolSpec[] = [
+  {
+    name: 'quotes_lookup',
+    description: 'The latest quote of a stock symbol.',
+    inputSchema: { type: 'object', properties: { symbol: { type: 'string' } }, required: ['symbol'] },
+  },
+  {
+    name: 'news_search',
+    description: 'Search recent news articles.',
+    inputSchema: { type: 'object', properties: { q: { type: 'string' }, days: { type: 'integer' } }, required: ['q'] },
+  },
+];

@@ -97,11 +97,14 @@ export function flattenBlocks(body: Json): PromptBlock[] {
   if (typeof system === 'string') push('system', 'system|', { type: 'text', text: system });
   else if (Array.isArray(system)) (system as Json[]).forEach((b, i) => push(`system[${i}]`, 'system|', b));
   const messages = Array.isArray(body['messages']) ? (body['messages'] as Json[]) : [];
+  // `tool_choice` is part of what the message blocks are cached under (not the tools' or the
+  // system's): a change of it is a miss from the first message on. Absent means `auto`.
+  const choice = `choice|${JSON.stringify(body['tool_choice'] ?? { type: 'auto' })}|`;
   messages.forEach((m, i) => {
     const role = String(m['role']);
     const content = m['content'];
     const blocks: Json[] = typeof content === 'string' ? [{ type: 'text', text: content }] : Array.isArray(content) ? (content as Json[]) : [];
-    blocks.forEach((b, j) => push(`messages[${i}].content[${j}]`, `${role}|${j === 0 ? 'start|' : ''}`, b));
+    blocks.forEach((b, j) => push(`messages[${i}].content[${j}]`, `${i === 0 && j === 0 ? choice : ''}${role}|${j === 0 ? 'start|' : ''}`, b));
   });
   // Automatic caching: a top-level cache_control puts a breakpoint on the last block.
   const top = body['cache_control'] as Json | undefined | null;

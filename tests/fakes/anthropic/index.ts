@@ -10,7 +10,11 @@
  *   message_stop
  *
  * A reply may think first (`thinking`, `redactedThinking`): `thinking` / `redacted_thinking`
- * blocks with `thinking_delta` and `signature_delta` events, before the text block.
+ * blocks with `thinking_delta` and `signature_delta` events, before the text block. It may call
+ * tools after its text (`toolCalls`, or `callTool(name, input)`): `tool_use` blocks with their
+ * arguments split over several `input_json_delta` events, and `stop_reason: 'tool_use'` (see
+ * `./tools.ts`). The API's checks of `tools`, `tool_choice` and of `tool_use` / `tool_result`
+ * pairs in the messages answer 400 `invalid_request_error` like the real ones.
  *
  * Errors use Anthropic's body shape `{type: 'error', error: {type, message}}` with the real
  * statuses (400 invalid_request_error, 401 authentication_error, 429 rate_limit_error with
@@ -23,7 +27,9 @@
  * - **Blocks.** A request is flattened into content blocks in hashing order: `tools`, then
  *   `system` (a string counts as one text block), then each message's content blocks (string
  *   content counts as one text block). A block's identity is its JSON without `cache_control`
- *   (plus its role), so moving a marker never changes what is cached.
+ *   (plus its role), so moving a marker never changes what is cached. Changing the tools changes
+ *   every entry; changing `tool_choice` (absent counts as `auto`) changes the entries that end in
+ *   the messages only, as documented.
  * - **Entries.** A block with `cache_control` is a breakpoint. An entry is the exact prefix
  *   (model + every block up to and including the breakpoint), stored under a cumulative hash.
  *   A top-level `cache_control` (automatic caching) marks the last block. More than 4
@@ -64,8 +70,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CacheRequestError, PromptCache, defaultMinCacheTokens, estimateTokens, type CacheOutcome } from './cache.js';
+import { toolCallId, toolCallJson, toolJsonPieces, validateToolBlocks, validateTools, type FakeToolCall } from './tools.js';
 
 export * from './cache.js';
+export * from './tools.js';
 
 /** A successful answer. */
 export interface FakeReply {
@@ -98,6 +106,16 @@ export interface FakeReply {
   thinking?: string;
   /** A `redacted_thinking` block (opaque `data`) before everything else. */
   redactedThinking?: boolean;
+  /**
+   * Tool calls after the text (which defaults to none when there are calls), each a `tool_use`
+   * block; `stopReason` defaults to `tool_use`. Their JSON counts in `output_tokens`.
+   */
+  toolCalls?: FakeToolCall[];
+}
+
+/** A reply that calls one tool: `fake.queue(callTool('lookup', { q: 'AAPL' }, { text: 'Let me look.' }))`. */
+export function callTool(name: string, input: Record<string, unknown> = {}, extra: FakeReply = {}): FakeReply {
+  return { ...extra, toolCalls: [...(extra.toolCalls ?? []), { name, input }] };
 }
 
 /** An HTTP error answer. */
@@ -285,14 +303,17 @@ export class FakeAnthropicServer {
     entry.cache = outcome;
     entry.status = 200;
     // A repeated reply is built whole only for JSON answers; streams generate it piece by piece.
-    const text = r.repeat ? (entry.stream ? r.repeat.piece : r.repeat.piece.repeat(r.repeat.times)) : (r.text ?? 'ok');
+    const calls = r.toolCalls ?? [];
+    const text = r.repeat ? (entry.stream ? r.repeat.piece : r.repeat.piece.repeat(r.repeat.times)) : (r.text ?? (calls.length ? '' : 'ok'));
     const model = r.model ?? String(body['model']);
-    const outputTokens = r.outputTokens ?? (r.repeat ? estimateTokens(r.repeat.piece) * r.repeat.times : estimateTokens(text)) + (r.thinking ? estimateTokens(r.thinking) : 0);
+    const callTokens = calls.reduce((n, c) => n + estimateTokens(c.name + toolCallJson(c)), 0);
+    const outputTokens = r.outputTokens ?? (r.repeat ? estimateTokens(r.repeat.piece) * r.repeat.times : estimateTokens(text)) + (r.thinking ? estimateTokens(r.thinking) : 0) + callTokens;
     const REDACTED = { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URj' };
     const thinkingBlocks = [...(r.redactedThinking ? [REDACTED] : []), ...(r.thinking ? [{ type: 'thinking', thinking: r.thinking, signature: 'sig_fake_thinking' }] : [])];
     const usage = { ...outcome.usage, output_tokens: outputTokens, service_tier: 'standard' };
     const id = `msg_fake_${entry.index}`;
-    const stopReason = r.stopReason ?? 'end_turn';
+    const stopReason = r.stopReason ?? (calls.length ? 'tool_use' : 'end_turn');
+    const toolUse = calls.map((c, n) => ({ type: 'tool_use', id: toolCallId(c, entry.index, n), name: c.name, input: c.input ?? {} }));
 
     if (!entry.stream) {
       const json = JSON.stringify({
@@ -300,7 +321,7 @@ export class FakeAnthropicServer {
         type: 'message',
         role: 'assistant',
         model,
-        content: [...thinkingBlocks, ...(text ? [{ type: 'text', text }] : [])],
+        content: [...thinkingBlocks, ...(text ? [{ type: 'text', text }] : []), ...toolUse],
         stop_reason: stopReason,
         stop_sequence: null,
         usage,
@@ -362,6 +383,16 @@ export class FakeAnthropicServer {
     }
     if (text) {
       if (!(await send('content_block_stop', { type: 'content_block_stop', index: textIndex }))) return;
+    }
+    // Each tool call is a block of its own after the text, its arguments streamed in pieces.
+    let index = textIndex + (text ? 1 : 0);
+    for (const [n, c] of calls.entries()) {
+      if (!(await send('content_block_start', { type: 'content_block_start', index, content_block: { ...toolUse[n]!, input: {} } }))) return;
+      for (const piece of toolJsonPieces(c)) {
+        if (!(await send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } }))) return;
+      }
+      if (!(await send('content_block_stop', { type: 'content_block_stop', index }))) return;
+      index++;
     }
     const { service_tier: _st, ...deltaUsage } = usage;
     if (!(await send('message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: deltaUsage }))) return;
@@ -431,6 +462,8 @@ function validate(body: Record<string, unknown>): string | null {
       if (b['type'] === 'text' && (typeof b['text'] !== 'string' || b['text'] === '')) return `messages.${i}: text content blocks must be non-empty`;
     }
   }
+  const toolProblem = validateTools(body) ?? validateToolBlocks(msgs as Array<Record<string, unknown>>);
+  if (toolProblem) return toolProblem;
   const sys = body['system'];
   if (Array.isArray(sys)) {
     for (const b of sys as Array<Record<string, unknown>>) {

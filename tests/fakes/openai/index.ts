@@ -25,6 +25,12 @@
  * `usage.prompt_tokens_details.cached_tokens`. Answers are scripted as for the Anthropic fake:
  * `queue(...)` first, then `reply(req, n)`; every request is kept in `requests`.
  *
+ * Tool calls (`toolCalls`, or `callTool(name, input)`): streamed split over several chunks as OpenAI
+ * does, or whole in one chunk ending on `finish_reason: 'stop'` as Ollama does (`toolCallStyle`);
+ * see `./tools.ts`. Requests are checked as OpenAI checks them (tool names, `tool_choice` only with
+ * tools, each `tool` message answering a call of the assistant message before it, each call
+ * answered): a 400 otherwise. Tools and tool calls count in the prompt tokens.
+ *
  * Runaway models (issue 13): `hang: 'headers'` never answers, `hang: 'body'` sends the headers and
  * the first chunk and then falls silent — both until the client goes away; `repeat` streams one
  * piece many times (a 10 MB reply without holding 10 MB), honouring socket back-pressure so the
@@ -34,6 +40,9 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { argumentsText, messageToolCalls, toolCallDeltas, validateToolRequest, type OpenAiToolCall, type ToolCallStyle } from './tools.js';
+
+export * from './tools.js';
 
 export interface OpenAiReply {
   text?: string;
@@ -56,10 +65,25 @@ export interface OpenAiReply {
   reasoning?: string;
   /** Streams: after this many content chunks, fall silent (headers and text sent) until the client leaves. */
   stallAfter?: number;
+  /** Tool calls after the text (which defaults to none when there are calls). */
+  toolCalls?: OpenAiToolCall[];
+  /** How streamed calls are sent (default `'split'`); `finishReason` defaults to `tool_calls` for split, `stop` for whole. */
+  toolCallStyle?: ToolCallStyle;
+  /** Streamed calls carry no `id` (some local servers). */
+  omitToolCallIds?: boolean;
+  /** Streamed calls carry no `index` (older Ollama). */
+  omitToolCallIndex?: boolean;
+}
+
+/** A reply that calls one tool: `fake.queue(callTool('lookup', { q: 'AAPL' }, { text: 'Let me look.' }))`. */
+export function callTool(name: string, input: Record<string, unknown> = {}, extra: OpenAiReply = {}): OpenAiReply {
+  return { ...extra, toolCalls: [...(extra.toolCalls ?? []), { name, input }] };
 }
 
 export interface OpenAiFailure {
   status: number;
+  /** The parameter an error is about (OpenAI's `error.param`). */
+  param?: string | null;
   /** Send this JSON body instead of OpenAI's error shape (Ollama's own API answers `{error: "…"}`). */
   body?: unknown;
   message?: string;
@@ -197,9 +221,15 @@ export class FakeOpenAiServer {
     if (typeof body['model'] !== 'string' || !Array.isArray(msgs) || msgs.length === 0) {
       return fail({ status: 400, message: 'model and a non-empty messages list are required' });
     }
+    const toolProblem = validateToolRequest(body);
+    if (toolProblem) return fail({ status: 400, message: toolProblem.message, type: 'invalid_request_error', code: toolProblem.code, param: toolProblem.param });
 
     const perMessage = this.opts.templateTokens ?? 0;
-    entry.promptTokens = (msgs as Array<{ content?: unknown }>).reduce((n, m) => n + perMessage + tokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')), 0);
+    const toolTokens = body['tools'] ? tokens(JSON.stringify(body['tools'])) : 0;
+    entry.promptTokens = (msgs as Array<{ content?: unknown; tool_calls?: unknown }>).reduce(
+      (n, m) => n + perMessage + tokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')) + (m.tool_calls ? tokens(JSON.stringify(m.tool_calls)) : 0),
+      toolTokens,
+    );
     if (this.opts.nCtx !== undefined && entry.promptTokens >= this.opts.nCtx) {
       // llama.cpp's answer, body and all (server.cpp, ERROR_TYPE_EXCEED_CONTEXT_SIZE).
       entry.status = 400;
@@ -225,8 +255,12 @@ export class FakeOpenAiServer {
       return;
     }
     // A repeated reply is built whole only for JSON answers; streams generate it piece by piece.
-    const text = r.repeat && !entry.stream ? r.repeat.piece.repeat(r.repeat.times) : (r.text ?? 'ok');
-    const completionTokens = r.repeat ? tokens(r.repeat.piece) * r.repeat.times : tokens(text);
+    const calls = r.toolCalls ?? [];
+    const text = r.repeat && !entry.stream ? r.repeat.piece.repeat(r.repeat.times) : (r.text ?? (calls.length ? '' : 'ok'));
+    const callTokens = calls.reduce((n, c) => n + tokens(c.name + argumentsText(c)), 0);
+    const completionTokens = (r.repeat ? tokens(r.repeat.piece) * r.repeat.times : tokens(text)) + callTokens;
+    const style = r.toolCallStyle ?? 'split';
+    const finishReason = r.finishReason ?? (calls.length && (style === 'split' || !entry.stream) ? 'tool_calls' : 'stop');
     const model = r.model ?? String(body['model']);
     const promptTokens = entry.promptTokens;
     const usage = {
@@ -246,7 +280,19 @@ export class FakeOpenAiServer {
         object: 'chat.completion',
         created,
         model,
-        choices: [{ index: 0, message: { role: 'assistant', content: text, ...(r.reasoning ? { reasoning_content: r.reasoning } : {}) }, finish_reason: r.finishReason ?? 'stop', logprobs: null }],
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: calls.length && !text ? null : text,
+              ...(r.reasoning ? { reasoning_content: r.reasoning } : {}),
+              ...(calls.length ? { tool_calls: messageToolCalls(calls, entry.index) } : {}),
+            },
+            finish_reason: finishReason,
+            logprobs: null,
+          },
+        ],
         ...(reportUsage ? { usage } : {}),
       });
       entry.bytesSent += Buffer.byteLength(json);
@@ -293,7 +339,13 @@ export class FakeOpenAiServer {
       }
       if (!(await send(chunk([{ index: 0, delta: { content: pieces[i] }, finish_reason: null }])))) return;
     }
-    if (!(await send(chunk([{ index: 0, delta: {}, finish_reason: r.finishReason ?? 'stop' }])))) return;
+    const deltas = toolCallDeltas(calls, entry.index, { style, omitIds: r.omitToolCallIds, omitIndex: r.omitToolCallIndex });
+    // Whole calls come in the chunk that also ends the reply, the hardest case for a client.
+    const last = style === 'whole' ? deltas.pop() : undefined;
+    for (const toolCalls of deltas) {
+      if (!(await send(chunk([{ index: 0, delta: { tool_calls: toolCalls }, finish_reason: null }])))) return;
+    }
+    if (!(await send(chunk([{ index: 0, delta: last ? { tool_calls: last } : {}, finish_reason: finishReason }])))) return;
     if (includeUsage && !(await send(chunk([], { usage })))) return;
     await send('[DONE]');
     res.end();
@@ -302,7 +354,7 @@ export class FakeOpenAiServer {
   private sendError(res: http.ServerResponse, f: OpenAiFailure): void {
     if (res.headersSent || res.destroyed) return;
     res.writeHead(f.status, { 'content-type': 'application/json', ...(f.headers ?? {}) });
-    res.end(JSON.stringify(f.body !== undefined ? f.body : { error: { message: f.message ?? `error ${f.status}`, type: f.type ?? 'invalid_request_error', param: null, code: f.code ?? null } }));
+    res.end(JSON.stringify(f.body !== undefined ? f.body : { error: { message: f.message ?? `error ${f.status}`, type: f.type ?? 'invalid_request_error', param: f.param ?? null, code: f.code ?? null } }));
   }
 }
 
