@@ -21,7 +21,7 @@ import { daemonCpuRuns } from './scenarios/daemon.js';
 import { scalingRun } from './scenarios/scaling.js';
 import { storageRun } from './scenarios/storage.js';
 import { cacheRun, voluntaryRun } from './scenarios/tokens.js';
-import { toolOverheadRun } from './scenarios/tools.js';
+import { toolOverheadRun, toolTokensRun } from './scenarios/tools.js';
 import { voluntaryRoundRun } from './scenarios/rounds.js';
 import { makeRssData, type SoakPoint, type ThroughputResult } from './scenarios/memory.js';
 import { postgresRuns } from './scenarios/postgres.js';
@@ -131,6 +131,8 @@ export const TARGETS: Record<string, Target> = {
   ...(diskWriteBytes() === null ? {} : Object.fromEntries(BYTES_POINTS.map((h) => [`disk_bytes_written_per_message_${h}`, DISK_TARGET]))),
   rss_mb_per_1000_groups: { op: '<=', value: 150 },
   cache_cost_ratio: { op: '<=', value: 0.35 },
+  tool_step_tokens: { op: 'report', note: 'prompt tokens one step (call + result) adds to the next call, Anthropic provider → fake API' },
+  tool_step_cached_share: { op: 'report', note: "share of a step call's prompt read from the cache" },
   tool_step_overhead_ms: { op: 'report', note: 'median ms one read-only tool step adds to a turn (model and tool instant; two durable writes and a second model call)' },
   voluntary_calls_per_message_hybrid: { op: 'report' },
   voluntary_calls_per_message_selector: { op: 'report' },
@@ -271,7 +273,10 @@ export async function runBench(p: Profile, log: Log = () => undefined): Promise<
   log('one tool call (model and tool instant, with vs without one read-only step)');
   const tc = await runs(p.runs, 'tools', log, () => toolOverheadRun(p.overhead));
   raw['tool_step_overhead_ms'] = tc.map((r) => r.perStep);
-  details['tool_step'] = { with_tool_ms: round(tc[0]!.withTool), without_ms: round(tc[0]!.without) };
+  const tt = await toolTokensRun({ turns: 5 });
+  raw['tool_step_tokens'] = [tt.stepTokens];
+  raw['tool_step_cached_share'] = [tt.stepCachedShare];
+  details['tool_step'] = { with_tool_ms: round(tc[0]!.withTool), without_ms: round(tc[0]!.without), definition_tokens: tt.definitionTokens };
 
   log('voluntary calls (8 agents, unaddressed message)');
   raw['voluntary_calls_per_message_hybrid'] = await voluntaryRun({ strategy: 'hybrid', messages: p.voluntary.messages });

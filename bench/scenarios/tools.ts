@@ -66,3 +66,58 @@ export async function toolOverheadRun(o: { messages: number; warmup: number }): 
   const withTool = await timed(true, o);
   return { withTool, without, perStep: withTool - without };
 }
+
+export interface ToolTokensResult {
+  /** Prompt tokens one step adds to the turn's next call (the call and its result), median. */
+  stepTokens: number;
+  /** Share of the step call's prompt read from the cache, median. */
+  stepCachedShare: number;
+  /** Prompt tokens the tool definitions add to a turn's first call. */
+  definitionTokens: number;
+}
+
+/** Tokens per step: the real Anthropic provider against the fake Messages API, whose cache accounting follows the documented rules. */
+export async function toolTokensRun(o: { turns: number }): Promise<ToolTokensResult> {
+  const { startFakeAnthropic, callTool } = await import('../../tests/fakes/anthropic/index.js');
+  const { AnthropicProvider } = await import('../../src/llm/AnthropicProvider.js');
+  const { silentLogger } = await import('../../tests/helpers/logger.js');
+  const lastIsToolResult = (body: Record<string, unknown>): boolean => {
+    const messages = body.messages as Array<{ role: string; content: unknown }>;
+    const last = messages.at(-1)?.content;
+    return Array.isArray(last) && last.some((b: { type?: string }) => b.type === 'tool_result');
+  };
+  const fake = await startFakeAnthropic({ reply: (req) => (lastIsToolResult(req.body) ? 'Order 42 shipped on Monday; it should arrive on Thursday.' : callTool(LOOKUP.name, { id: '42' }, { text: 'Let me look it up.' })) });
+  const provider = new AnthropicProvider({ config: { provider: 'anthropic', api_key: 'sk-ant-bench-0000', base_url: fake.url, model: 'claude-opus-4-5', summary_model: 'claude-haiku-4-5', max_concurrency: 4, timeout_seconds: 10, max_retries: 0, max_tokens: 512, prices: {} }, logger: silentLogger });
+  const firstCall = async (tools: ToolHost | undefined): Promise<{ step: number[]; cached: number[]; first: number }> => {
+    const b = await benchApp({ llm: provider, agents: 3, personaTokens: 1000, model: 'claude-opus-4-5', tools, group: { reply_strategy: 'mention_only' } });
+    const start = fake.messages().length;
+    try {
+      const { router } = b.app;
+      await router.gateway.createGroup({ title: 'Tool tokens', participants: ['analyst', 'writer', 'critic'], id: 'tokens' });
+      for (let i = 0; i < o.turns; i++) {
+        const res = await router.receive(inbound('tokens', `@analyst where is order 42 (question ${i})?`));
+        if (res.status !== 'recorded') throw new Error(`tool tokens: not recorded (${res.status})`);
+        await router.idle();
+      }
+    } finally {
+      await b.close();
+    }
+    const calls = fake.messages().slice(start).filter((r) => r.cache);
+    const total = (r: (typeof calls)[number]) => r.cache!.totalTokens;
+    const step: number[] = [];
+    const cached: number[] = [];
+    for (let i = 1; i < calls.length; i++) {
+      if (!lastIsToolResult(calls[i]!.body)) continue;
+      step.push(total(calls[i]!) - total(calls[i - 1]!));
+      cached.push(calls[i]!.cache!.usage.cache_read_input_tokens / total(calls[i]!));
+    }
+    return { step, cached, first: total(calls[0]!) };
+  };
+  try {
+    const plain = await firstCall(undefined);
+    const withTools = await firstCall(new InstantTools());
+    return { stepTokens: percentile(withTools.step, 50), stepCachedShare: percentile(withTools.cached, 50), definitionTokens: withTools.first - plain.first };
+  } finally {
+    await fake.close();
+  }
+}
