@@ -12,7 +12,7 @@
  *
  * Speaks MCP over stdio (Chorus starts and supervises it); logs go to stderr.
  */
-import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -34,7 +34,7 @@ function save(book) {
   mkdirSync(dirname(FILE), { recursive: true });
   writeFileSync(`${FILE}.tmp`, JSON.stringify(book, null, 2));
   // A rename is atomic: a crash leaves the old book or the new one, never half of one.
-  writeFileSync(FILE, readFileSync(`${FILE}.tmp`));
+  renameSync(`${FILE}.tmp`, FILE);
 }
 
 const server = new McpServer({ name: 'chorus-example-orders', version: '1.0.0' });
