@@ -66,6 +66,7 @@ export function agentsFromConfig(config: ChorusConfig): AgentDef[] {
     telegram: a.telegram?.token.trim() ? { token: a.telegram.token.trim() } : undefined,
     discord: a.discord,
     contextTokens: a.context_tokens ?? null,
+    ...(a.tools?.length ? { tools: [...a.tools] } : {}),
   }));
 }
 
