@@ -15,7 +15,7 @@ export function connectFailure(err: unknown, kind: 'stdio' | 'http', where: stri
   }
   if (err instanceof StreamableHTTPError && typeof err.code === 'number' && err.code > 0) {
     const hint = err.code === 401 || err.code === 403 ? ' (check tools.<server>.headers: the token may be wrong or missing)' : '';
-    return `${where} answered HTTP ${err.code}${hint}: ${firstLine(err.message)}`;
+    return `${where} answered HTTP ${err.code}${hint}: ${firstLine(err.message.replace(/^Streamable HTTP error: /, ''))}`;
   }
   const code = errorCode(err);
   if (kind === 'stdio') {

@@ -19,7 +19,10 @@ beforeAll(async () => {
   process.env.CHORUS_TEST_PARENT_SECRET = 'the daemon keeps this';
   hub = new McpHub({
     servers: { orders: stdioServer(stateFile, { env: { ORDERS_KEY: 'orders-key-1' }, confirm: 'always' }) },
-    agents: [{ id: 'analyst', tools: ['orders'] }],
+    agents: [
+      { id: 'analyst', tools: ['orders'] },
+      { id: 'critic', tools: ['orders.slow', 'orders', 'orders.lookup_ordr'] },
+    ],
     logger,
   });
   await hub.start();
@@ -54,6 +57,17 @@ describe('a stdio MCP server', () => {
     expect(tools.find((t) => t.tool === 'titled')!.description).toBe('A tool with only a title');
     expect(hub.toolsFor('nobody')).toEqual([]);
     expect(hub.resolveName('orders__cancel_order')).toEqual({ server: 'orders', tool: 'cancel_order' });
+  });
+
+  it('orders an agent\'s tools as its entries say, and warns by key about a tool the server lacks', () => {
+    const names = hub.toolsFor('critic').map((t) => t.name);
+    expect(names[0]).toBe('orders__slow');
+    expect(names.slice(1)).toEqual(hub.status()[0]!.tools.filter((t) => t !== 'slow').map((t) => `orders__${t}`));
+    // The same list, the same objects, until something changes.
+    expect(hub.toolsFor('critic')).toBe(hub.toolsFor('critic'));
+    const warning = logger.lines.find((l) => l.level === 'warn' && (l.obj as { key?: string }).key === 'agents[1].tools[2]');
+    expect(warning?.msg).toMatch(/^agents\[1\]\.tools\[2\]: MCP server "orders" has no tool "lookup_ordr" \(it has: add_tool, big, /);
+    expect(hub.missingTools().map((m) => m.path)).toEqual(['agents[1].tools[2]']);
   });
 
   it('calls each kind of tool', async () => {

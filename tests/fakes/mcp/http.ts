@@ -7,7 +7,8 @@
  * `McpServer`) per client, on 127.0.0.1 with a random port. With `token`, every request must carry
  * `authorization: Bearer <token>`, else it is answered 401 (what a real server does with a wrong key).
  * `down()` closes the listener and every connection and forgets the sessions (the `crash` tool does
- * the same); `up()` listens again on the same port. `requests` counts requests per method.
+ * the same at once, so its own call gets no answer, as when a process dies); `up()` listens again
+ * on the same port. `requests` counts requests per method.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -53,7 +54,7 @@ export async function startFakeHttpMcp(opts: { token?: string; stateFile?: strin
     transport.onclose = () => {
       if (transport.sessionId) transports.delete(transport.sessionId);
     };
-    const server = createFakeMcpServer({ stateFile: opts.stateFile, pageSize: opts.pageSize, onCrash: () => setImmediate(() => void fake.down()) });
+    const server = createFakeMcpServer({ stateFile: opts.stateFile, pageSize: opts.pageSize, onCrash: () => void fake.down() });
     await server.connect(transport);
     await transport.handleRequest(req, res);
   };
