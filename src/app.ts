@@ -10,6 +10,7 @@ import { validateGroupConfig } from './config/groupConfig.js';
 import { systemClock } from './core/clock.js';
 import type { Channel, Clock, ConnectionGate, DeadLetters, GatewayApi, LlmProvider, Logger, Store } from './core/ports.js';
 import type { AgentDef } from './core/types.js';
+import type { ToolServersStatus } from './core/readModels.js';
 import { GroupRouter } from './core/router/GroupRouter.js';
 import { defaultShares } from './core/router/FairSlots.js';
 import { describeError } from './core/errors.js';
@@ -22,6 +23,9 @@ import { configSecrets } from './redact.js';
 import { PromMetrics } from './ops/metrics.js';
 import { HttpMounts } from './channels/web/mounts.js';
 import type { PgCluster } from './cluster/PgCluster.js';
+import { noTools } from './tools/noTools.js';
+import { toolsReadiness } from './tools/readiness.js';
+import type { ToolServers, ToolsRuntime } from './tools/types.js';
 
 export interface CreateAppOptions {
   config: ChorusConfig;
@@ -50,6 +54,12 @@ export interface App {
   metrics: PromMetrics;
   /** storage.kind "postgres": this instance's leases, inbox and live events with the others. */
   cluster: PgCluster | undefined;
+  /**
+   * The MCP tool servers of `tools:` (the core's ToolHost, plus their status for operators). Started
+   * by `start()` before the channels and stopped by `stop()`; with no server configured it offers
+   * no tools.
+   */
+  tools: ToolsRuntime;
 }
 
 /** Agents as the core sees them. */
@@ -93,7 +103,9 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     agents: agents.map((a) => a.id),
     channels: (['web', 'telegram', 'discord'] as const).filter((c) => config.channels[c].enabled),
     models: [...new Set([config.llm.model, ...(summaryModelOf(config.llm) ? [summaryModelOf(config.llm)!] : []), ...agents.map((a) => a.model).filter((m): m is string => !!m)])],
+    toolServers: Object.keys(config.tools),
   });
+  const tools = await buildTools(config, agents, logger, clock, metrics);
   // Fair shares of the model-call slots, so one hung model or busy group cannot take them all.
   const shares = defaultShares(config.llm.max_concurrency, agents.length);
   // PostgreSQL: the store and the cluster (leases, inbox, live events between instances) share one pool.
@@ -129,8 +141,8 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     declaredGroups: config.groups.map((g) => ({ channel: g.channel, chatId: g.chat_id, title: g.title, participants: g.participants, config: g.config })),
     scripted: chosen.provider.name === 'scripted',
   });
-  metrics.watch({ load: () => router.load(), readiness: () => router.gateway.readiness() });
-  const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => metrics.text(), cluster, deadLetters));
+  metrics.watch({ load: () => router.load(), readiness: () => router.gateway.readiness(), tools: () => tools.status() });
+  const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => metrics.text(), cluster, deadLetters, () => toolsReadiness(tools.status())));
   for (const c of channels) router.addChannel(c);
   let started = false;
 
@@ -143,6 +155,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
       const nextAgents = agentsFromConfig(next);
       // The default per-agent share depends on how many agents there are (llm.* itself needs a restart).
       const d = defaultShares(config.llm.max_concurrency, nextAgents.length);
+      tools.setAgents(nextAgents);
       router.reconfigure({
         agents: nextAgents,
         aliases: next.aliases,
@@ -152,6 +165,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     },
     metrics,
     cluster,
+    tools,
     get webUrl() {
       const web = channels.find((c) => c.kind === 'web') as (Channel & { url?: string }) | undefined;
       return web?.url;
@@ -159,6 +173,9 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     async start() {
       if (started) return;
       started = true;
+      // Tools first: rounds resumed below may call them. Each server is tried once here; one that
+      // fails is marked down and retried in the background.
+      await tools.start();
       // Undelivered replies and unfinished rounds wait until the channels can post (a Telegram
       // bot cannot send before its getMe; Discord not before its gateway is ready).
       await router.start({ resume: false });
@@ -186,12 +203,25 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
         await c.stop().catch((err: unknown) => logger.warn({ channel: c.kind, err: describeError(err) }, 'channel stop failed'));
       }
       await router.stop();
+      // After the rounds: their tool calls were cancelled with them. Every started server process ends here.
+      await tools.stop();
       // Leases freed only now: the rounds were interrupted and their progress written.
       await cluster?.stop();
       await store.close();
       await pgParts?.end();
     },
   };
+}
+
+/**
+ * The MCP tool host; loaded only when `tools:` names a server (the SDK takes a quarter of a second
+ * to load). A server that cannot be reached does not stop the daemon: it is retried, and its tools
+ * are offered once it is up.
+ */
+async function buildTools(config: ChorusConfig, agents: AgentDef[], logger: Logger, clock: Clock, metrics: PromMetrics): Promise<ToolServers> {
+  if (Object.keys(config.tools).length === 0) return noTools;
+  const { McpHub } = await import('./tools/McpHub.js');
+  return new McpHub({ servers: config.tools, agents, maxResultBytes: config.limits.max_tool_result_bytes, logger: logger.child({ part: 'tools' }), clock, metrics });
 }
 
 /** Each dead letter kept is counted on `/metrics` (`chorus_dead_letters_total`). */
@@ -212,14 +242,22 @@ async function buildPostgres(config: ChorusConfig, logger: Logger, metrics: Prom
 }
 
 /** Channel modules are loaded only when enabled: discord.js alone costs a second at start-up. */
-async function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: Logger, metrics: () => Promise<string>, connections?: ConnectionGate, deadLetters?: DeadLetters): Promise<Channel[]> {
+async function buildChannels(
+  config: ChorusConfig,
+  agents: AgentDef[],
+  logger: Logger,
+  metrics: () => Promise<string>,
+  connections?: ConnectionGate,
+  deadLetters?: DeadLetters,
+  toolServers?: () => ToolServersStatus | undefined,
+): Promise<Channel[]> {
   const out: Channel[] = [];
   const ch = config.channels;
   // Paths other channels serve on the web channel's HTTP server (Telegram webhooks).
   const mounts = new HttpMounts();
   if (ch.web.enabled) {
     const { WebChannel } = await import('./channels/web/WebChannel.js');
-    out.push(new WebChannel({ config: ch.web, logger, agents, aliases: config.aliases, metrics, maxMessageChars: config.limits.max_message_chars, mounts }));
+    out.push(new WebChannel({ config: ch.web, logger, agents, aliases: config.aliases, metrics, maxMessageChars: config.limits.max_message_chars, mounts, toolServers }));
   }
   if (ch.telegram.enabled) {
     const { TelegramChannel } = await import('./channels/telegram/TelegramChannel.js');

@@ -16,7 +16,7 @@ import { said } from './callTool.js';
 import { ToolNames } from './names.js';
 import { ServerLink } from './ServerLink.js';
 import type { StderrLimits } from './stderrLines.js';
-import type { ListedTool, MissingToolEntry, ToolMetrics, ToolServerConfig, ToolServerStatus, ToolsRuntime } from './types.js';
+import type { ListedTool, MissingToolEntry, ToolMetrics, ToolServerConfig, ToolServers, ToolServerStatus } from './types.js';
 
 export interface McpHubOptions {
   /** `tools:` of the config: servers by name, in config order. */
@@ -37,7 +37,7 @@ export interface McpHubOptions {
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 15_000;
 
-export class McpHub implements ToolsRuntime {
+export class McpHub implements ToolServers {
   private readonly links = new Map<string, ServerLink>();
   private agents: readonly AgentToolsDef[];
   private readonly maxBytes: number;

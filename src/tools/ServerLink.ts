@@ -16,7 +16,8 @@ import { Backoff, type BackoffOptions } from './backoff.js';
 import { callTool, unavailable, type CallRequest } from './callTool.js';
 import { connectFailure, describe } from './errors.js';
 import { StderrLines, type StderrLimits, type StderrSink } from './stderrLines.js';
-import { openTransport, transportKind, whereOf, type OpenedTransport } from './transports.js';
+import { transportKind, whereOf } from './serverConfig.js';
+import { openTransport, type OpenedTransport } from './transports.js';
 import type { ListedTool, ServerState, ToolServerConfig, ToolServerStatus } from './types.js';
 
 export interface ServerLinkOptions {
@@ -64,7 +65,7 @@ export class ServerLink {
   private readonly stopSignal = new AbortController();
   private loop: Promise<void> | undefined;
   private firstAttempt: Promise<void> | undefined;
-  private readonly where: string;
+  readonly where: string;
   private readonly log: Logger;
 
   constructor(private readonly opts: ServerLinkOptions) {
@@ -200,7 +201,7 @@ export class ServerLink {
       return { live, ended: endedP };
     } catch (err) {
       await new Promise((resolve) => setImmediate(resolve));
-      const reason = connectFailure(err, this.kind, this.where, stderr?.last);
+      const reason = connectFailure(err, this, stderr?.last);
       await this.close(live);
       return reason;
     }
@@ -279,7 +280,7 @@ export class ServerLink {
         () => undefined,
         (err: unknown) => {
           if (client !== this.upClient) return;
-          this.dropReason = connectFailure(err, 'http', this.where, undefined);
+          this.dropReason = connectFailure(err, this, undefined);
           this.upClient = undefined;
           this.markDown(this.dropReason);
           return client.close().catch(() => undefined);

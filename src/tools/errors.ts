@@ -6,7 +6,8 @@
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
-export function connectFailure(err: unknown, kind: 'stdio' | 'http', where: string, lastStderr: string | undefined): string {
+export function connectFailure(err: unknown, server: { name: string; kind: 'stdio' | 'http'; where: string }, lastStderr: string | undefined): string {
+  const { kind, where } = server;
   const said = lastStderr ? `; its last stderr line: "${lastStderr.slice(0, 300)}"` : '';
   if (err instanceof McpError) {
     if (err.code === ErrorCode.ConnectionClosed) return kind === 'stdio' ? `the process exited before it answered${said}` : `${where} closed the connection before it answered`;
@@ -14,7 +15,7 @@ export function connectFailure(err: unknown, kind: 'stdio' | 'http', where: stri
     return `${where} refused to start a session: ${err.message}`;
   }
   if (err instanceof StreamableHTTPError && typeof err.code === 'number' && err.code > 0) {
-    const hint = err.code === 401 || err.code === 403 ? ' (check tools.<server>.headers: the token may be wrong or missing)' : '';
+    const hint = err.code === 401 || err.code === 403 ? ` (check tools.${server.name}.headers: the token may be wrong or missing)` : '';
     return `${where} answered HTTP ${err.code}${hint}: ${firstLine(err.message.replace(/^Streamable HTTP error: /, ''))}`;
   }
   const code = errorCode(err);

@@ -18,10 +18,6 @@ export interface OpenedTransport {
   stderr: Readable | null;
 }
 
-export function transportKind(cfg: ToolServerConfig): 'stdio' | 'http' {
-  return cfg.url !== undefined ? 'http' : 'stdio';
-}
-
 export function openTransport(cfg: ToolServerConfig): OpenedTransport {
   if (cfg.url !== undefined) {
     const transport = new StreamableHTTPClientTransport(new URL(cfg.url), { requestInit: { headers: { ...(cfg.headers ?? {}) } } });
@@ -35,15 +31,4 @@ export function openTransport(cfg: ToolServerConfig): OpenedTransport {
     stderr: 'pipe',
   });
   return { transport, pid: () => transport.pid, stderr: transport.stderr as Readable | null };
-}
-
-/** Where a server is, for messages: the program, or the URL without its query (it may hold a key). */
-export function whereOf(cfg: ToolServerConfig): string {
-  if (cfg.url === undefined) return [cfg.command!, ...(cfg.args ?? [])].join(' ');
-  try {
-    const u = new URL(cfg.url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return cfg.url;
-  }
 }

@@ -55,3 +55,13 @@ export interface ToolsRuntime extends ToolHost {
   resolveName(name: string): { server: string; tool: string } | undefined;
   missingTools(): MissingToolEntry[];
 }
+
+/** The tool host as the app holds it: the runtime plus its lifecycle. */
+export interface ToolServers extends ToolsRuntime {
+  /** Connect every server once (failures are retried in the background). */
+  start(): Promise<void>;
+  /** Close every connection and end every started process. */
+  stop(): Promise<void>;
+  /** A reloaded config's agents (their `tools` lists apply at once). */
+  setAgents(agents: ReadonlyArray<{ id: string; tools?: readonly string[] | undefined }>): void;
+}

@@ -57,7 +57,7 @@ describe('a Streamable HTTP MCP server', () => {
     await h.start();
     const s = h.status()[0]!;
     expect(s.state).toBe('down');
-    expect(s.error).toBe(`${f.url} answered HTTP 401 (check tools.<server>.headers: the token may be wrong or missing): Error POSTing to endpoint: {"error":"invalid token"}`);
+    expect(s.error).toBe(`${f.url} answered HTTP 401 (check tools.search.headers: the token may be wrong or missing): Error POSTing to endpoint: {"error":"invalid token"}`);
     expect(f.requests.unauthorized).toBeGreaterThan(0);
     expect(h.toolsFor('analyst')).toEqual([]);
     expect((await call(h, 'lookup_order', { id: '1' })).content).toBe(`the MCP server "search" is unavailable: ${s.error}`);
