@@ -187,9 +187,11 @@ export class ServerLink {
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.relist(client));
     this.dropReason = undefined;
     this.live = live;
+    let listing = false;
     try {
       // Spawns the process synchronously, so a stop() from now on finds it to end.
       await client.connect(opened.transport, { timeout: this.opts.connectTimeoutMs });
+      listing = true;
       const tools = await this.listAll(client);
       if (this.stopping) return 'stopped';
       this.listed = tools;
@@ -201,7 +203,10 @@ export class ServerLink {
       return { live, ended: endedP };
     } catch (err) {
       await new Promise((resolve) => setImmediate(resolve));
-      const reason = connectFailure(err, this, stderr?.last);
+      // A server that answers but cannot list its tools is of no use to an agent either; one whose
+      // connection broke meanwhile is reported like any connection that broke.
+      const answered = listing && client.transport !== undefined;
+      const reason = answered ? `connected, but listing its tools failed: ${describe(err)}` : connectFailure(err, this, stderr?.last);
       await this.close(live);
       return reason;
     }
