@@ -10,6 +10,7 @@ import { validateGroupConfig } from './config/groupConfig.js';
 import { systemClock } from './core/clock.js';
 import type { Channel, Clock, ConnectionGate, DeadLetters, GatewayApi, LlmProvider, Logger, Store } from './core/ports.js';
 import type { AgentDef } from './core/types.js';
+import type { ToolServersStatus } from './core/readModels.js';
 import { GroupRouter } from './core/router/GroupRouter.js';
 import { defaultShares } from './core/router/FairSlots.js';
 import { describeError } from './core/errors.js';
@@ -23,6 +24,9 @@ import type { ToolHost } from './core/toolPorts.js';
 import { PromMetrics } from './ops/metrics.js';
 import { HttpMounts } from './channels/web/mounts.js';
 import type { PgCluster } from './cluster/PgCluster.js';
+import { noTools } from './tools/noTools.js';
+import { toolsReadiness } from './tools/readiness.js';
+import type { ToolServers, ToolsRuntime } from './tools/types.js';
 
 export interface CreateAppOptions {
   config: ChorusConfig;
@@ -53,6 +57,12 @@ export interface App {
   metrics: PromMetrics;
   /** storage.kind "postgres": this instance's leases, inbox and live events with the others. */
   cluster: PgCluster | undefined;
+  /**
+   * The MCP tool servers of `tools:` (the core's ToolHost, plus their status for operators). Started
+   * by `start()` before the channels and stopped by `stop()`; with no server configured it offers
+   * no tools.
+   */
+  tools: ToolsRuntime;
 }
 
 /** Agents as the core sees them. */
@@ -69,6 +79,7 @@ export function agentsFromConfig(config: ChorusConfig): AgentDef[] {
     telegram: a.telegram?.token.trim() ? { token: a.telegram.token.trim() } : undefined,
     discord: a.discord,
     contextTokens: a.context_tokens ?? null,
+    ...(a.tools?.length ? { tools: [...a.tools] } : {}),
   }));
 }
 
@@ -95,7 +106,9 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     agents: agents.map((a) => a.id),
     channels: (['web', 'telegram', 'discord'] as const).filter((c) => config.channels[c].enabled),
     models: [...new Set([config.llm.model, ...(summaryModelOf(config.llm) ? [summaryModelOf(config.llm)!] : []), ...agents.map((a) => a.model).filter((m): m is string => !!m)])],
+    toolServers: Object.keys(config.tools),
   });
+  const tools = await buildTools(config, agents, logger, clock, metrics);
   // Fair shares of the model-call slots, so one hung model or busy group cannot take them all.
   const shares = defaultShares(config.llm.max_concurrency, agents.length);
   // PostgreSQL: the store and the cluster (leases, inbox, live events between instances) share one pool.
@@ -134,8 +147,8 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     // What the room is shown of tool calls loses the config's secrets, as the log does.
     redact: ((r) => (text: string) => r.redact(text))(new Redactor(configSecrets(config))),
   });
-  metrics.watch({ load: () => router.load(), readiness: () => router.gateway.readiness() });
-  const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => metrics.text(), cluster, deadLetters));
+  metrics.watch({ load: () => router.load(), readiness: () => router.gateway.readiness(), tools: () => tools.status() });
+  const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => metrics.text(), cluster, deadLetters, () => toolsReadiness(tools.status())));
   for (const c of channels) router.addChannel(c);
   let started = false;
 
@@ -148,6 +161,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
       const nextAgents = agentsFromConfig(next);
       // The default per-agent share depends on how many agents there are (llm.* itself needs a restart).
       const d = defaultShares(config.llm.max_concurrency, nextAgents.length);
+      tools.setAgents(nextAgents);
       router.reconfigure({
         agents: nextAgents,
         aliases: next.aliases,
@@ -157,6 +171,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     },
     metrics,
     cluster,
+    tools,
     get webUrl() {
       const web = channels.find((c) => c.kind === 'web') as (Channel & { url?: string }) | undefined;
       return web?.url;
@@ -164,6 +179,9 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     async start() {
       if (started) return;
       started = true;
+      // Tools first: rounds resumed below may call them. Each server is tried once here; one that
+      // fails is marked down and retried in the background.
+      await tools.start();
       // Undelivered replies and unfinished rounds wait until the channels can post (a Telegram
       // bot cannot send before its getMe; Discord not before its gateway is ready).
       await router.start({ resume: false });
@@ -191,12 +209,25 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
         await c.stop().catch((err: unknown) => logger.warn({ channel: c.kind, err: describeError(err) }, 'channel stop failed'));
       }
       await router.stop();
+      // After the rounds: their tool calls were cancelled with them. Every started server process ends here.
+      await tools.stop();
       // Leases freed only now: the rounds were interrupted and their progress written.
       await cluster?.stop();
       await store.close();
       await pgParts?.end();
     },
   };
+}
+
+/**
+ * The MCP tool host; loaded only when `tools:` names a server (the SDK takes a quarter of a second
+ * to load). A server that cannot be reached does not stop the daemon: it is retried, and its tools
+ * are offered once it is up.
+ */
+async function buildTools(config: ChorusConfig, agents: AgentDef[], logger: Logger, clock: Clock, metrics: PromMetrics): Promise<ToolServers> {
+  if (Object.keys(config.tools).length === 0) return noTools;
+  const { McpHub } = await import('./tools/McpHub.js');
+  return new McpHub({ servers: config.tools, agents, maxResultBytes: config.limits.max_tool_result_bytes, logger: logger.child({ part: 'tools' }), clock, metrics });
 }
 
 /** Each dead letter kept is counted on `/metrics` (`chorus_dead_letters_total`). */
@@ -217,14 +248,22 @@ async function buildPostgres(config: ChorusConfig, logger: Logger, metrics: Prom
 }
 
 /** Channel modules are loaded only when enabled: discord.js alone costs a second at start-up. */
-async function buildChannels(config: ChorusConfig, agents: AgentDef[], logger: Logger, metrics: () => Promise<string>, connections?: ConnectionGate, deadLetters?: DeadLetters): Promise<Channel[]> {
+async function buildChannels(
+  config: ChorusConfig,
+  agents: AgentDef[],
+  logger: Logger,
+  metrics: () => Promise<string>,
+  connections?: ConnectionGate,
+  deadLetters?: DeadLetters,
+  toolServers?: () => ToolServersStatus | undefined,
+): Promise<Channel[]> {
   const out: Channel[] = [];
   const ch = config.channels;
   // Paths other channels serve on the web channel's HTTP server (Telegram webhooks).
   const mounts = new HttpMounts();
   if (ch.web.enabled) {
     const { WebChannel } = await import('./channels/web/WebChannel.js');
-    out.push(new WebChannel({ config: ch.web, logger, agents, aliases: config.aliases, metrics, maxMessageChars: config.limits.max_message_chars, mounts }));
+    out.push(new WebChannel({ config: ch.web, logger, agents, aliases: config.aliases, metrics, maxMessageChars: config.limits.max_message_chars, mounts, toolServers }));
   }
   if (ch.telegram.enabled) {
     const { TelegramChannel } = await import('./channels/telegram/TelegramChannel.js');

@@ -14,6 +14,7 @@ import { silentLogger } from './core/silentLogger.js';
 import { configWarnings } from './ops/configWarnings.js';
 import { formatFinding } from './ops/findings.js';
 import { configDeprecations, summaryModelOf } from './config/schema.js';
+import { whereOf } from './tools/serverConfig.js';
 
 const USAGE = `Usage: chorus <command> [--config PATH]
 
@@ -96,6 +97,11 @@ function check(loaded: LoadedConfig): number {
   if (ch.telegram.enabled) out.push(`    telegram: ${agents.filter((a) => a.telegram).length} bot(s) via ${ch.telegram.api_root}${ch.telegram.auto_create_groups ? ', groups form when bots are added' : ''}`);
   if (ch.discord.enabled) out.push(`    discord: one bot${ch.discord.channels.length ? `, channels ${ch.discord.channels.join(', ')}` : ', all channels it can see'}`);
   if (!ch.web.enabled && !ch.telegram.enabled && !ch.discord.enabled) out.push('    none enabled — nothing would reach the agents');
+  const servers = Object.entries(config.tools);
+  if (servers.length) {
+    out.push(`  Tool servers (${servers.length}), started with the daemon:`);
+    for (const [name, s] of servers) out.push(`    ${name}: ${s.url !== undefined ? `Streamable HTTP ${whereOf(s)}` : `stdio \`${whereOf(s)}\``}, confirm ${s.confirm}, approvers ${s.approvers}`);
+  }
   out.push(`  Groups declared: ${config.groups.length ? config.groups.map((g) => `${g.title ?? g.chat_id} (${g.channel}: ${g.participants.join(', ')})`).join('; ') : 'none'}`);
   if (config.storage.kind === 'postgres' && config.storage.url) {
     // Host, port and database only: the user and password stay out of the output.

@@ -93,7 +93,7 @@ export function redactSecrets(text: string, secrets: ReadonlyArray<string | null
   return new Redactor(secrets).redact(text);
 }
 
-/** Every secret a config holds: the LLM key, bot tokens, the Discord token, the web token. */
+/** Every secret a config holds: the LLM key, bot tokens, the Discord token, the web token, MCP servers' credentials. */
 export function configSecrets(config: ChorusConfig): string[] {
   const out: Array<string | null | undefined> = [
     config.llm.api_key,
@@ -102,8 +102,25 @@ export function configSecrets(config: ChorusConfig): string[] {
     config.channels.telegram.webhook.secret_token,
     ...config.agents.map((a) => a.telegram?.token),
     databasePassword(config.storage.url),
+    ...toolSecrets(config.tools),
   ];
   return out.filter((s): s is string => typeof s === 'string' && s.trim().length > 0);
+}
+
+/**
+ * What an MCP server is given to prove who is calling: every header value (an authorization
+ * header's token without its scheme word), environment values whose names say they are secrets,
+ * and a password in the URL. Other environment values (a region, a mode) stay readable in logs.
+ */
+function toolSecrets(tools: ChorusConfig['tools']): string[] {
+  const out: string[] = [];
+  for (const s of Object.values(tools)) {
+    for (const v of Object.values(s.headers ?? {})) out.push(v.replace(/^(Bearer|Basic|Token)\s+/i, ''));
+    for (const [k, v] of Object.entries(s.env ?? {})) if (/KEY|TOKEN|SECRET|PASS|AUTH|CREDENTIAL/i.test(k)) out.push(v);
+    const p = databasePassword(s.url);
+    if (p) out.push(p);
+  }
+  return out;
 }
 
 /** The password in a database connection string (the rest of it, host and user, is not secret). */

@@ -169,6 +169,11 @@ export function parseConfigText(
     const base = overrides.includes('CHORUS_DATA_DIR') ? (opts.cwd ?? process.cwd()) : opts.baseDir;
     config.data_dir = resolve(base, config.data_dir);
   }
+  // A started MCP server runs next to the config file unless told otherwise, so a relative
+  // `args: [servers/orders.js]` means what it says there, wherever the daemon is started from.
+  if (opts.baseDir !== undefined) {
+    for (const s of Object.values(config.tools)) if (s.command !== undefined) s.cwd = resolve(opts.baseDir, s.cwd ?? '.');
+  }
   return { config, missing, overrides };
 }
 

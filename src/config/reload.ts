@@ -1,7 +1,8 @@
 /**
- * Config reload (SIGHUP): the file is read and validated again; agents, personas, aliases and group
- * defaults apply at once, other sections are reported as needing a restart. A file that does not
- * load is refused with the same problems `chorus check` prints, and the running config stays.
+ * Config reload (SIGHUP): the file is read and validated again; agents (their tool lists too),
+ * personas, aliases and group defaults apply at once, other sections (`tools:` among them) are
+ * reported as needing a restart. A file that does not load is refused with the same problems
+ * `chorus check` prints, and the running config stays.
  */
 import type { Logger } from '../core/ports.js';
 import { ConfigError, type LoadedConfig } from './load.js';
@@ -44,6 +45,9 @@ export function planReload(running: ChorusConfig, next: ChorusConfig): { refused
   for (const key of RESTART_SECTIONS) {
     if (JSON.stringify(next[key]) !== JSON.stringify(running[key])) restartNeeded.push(key);
   }
+  // The MCP servers' processes and connections are made at start; an agent's `tools` list applies
+  // at once (it only picks among the servers already running).
+  if (JSON.stringify(next.tools) !== JSON.stringify(running.tools)) restartNeeded.push('tools (MCP servers are started and connected with the daemon)');
   return { refused, applied, restartNeeded };
 }
 

@@ -1,10 +1,12 @@
 /**
  * Rules of a config that span several keys, checked after the schema has filled in the defaults:
  * agent ids and handles that collide, references to agents that do not exist, a channel a group
- * needs but that is off, Telegram webhook settings, and a web server that would listen beyond
- * this machine without a token. Each problem names the key to fix, in file order.
+ * needs but that is off, Telegram webhook settings, MCP tool servers (toolRules.ts), and a web
+ * server that would listen beyond this machine without a token. Each problem names the key to fix,
+ * in file order.
  */
 import type { ChorusConfig } from './schema.js';
+import { toolProblems } from './toolRules.js';
 
 /** One problem found in a config: where and what. */
 export interface ConfigProblem {
@@ -98,6 +100,7 @@ export function refineConfig(cfg: ChorusConfig): ConfigProblem[] {
   if (cfg.channels.discord.enabled && !cfg.channels.discord.token?.trim()) {
     problems.push({ path: 'channels.discord.token', message: 'required when channels.discord.enabled' });
   }
+  problems.push(...toolProblems(cfg));
   if (cfg.channels.web.enabled && !cfg.channels.web.auth_token && !isLoopback(cfg.channels.web.host)) {
     problems.push({
       path: 'channels.web.host',

@@ -4,6 +4,7 @@
  * problem names its key.
  */
 import { z } from 'zod';
+import { agentToolsSchema, maxToolResultBytesSchema, toolsSchema } from './toolsSchema.js';
 
 const slug = z
   .string()
@@ -159,6 +160,8 @@ const agentSchema = z
     context_tokens: contextTokens,
     telegram: z.object({ token: z.string() }).strict().optional(),
     discord: z.object({ avatar_url: z.string().url().nullable().default(null) }).strict().optional(),
+    // MCP servers (all their tools) or `server.tool` names from `tools:` this agent may call.
+    tools: agentToolsSchema,
   })
   .strict();
 
@@ -263,6 +266,8 @@ export const configSchema = z
       .object({
         user_messages_per_minute: z.number().int().min(1).max(10000).default(20),
         max_message_chars: z.number().int().min(1).max(100000).default(8000),
+        // A tool's answer is cut to this many UTF-8 bytes (with a visible marker) before the model sees it.
+        max_tool_result_bytes: maxToolResultBytesSchema,
       })
       .strict()
       .prefault({}),
@@ -327,6 +332,8 @@ export const configSchema = z
       .strict()
       .prefault({}),
     groups: z.array(declaredGroupSchema).default([]),
+    /** MCP servers by name (see toolsSchema.ts); agents name them in `agents[].tools`. */
+    tools: toolsSchema,
   })
   .strict();
 

@@ -132,6 +132,32 @@ export interface Readiness {
   channels: Partial<Record<ChannelKind, ChannelStatus>>;
   /** Several instances on one database: this instance's leases (absent for a single instance). */
   cluster?: ClusterStatus | undefined;
+  /** MCP tool servers, when any is configured. Not part of `ready`: a down one only degrades. */
+  tools?: ToolServersStatus | undefined;
+}
+
+/** One MCP tool server (`tools:` in the config) as `/readyz` shows it. */
+export interface ToolServerPartStatus {
+  ok: boolean;
+  /** 'connecting', 'up' or 'down'. */
+  state: string;
+  transport: 'stdio' | 'http';
+  /** Why it is not up, in one line that names no secret. */
+  error?: string | undefined;
+  /** How many tools it offers now. */
+  tools: number;
+  /** Process restarts (stdio) or reconnections (HTTP) so far. */
+  restarts: number;
+}
+
+/**
+ * The MCP tool servers. One that is down leaves Chorus ready — agents answer without its tools —
+ * but `degraded`, so an operator sees it without a probe restarting a working daemon.
+ */
+export interface ToolServersStatus {
+  ok: boolean;
+  state: 'ready' | 'degraded';
+  servers: Record<string, ToolServerPartStatus>;
 }
 
 /** What an instance of a cluster reports about itself (`/readyz`, `chorus status`). */

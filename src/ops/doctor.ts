@@ -1,11 +1,12 @@
 /**
  * `chorus doctor`: the checks `chorus check` cannot make because they need the outside world —
  * the data directory (or the PostgreSQL database) and the port on this machine, the model endpoint, each Telegram bot and the
- * groups it is in, the Discord login, intents and channel permissions. Each finding is one line
+ * groups it is in, the Discord login, intents and channel permissions, the MCP tool servers. Each finding is one line
  * with its fix; the exit code is 1 when anything would fail, so scripts and CI can gate on it.
  *
- * The checks only read (one tiny model call is the exception, a few tokens per model): safe to
- * run beside a running daemon.
+ * The checks only read (one tiny model call is the exception, a few tokens per model; MCP tool
+ * servers are started or connected once to list their tools, then ended): safe to run beside a
+ * running daemon.
  */
 import { resolve } from 'node:path';
 import { chooseProvider } from '../app.js';
@@ -17,6 +18,7 @@ import { peekGroups, type PeekedGroup } from '../store/files/peek.js';
 import { checkModels } from './checks/model.js';
 import { checkDataDir, checkPort } from './checks/system.js';
 import { checkTelegram, type TelegramChat } from './checks/telegram.js';
+import { checkTools } from './checks/tools.js';
 import { fail, formatFinding, ok, warn, type Finding } from './findings.js';
 
 export interface DoctorResult {
@@ -66,6 +68,7 @@ export async function runDoctor(loaded: LoadedConfig, write: (line: string) => v
     guard('port', () => checkPort(config)),
     guard('model', () => checkModels(config, chooseProvider(config, silentLogger).scriptedReason)),
     guard('telegram', () => checkTelegram(config, telegramChats(loaded, live))),
+    guard('tools', () => checkTools(config)),
     guard('discord', async () => {
       if (!config.channels.discord.enabled) return [];
       // discord.js is loaded only when Discord is enabled.

@@ -12,6 +12,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Readiness } from '../core/readModels.js';
 import type { ChannelKind } from '../core/types.js';
 import { TURN_FAILURE_REASONS, type LlmCallReport, type Metrics } from '../core/metrics.js';
+import type { ToolMetrics, ToolServerStatus } from '../tools/types.js';
 
 /** What the series are created for at start. */
 export interface MetricsSetup {
@@ -19,12 +20,16 @@ export interface MetricsSetup {
   channels: readonly ChannelKind[];
   /** Every model name the config can ask for (llm.model, summary_model, agents' models). */
   models: readonly string[];
+  /** MCP servers configured under `tools:`. */
+  toolServers?: readonly string[] | undefined;
 }
 
 /** Read at scrape time: how busy the router is and whether everything is connected. */
 export interface MetricsSources {
   load(): { queuedRounds: number; llmCalls: number; groups: number };
   readiness(): Readiness;
+  /** The MCP tool servers (absent: none). */
+  tools?(): readonly ToolServerStatus[];
 }
 
 const PURPOSES = ['turn', 'summary', 'selector'] as const;
@@ -36,8 +41,10 @@ const ROUND_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300];
 const LLM_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120];
 /** Time to first token: what a reader of the web feed waits before text appears. */
 const FIRST_TOKEN_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30];
+/** One tool call: a local lookup in milliseconds to the 30 s default limit and beyond. */
+const TOOL_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
 
-export class PromMetrics implements Metrics {
+export class PromMetrics implements Metrics, ToolMetrics {
   readonly registry = new Registry();
   private sources: MetricsSources | undefined;
 
@@ -52,6 +59,8 @@ export class PromMetrics implements Metrics {
   private readonly cost: Counter<'model'>;
   private readonly unpriced: Counter<'model'>;
   private readonly deadLetters: Counter<'channel'>;
+  private readonly toolCalls: Counter<'server' | 'tool' | 'outcome'>;
+  private readonly toolSeconds: Histogram<'server' | 'outcome'>;
 
   constructor(setup: MetricsSetup) {
     const registers = [this.registry];
@@ -84,6 +93,10 @@ export class PromMetrics implements Metrics {
       labelNames: ['channel'],
       registers,
     });
+
+    this.toolCalls = new Counter({ name: 'chorus_tool_calls_total', help: 'MCP tool calls by server, tool and outcome (ok, error, timeout, unavailable, cancelled).', labelNames: ['server', 'tool', 'outcome'], registers });
+    this.toolSeconds = new Histogram({ name: 'chorus_tool_call_duration_seconds', help: 'MCP tool call time by server and outcome; failures count too.', labelNames: ['server', 'outcome'], buckets: TOOL_BUCKETS, registers });
+    for (const server of setup.toolServers ?? []) this.toolSeconds.zero({ server, outcome: 'ok' });
 
     for (const channel of setup.channels) {
       this.messages.inc({ channel }, 0);
@@ -152,6 +165,12 @@ export class PromMetrics implements Metrics {
     this.deadLetters.inc({ channel });
   }
 
+  /** One MCP tool call ended (the tool host reports every call, whatever its outcome). */
+  toolCall(r: { server: string; tool: string; outcome: string; seconds: number }): void {
+    this.toolCalls.inc({ server: r.server, tool: r.tool, outcome: r.outcome });
+    this.toolSeconds.observe({ server: r.server, outcome: r.outcome }, Math.max(0, r.seconds));
+  }
+
   replied(agentId: string): void {
     this.replies.inc({ agent: agentId });
   }
@@ -210,6 +229,16 @@ export class PromMetrics implements Metrics {
         this.reset();
         const channels = self.sources?.readiness().channels ?? {};
         for (const [channel, status] of Object.entries(channels)) this.set({ channel }, status.ok ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'chorus_tool_server_up',
+      help: '1 when the MCP tool server is connected with its tools listed, else 0 (connecting, or down and waiting to retry).',
+      labelNames: ['server'],
+      registers,
+      collect() {
+        this.reset();
+        for (const s of self.sources?.tools?.() ?? []) this.set({ server: s.name }, s.state === 'up' ? 1 : 0);
       },
     });
     new Gauge({

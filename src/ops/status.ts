@@ -1,7 +1,7 @@
 /**
  * `chorus status`: ask the running daemon's `/readyz` (with the web token when the config has one)
- * and print what it says, one line per part. Exit code 0 when ready, 1 when not ready or when no
- * daemon answers — so it fits a shell `&&`, a cron check or a container health check.
+ * and print what it says, one line per part. Exit code 0 when ready (a tool server that is down
+ * only degrades), 1 when not ready or when no daemon answers — so it fits a shell `&&`, a cron check or a container health check.
  */
 import type { ChorusConfig } from '../config/schema.js';
 import type { ChannelPartStatus, ChannelStatus, Readiness } from '../core/readModels.js';
@@ -54,7 +54,8 @@ export async function runStatus(config: ChorusConfig, write: (line: string) => v
     return res.status === 200 ? 0 : 1;
   }
   const ready = res.status === 200 && body.ready !== false;
-  write(`Chorus at ${base}: ${ready ? 'READY' : 'NOT READY'}`);
+  const degraded = ready && body.status === 'degraded';
+  write(`Chorus at ${base}: ${ready ? (degraded ? 'READY, DEGRADED (a tool server is not up; agents answer without its tools)' : 'READY') : 'NOT READY'}`);
   if (!body.store || !body.channels) {
     write(
       token
@@ -70,6 +71,12 @@ export async function runStatus(config: ChorusConfig, write: (line: string) => v
     write(`  ${mark(ch.ok)} ${kind}${ch.state && ch.state !== 'ready' ? ` (${ch.state})` : ''}${ch.error ? `: ${ch.error}` : ''}`);
     for (const [id, part] of Object.entries(ch.bots ?? {})) write(partLine(id, part));
     for (const [id, part] of Object.entries(ch.channels ?? {})) write(partLine(id, part));
+  }
+  if (body.tools) {
+    write(`  ${body.tools.ok ? '✔' : '!'} tool servers${body.tools.ok ? '' : ' (degraded)'}`);
+    for (const [name, t] of Object.entries(body.tools.servers)) {
+      write(`      ${mark(t.ok)} ${name} (${t.transport}): ${t.ok ? `up, ${t.tools} tool(s)` : `${t.state}${t.error ? ` — ${t.error}` : ''}`}${t.restarts ? `, ${t.restarts} restart(s)` : ''}`);
+    }
   }
   return ready ? 0 : 1;
 }

@@ -11,6 +11,7 @@ import { WEB_CONNECTION_DEFAULTS } from '../../config/schema.js';
 import { isLoopback } from '../../config/rules.js';
 import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostedMessage } from '../../core/ports.js';
 import { splitMessage } from '../../core/text/split.js';
+import type { ToolServersStatus } from '../../core/readModels.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { DEFAULT_MAX_MESSAGE_CHARS, registerApiRoutes } from './api.js';
 import { TokenAuth } from './auth.js';
@@ -44,6 +45,8 @@ export interface WebChannelOptions {
   sseMaxBufferedBytes?: number | undefined;
   /** Paths other channels serve on this server (the Telegram webhook endpoints). */
   mounts?: HttpMounts | undefined;
+  /** The MCP tool servers' state for `/readyz` (they live beside the core, not in its readiness). */
+  toolServers?: (() => ToolServersStatus | undefined) | undefined;
 }
 
 export class WebChannel implements Channel {
@@ -127,7 +130,11 @@ export class WebChannel implements Channel {
         const app = this.opts.metrics ? await this.opts.metrics() : gatewayMetrics(this.requireHost().gateway);
         return app + (app.endsWith('\n') || app === '' ? '' : '\n') + this.webMetrics.text();
       },
-      readiness: () => this.requireHost().gateway.readiness(),
+      readiness: () => {
+        const r = this.requireHost().gateway.readiness();
+        const tools = this.opts.toolServers?.();
+        return tools ? { ...r, tools } : r;
+      },
       mounts: this.opts.mounts,
       limits: {
         headersTimeoutMs: cfg.headers_timeout_seconds * 1000,

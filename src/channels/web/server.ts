@@ -30,7 +30,7 @@ export interface ServerDeps {
   webMetrics: WebMetrics;
   /** Prometheus text for `/metrics`. */
   metricsText(): string | Promise<string>;
-  /** What `/readyz` reports: can the store take writes, is every channel connected? */
+  /** What `/readyz` reports: can the store take writes, is every channel connected (and the tool servers up)? */
   readiness(): Readiness;
   /** Timeouts and the per-address connection cap (connections.ts). */
   limits: ConnectionLimits;
@@ -91,9 +91,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: ServerDep
     // The status code is for probes, which carry no token. The detail (bot names, error texts)
     // is for operators: with a token configured it is shown only to requests that carry it.
     const detailed = !deps.auth.enabled || authorised(req, url, deps.auth);
+    // A tool server that is down degrades but does not unready: agents answer without its tools.
+    const status = !r.ready ? 'not_ready' : r.tools && !r.tools.ok ? 'degraded' : 'ready';
     const body = detailed
-      ? { status: r.ready ? 'ready' : 'not_ready', ready: r.ready, store: r.store, channels: r.channels, ...(r.cluster ? { cluster: r.cluster } : {}) }
-      : { status: r.ready ? 'ready' : 'not_ready', ready: r.ready };
+      ? { status, ready: r.ready, store: r.store, channels: r.channels, ...(r.cluster ? { cluster: r.cluster } : {}), ...(r.tools ? { tools: r.tools } : {}) }
+      : { status, ready: r.ready };
     sendText(res, r.ready ? 200 : 503, JSON.stringify(body), 'application/json; charset=utf-8');
     return;
   }
