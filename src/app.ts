@@ -143,7 +143,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     logger: logger.child({ part: 'router' }),
     declaredGroups: config.groups.map((g) => ({ channel: g.channel, chatId: g.chat_id, title: g.title, participants: g.participants, config: g.config })),
     scripted: chosen.provider.name === 'scripted',
-    tools: opts.tools,
+    tools: opts.tools ?? tools,
     // What the room is shown of tool calls loses the config's secrets, as the log does.
     redact: ((r) => (text: string) => r.redact(text))(new Redactor(configSecrets(config))),
   });

@@ -8,7 +8,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { systemClock } from '../core/clock.js';
-import type { Clock, Logger, ToolCallResult, ToolInfo } from '../core/ports.js';
+import type { Clock, Logger } from '../core/ports.js';
+import type { ToolCallResult, ToolInfo } from '../core/toolPorts.js';
 import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../config/toolsSchema.js';
 import { missingEntries, selectTools, type AgentToolsDef } from './agentTools.js';
 import { DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';

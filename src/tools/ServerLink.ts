@@ -11,7 +11,8 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { Clock, Logger, ToolCallResult } from '../core/ports.js';
+import type { Clock, Logger } from '../core/ports.js';
+import type { ToolCallResult } from '../core/toolPorts.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import { callTool, unavailable, type CallRequest } from './callTool.js';
 import { connectFailure, describe } from './errors.js';

@@ -9,7 +9,7 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolCallResult } from '../core/ports.js';
+import type { ToolCallResult } from '../core/toolPorts.js';
 import { renderResult, type ToolResultLike } from './content.js';
 import { describe } from './errors.js';
 

@@ -2,7 +2,7 @@
  * Shapes of the MCP tool host shared by its parts and by ops: a server's state as operators see
  * it, a listed tool as the host keeps it, and the metrics it reports.
  */
-import type { ToolCallResult, ToolHost } from '../core/ports.js';
+import type { ToolCallResult, ToolHost } from '../core/toolPorts.js';
 
 export type { ToolServerConfig } from '../config/toolsSchema.js';
 

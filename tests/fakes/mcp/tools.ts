@@ -5,8 +5,9 @@
  * run over stdio (`server.ts`, a child process) and over Streamable HTTP (`http.ts`, in process).
  *
  * - `lookup_order {id}` (readOnlyHint): a fixed status line for the id.
- * - `cancel_order {id}` (no hints: it changes something): counts the cancellation in the state file.
- * - `slow {ms}` (readOnlyHint): waits `ms`; when the client cancels (MCP `notifications/cancelled`
+ * - `cancel_order {id, after_ms?}` (no hints: it changes something): counts the cancellation in the
+ *   state file, then answers (after `after_ms`, when given).
+ * - `slow {ms}` (readOnlyHint): counts its start (`slowStarted`), waits `ms`; when the client cancels (MCP `notifications/cancelled`
  *   aborts the handler's `extra.signal`) it records that in the state file (`sawCancel`).
  * - `was_cancelled`: how many `slow` calls saw a cancellation, as text.
  * - `big {bytes?, unit?}` (readOnlyHint): `unit` (default "x") repeated to `bytes` (default 1 MiB).
@@ -35,6 +36,8 @@ export interface FakeState {
   cancelledIds: string[];
   sawCancel: number;
   flags: Record<string, string>;
+  /** `slow` calls begun (absent in files written before it was counted). */
+  slowStarted?: number | undefined;
 }
 
 export interface FakeMcpOptions {
@@ -75,14 +78,18 @@ export function createFakeMcpServer(opts: FakeMcpOptions): McpServer {
   server.registerTool('lookup_order', { description: 'Look up an order by id.', inputSchema: { id: z.string() }, annotations: { readOnlyHint: true } }, ({ id }) =>
     text(`order ${id}: shipped on 2026-11-20, 2 items, tracking TRK-${id}`),
   );
-  server.registerTool('cancel_order', { description: 'Cancel an order.', inputSchema: { id: z.string() } }, ({ id }) => {
+  server.registerTool('cancel_order', { description: 'Cancel an order.', inputSchema: { id: z.string(), after_ms: z.number().optional() } }, async ({ id, after_ms }) => {
     change((s) => {
       s.cancelled++;
       s.cancelledIds.push(id);
     });
+    // The change is made (and on disk) before the answer: with `after_ms` a test can kill the
+    // daemon between the side effect and the result reaching it.
+    if (after_ms) await new Promise((r) => setTimeout(r, after_ms));
     return text(`cancelled ${id}`);
   });
   server.registerTool('slow', { description: 'Wait ms milliseconds.', inputSchema: { ms: z.number() }, annotations: { readOnlyHint: true } }, async ({ ms }, extra) => {
+    change((s) => void (s.slowStarted = (s.slowStarted ?? 0) + 1));
     const cancelled = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), ms);
       extra.signal.addEventListener('abort', () => {
