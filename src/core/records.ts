@@ -100,6 +100,8 @@ export interface ToolCallRecord {
   approval: 'none' | 'waiting' | 'approved' | 'denied' | 'expired';
   approvers?: 'admins' | 'anyone' | undefined;
   deadline?: number | undefined;
+  /** The request for approval is in the transcript (written in the same record as this flag). */
+  asked?: true | undefined;
   decidedBy?: string | undefined;
   /** Runs begun: 1 once it was recorded as starting, 2 after the one retry a read-only or idempotent call gets. */
   started: number;

@@ -75,6 +75,7 @@ const toolCall = z.looseObject({
   approval: z.enum(['none', 'waiting', 'approved', 'denied', 'expired']),
   approvers: z.enum(['admins', 'anyone']).optional(),
   deadline: z.number().optional(),
+  asked: z.literal(true).optional(),
   decidedBy: z.string().optional(),
   started: z.number().int().min(0),
   result: z.object({ outcome: toolOutcome, content: z.string(), bytes: z.number() }).optional(),

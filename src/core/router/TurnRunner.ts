@@ -183,7 +183,7 @@ export class TurnRunner {
         // Tool definitions and results take what the fitted prompt left of the window.
         const room = p.budgetTokens - p.estimatedTokens - this.budgets.tokens(model, JSON.stringify(tools.map((x) => [x.name, x.description, x.inputSchema])));
         const names = participants.map((x) => x.name);
-        const scope = { g, round, agent, turn: turnId, threadId: this.trigger(g, round)?.threadId, tools, names, stop: ctl.stop, fit: (steps: ToolStep[]) => fitSteps(steps, room, (x: string) => this.budgets.tokens(model, x)) };
+        const scope = { g, round, agent, turn: turnId, threadId: this.trigger(g, round)?.threadId, tools, names, stop: ctl.stop, typing: setTyping, fit: (steps: ToolStep[]) => fitSteps(steps, room, (x: string) => this.budgets.tokens(model, x)) };
         withTools = await this.toolTurn.run(scope, (extra) => this.d.gate.call({ ...request, ...extra }, timeout, ctl.signal));
         // The first call's prompt is the fitted one: the window calibration learns from its usage.
         return { ...withTools.res, usage: withTools.first };

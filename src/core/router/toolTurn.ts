@@ -61,6 +61,8 @@ export interface ToolTurnScope {
   stop: AbortSignal;
   /** Trim steps so they fit what is left of the context window (see TurnRunner). */
   fit: (steps: ToolStep[]) => ToolStep[];
+  /** The agent's typing indicator: off while a person is asked, on again when its model works. */
+  typing: (on: boolean) => void;
 }
 
 const NOT_RUN_AGAIN =
@@ -143,7 +145,9 @@ export class ToolTurn {
     if (c.approval === 'waiting') {
       await this.ask(s, c);
       const verdict = await this.d.approvals.wait(s.g, c, halt);
-      if (verdict === 'stopped') return this.finish(s, c, 'cancelled', this.d.shutdown.aborted ? 'Chorus was shutting down before anyone approved this call; it was not run.' : 'The call was stopped before anyone approved it; it was not run.', 0);
+      // Shutting down: the call stays waiting in the log, and the resumed turn waits again.
+      if (verdict === 'stopped' && this.d.shutdown.aborted) throw new Error('shutting down while a tool call waits for approval');
+      if (verdict === 'stopped') return this.finish(s, c, 'cancelled', 'The call was stopped before anyone approved it; it was not run.', 0);
       if (verdict === 'expired') groups.toolChange(s.g, { t: 'tool', id: c.id, set: { approval: 'expired' } });
       c = current(s.g, rec.id) ?? c;
     }
@@ -164,13 +168,12 @@ export class ToolTurn {
     await this.finish(s, c, out.outcome, content, out.bytes);
   }
 
-  /** Post the request for approval (once: a resumed turn finds it posted). */
+  /** Post the request for approval, once: the flag saying so is in the same record as the request. */
   private async ask(s: ToolTurnScope, c: ToolCallRecord): Promise<void> {
-    const asked = s.g.transcript.some((e) => e.tool?.id === c.id && e.tool.outcome === 'waiting');
-    if (asked) return;
-    const view = this.view(c, 'waiting', '', 0);
-    this.d.typing(s.g, s.agent, false);
-    await this.d.recorder.record(s.g, { entries: [this.entry(s, view, true)] });
+    if (c.asked) return;
+    this.d.groups.toolChange(s.g, { t: 'tool', id: c.id, set: { asked: true } });
+    s.typing(false);
+    await this.d.recorder.record(s.g, { entries: [this.entry(s, this.view(c, 'waiting', '', 0), true)] });
   }
 
   /** The call's result: recorded, and shown to the room as one step of the transcript. */
