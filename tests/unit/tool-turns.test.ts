@@ -45,6 +45,16 @@ describe('a turn with tools', () => {
     await h.router.stop();
   });
 
+  it('show_tools none: the step is in the transcript but the channel posts only the reply', async () => {
+    const tools = new MemoryTools();
+    const llm = new StepLlm([{ calls: [call('c1', 'orders__lookup')] }, 'Shipped.']);
+    const h = await makeRouter({ llm, tools, group: { reply_strategy: 'mention_only', show_tools: 'none' } });
+    await h.say('@analyst where is order 42?');
+    expect(h.transcript().find((e) => e.kind === 'tool')).toMatchObject({ text: '🔧 Analyst used orders.lookup', delivery: 'posted' });
+    expect(h.channel.posts.filter((p) => p.agentId === 'analyst').map((p) => p.text)).toEqual(['Shipped.']);
+    await h.router.stop();
+  });
+
   it('other agents observe the call and its short result, not the raw payload', async () => {
     const tools = new MemoryTools();
     tools.answer = () => `order shipped ${'x'.repeat(5000)}`;
