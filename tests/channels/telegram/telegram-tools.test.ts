@@ -119,7 +119,7 @@ describe('telegram: tool calls and approval buttons (real app)', () => {
     ]);
   });
 
-  it('the same press delivered twice makes one decision; a late press on an old request is told and its buttons go', async () => {
+  it('the same press delivered twice makes one decision', async () => {
     const { chatId, start } = await boot([{ calls: [call('c1', 'orders__cancel')] }, 'Done.']);
     fake!.humanSays(chatId, MAYA, '@analyst cancel order 42');
     const { post, id } = await request(chatId, start);
@@ -134,6 +134,21 @@ describe('telegram: tool calls and approval buttons (real app)', () => {
     // Telegram refused a second answer to the same query; one answer stands.
     expect(fake!.answers.map((a) => a.text)).toEqual(['Approved']);
     expect(fake!.callsOf('editMessageReplyMarkup')).toHaveLength(1);
+  });
+
+  it('a press after the call expired (its turn is over) is told so, does not run it, and its buttons go', async () => {
+    const { chatId, start } = await boot([{ calls: [call('c1', 'orders__cancel')] }, 'Nobody approved it.'], { tool_approval_timeout_seconds: 0.3 });
+    fake!.humanSays(chatId, MAYA, '@analyst cancel order 42');
+    const { post, id } = await request(chatId, start);
+    await reply(chatId, 'Nobody approved it.');
+    await app!.router.idle();
+    expect(fake!.keyboardOf(post)).toEqual(KEYBOARD(id));
+    const queryId = fake!.press(post, MAYA, '✅ Approve');
+    await waitUntil(() => fake!.answers.length === 1 || undefined, 'answer');
+    expect(fake!.answers[0]).toEqual({ bot: USERNAMES.analyst, queryId, text: `there is no tool call "${id}" waiting for approval here`, showAlert: true });
+    await waitUntil(() => fake!.edits.length === 1 || undefined, 'buttons taken away');
+    expect(fake!.keyboardOf(post)).toEqual([]);
+    expect(tools.cancelled).toBe(0);
   });
 
   it('/approve typed as a message works too (every bot gets it; one decision), and the buttons go', async () => {
