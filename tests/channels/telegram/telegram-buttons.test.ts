@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ChatRef } from '../../../src/core/types.js';
 import { approvalKeyboard } from '../../../src/channels/telegram/approvals.js';
 import { FakeTelegram } from '../../fakes/telegram/FakeTelegram.js';
+import { CapturingLogger } from '../../helpers/logger.js';
 import { agentDef, CountingHost, makeWorld, MAYA, TOKENS, USERNAMES, waitUntil, type AgentId, type World } from './harness.js';
 import { roundRobin, webhookInstance, type Instance } from './webhook-harness.js';
 
@@ -30,8 +31,8 @@ describe('telegram adapter: approval buttons', () => {
     w = inst = fake = undefined;
   });
 
-  async function setup(opts: { forum?: boolean } = {}) {
-    w = await makeWorld();
+  async function setup(opts: { forum?: boolean; logger?: CapturingLogger } = {}) {
+    w = await makeWorld({ logger: opts.logger });
     const chat = w.fake.createGroup('Market team', { forum: opts.forum ?? false });
     for (const id of ['analyst', 'writer', 'critic'] as const) w.fake.addBotToChat(chat.id, TOKENS[id], MAYA);
     await w.channel.start(w.host);
@@ -129,6 +130,20 @@ describe('telegram adapter: approval buttons', () => {
     await w!.channel.postAsSystem(ref, '✅ Maya approved orders.cancel (t12)');
     await new Promise((r) => setTimeout(r, 50));
     expect(w!.fake.callsOf('editMessageReplyMarkup')).toHaveLength(1);
+  });
+
+  it('a malformed press is kept as a dead letter and confirmed; presses behind it are handed over', async () => {
+    const logger = new CapturingLogger();
+    const { chat, ref, analyst } = await setup({ logger });
+    await w!.channel.postAsAgent(ref, analyst, REQUEST, { approval: { groupId: 'g1', id: 't12' } });
+    const bot = w!.fake.state.bots.get(TOKENS.analyst)!;
+    const updateId = bot.nextUpdateId;
+    w!.fake.state.push(bot, { callback_query: { id: '991', chat_instance: '-1', data: 'tool:a:t12' } });
+    const queryId = w!.fake.press(w!.fake.postsIn(chat.id)[0]!, MAYA, '✅ Approve');
+    await waitUntil(() => w!.host.received.some((m) => m.messageId === `cb:${queryId}`) || undefined, 'the press behind it');
+    await waitUntil(() => w!.fake.unconfirmed().get(USERNAMES.analyst) === 0 || undefined, 'all confirmed');
+    const line = logger.lines.find((l) => l.level === 'error' && (l.obj as { updateId?: number }).updateId === updateId);
+    expect(line?.obj).toMatchObject({ reason: 'callback_query.from has no numeric id' });
   });
 
   it('webhook mode: Telegram is asked for presses, and a press arrives by POST', async () => {
