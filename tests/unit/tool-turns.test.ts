@@ -4,65 +4,12 @@
  * the other agents see. The MCP host and the providers have their own tests (tests/tools, tests/llm).
  */
 import { describe, expect, it } from 'vitest';
-import type { LlmProvider, LlmRequest, LlmResponse } from '../../src/core/ports.js';
-import type { ToolCallResult, ToolHost, ToolInfo } from '../../src/core/toolPorts.js';
 import type { ToolCall } from '../../src/core/types.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { rebuild } from '../../src/core/groups/evolve.js';
-
-/** Tools in memory: `lookup` only reads, `cancel` changes something (counted), `hang` never answers until aborted. */
-class MemoryTools implements ToolHost {
-  cancelled = 0;
-  lookups = 0;
-  hung: Array<() => void> = [];
-  aborted = 0;
-  answer = (tool: string, input: Record<string, unknown>): string => (tool === 'lookup' ? `order ${String(input.id)} shipped` : `cancelled ${String(input.id)}`);
-  private readonly list: ToolInfo[] = [
-    { name: 'orders__lookup', description: 'Look an order up', inputSchema: { type: 'object' }, server: 'orders', tool: 'lookup', readOnly: true, idempotent: false, confirm: 'auto', approvers: 'admins' },
-    { name: 'orders__cancel', description: 'Cancel an order', inputSchema: { type: 'object' }, server: 'orders', tool: 'cancel', readOnly: false, idempotent: false, confirm: 'auto', approvers: 'admins' },
-    { name: 'orders__hang', description: 'Never answers', inputSchema: { type: 'object' }, server: 'orders', tool: 'hang', readOnly: false, idempotent: false, confirm: 'never', approvers: 'admins' },
-    { name: 'orders__peek', description: 'Reads, never answers', inputSchema: { type: 'object' }, server: 'orders', tool: 'peek', readOnly: true, idempotent: false, confirm: 'auto', approvers: 'admins' },
-  ];
-  toolsFor(agentId: string): readonly ToolInfo[] {
-    return agentId === 'analyst' ? this.list : [];
-  }
-  async call(req: { server: string; tool: string; input: Record<string, unknown>; timeoutMs: number; signal: AbortSignal }): Promise<ToolCallResult> {
-    if (req.tool === 'cancel') this.cancelled++;
-    if (req.tool === 'lookup') this.lookups++;
-    if (req.tool === 'hang' || (req.tool === 'peek' && this.hung.length === 0 && this.lookups === 0)) {
-      if (req.tool === 'peek') this.lookups++;
-      return new Promise((resolve) => {
-        this.hung.push(() => resolve({ outcome: 'ok', content: 'late', bytes: 4 }));
-        req.signal.addEventListener('abort', () => {
-          this.aborted++;
-          resolve({ outcome: 'cancelled', content: 'cancelled', bytes: 0 });
-        });
-      });
-    }
-    const content = this.answer(req.tool, req.input);
-    return { outcome: 'ok', content, bytes: content.length };
-  }
-}
-
-type Step = { calls: ToolCall[]; text?: string } | string;
-
-/** A model that answers each of the analyst's calls from a list (tool calls or text); others pass or say ok. */
-class StepLlm implements LlmProvider {
-  readonly name = 'steps';
-  readonly requests: LlmRequest[] = [];
-  private n = 0;
-  constructor(private readonly steps: Step[]) {}
-  async complete(req: LlmRequest): Promise<LlmResponse> {
-    const usage = { inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0 };
-    if (req.purpose !== 'turn' || req.agent?.id !== 'analyst') return { text: req.mustReply ? `ok from ${req.agent?.id}` : '[PASS]', model: req.model, usage };
-    this.requests.push(req);
-    const step = this.steps[Math.min(this.n++, this.steps.length - 1)]!;
-    if (typeof step === 'string' || req.toolChoice === 'none') return { text: typeof step === 'string' ? step : 'answer without tools', model: req.model, usage };
-    return { text: step.text ?? '', model: req.model, usage, toolCalls: step.calls };
-  }
-}
+import { MemoryTools, StepLlm } from '../helpers/tool-fakes.js';
 
 const call = (id: string, name: string, input: Record<string, unknown> = { id: 42 }): ToolCall => ({ id, name, input });
 
@@ -95,6 +42,16 @@ describe('a turn with tools', () => {
     expect(h.router.groups.get('room')!.state.tools).toBeUndefined();
     // The channel posted the step's line under the agent's name, then the reply.
     expect(h.channel.posts.filter((p) => p.agentId === 'analyst').map((p) => p.text)).toEqual(['🔧 Analyst used orders.lookup', 'Order 42 has shipped.']);
+    await h.router.stop();
+  });
+
+  it('show_tools none: the step is in the transcript but the channel posts only the reply', async () => {
+    const tools = new MemoryTools();
+    const llm = new StepLlm([{ calls: [call('c1', 'orders__lookup')] }, 'Shipped.']);
+    const h = await makeRouter({ llm, tools, group: { reply_strategy: 'mention_only', show_tools: 'none' } });
+    await h.say('@analyst where is order 42?');
+    expect(h.transcript().find((e) => e.kind === 'tool')).toMatchObject({ text: '🔧 Analyst used orders.lookup', delivery: 'posted' });
+    expect(h.channel.posts.filter((p) => p.agentId === 'analyst').map((p) => p.text)).toEqual(['Shipped.']);
     await h.router.stop();
   });
 

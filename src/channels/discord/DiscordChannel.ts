@@ -307,6 +307,7 @@ export class DiscordChannel implements Channel {
       .catch((err) => this.log.error({ err, messageId: msg.messageId, chatId: msg.chatId }, 'discord: router did not take the message'));
   }
 
+  /** `opts.approval` is not used: webhook messages cannot carry buttons, and the request's text names /approve and /deny. */
   async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, _opts?: PostOptions): Promise<PostedMessage> {
     const id = identityFor(agent, this.cfg);
     const body = id.label ? id.label + text : text;

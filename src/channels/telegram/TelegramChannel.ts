@@ -6,7 +6,7 @@
  * Outbound: each reply goes through the speaking agent's own bot, the system voice through the bot
  * a command was addressed to (or the first participant's bot).
  */
-import type { Message, ChatMemberUpdated, Update } from 'grammy/types';
+import type { Message, ChatMemberUpdated } from 'grammy/types';
 import type { ChorusConfig } from '../../config/schema.js';
 import type { Channel, ChannelCapabilities, ChannelHost, ConnectionGate, DeadLetters, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
 import type { ChannelPartStatus, ChannelStatus } from '../../core/readModels.js';
@@ -17,11 +17,12 @@ import { AdminCache } from './admins.js';
 import { AgentBot, botWarnings } from './bots.js';
 import { typingLoop } from './typing.js';
 import { describeError, apiErrorCode } from './errors.js';
-import { membershipDirection, normalizeMessage, parseChatId, messageKey, type BotDirectory } from './normalize.js';
+import { isBasicGroupId, membershipDirection, normalizeMessage, parseChatId, messageKey, updateChatKey, type BotDirectory } from './normalize.js';
 import { sendText, TELEGRAM_LIMIT } from './sender.js';
 import type { HttpMounts } from '../web/mounts.js';
 import { createWebhookHandler, webhookEndpoint } from './webhook.js';
 import { MalformedUpdateError, checkUpdateShape, deadLetterKeeper } from './deadLetters.js';
+import { ApprovalButtons, approvalKeyboard } from './approvals.js';
 
 type TelegramConfig = ChorusConfig['channels']['telegram'];
 /** Tests may build the channel by hand without the webhook keys: polling is the default. */
@@ -46,15 +47,6 @@ export interface TelegramChannelOptions {
 /** How long start() waits for the bots before letting the rest of Chorus go on. */
 const START_WAIT_MS = 5000;
 const BASIC_IDS_KEPT = 2000;
-
-/** The chat an update belongs to: updates of one chat are handed over one at a time; other chats run alongside. */
-function updateChatKey(u: Update): string {
-  const chat = u.message?.chat ?? u.my_chat_member?.chat;
-  return chat ? String(chat.id) : `update:${u.update_id}`;
-}
-
-/** Basic groups have ids in (-1e12, 0); supergroups and channels start with -100… */
-const isBasicGroupId = (id: number) => id < 0 && id > -1_000_000_000_000;
 
 export class TelegramChannel implements Channel {
   readonly kind = 'telegram' as const;
@@ -90,9 +82,12 @@ export class TelegramChannel implements Channel {
   /** Webhook mode: true from start() until stop() begins; outside it, POSTs answer 503. */
   private accepting = false;
   private webhookTimer: NodeJS.Timeout | undefined;
+  /** Approve / Deny buttons under requests for approval, and their presses. */
+  private readonly approvals: ApprovalButtons;
 
   constructor(private readonly opts: TelegramChannelOptions) {
     this.log = opts.logger.child({ channel: 'telegram' });
+    this.approvals = new ApprovalButtons({ log: this.log, host: () => this.host, running: () => this.running, bot: (id) => this.readyBot(id), isAdmin: (c, u) => this.isAdmin(c, u) });
     this.admins = new AdminCache(opts.config.admins, this.log);
     const apiRoot = opts.config.api_root.replace(/\/+$/, '');
     const wh = opts.config.mode === 'webhook' ? opts.config.webhook : undefined;
@@ -118,6 +113,7 @@ export class TelegramChannel implements Channel {
       ab.bot.use((ctx, next) => (checkUpdateShape(ctx.update), next()));
       ab.bot.on('message', (ctx) => this.onMessage(ab, ctx.message));
       ab.bot.on('my_chat_member', (ctx) => this.onMembership(ab, ctx.myChatMember));
+      ab.bot.on('callback_query', (ctx) => this.approvals.press(ab, ctx.callbackQuery));
       this.bots.push(ab);
       if (endpoint && settings) {
         const handler = createWebhookHandler({
@@ -321,22 +317,27 @@ export class TelegramChannel implements Channel {
     return this.basicIds.get(`${parseChatId(chat.chatId).tgId}|${replyTo}`)?.get(agentId);
   }
 
-  private async send(b: AgentBot, chat: ChatRef, text: string, opts: PostOptions | undefined): Promise<PostedMessage> {
+  /** `approval`: the agent's request for approval carries the Approve / Deny buttons (the system voice never does). */
+  private async send(b: AgentBot, chat: ChatRef, text: string, opts: PostOptions | undefined, approval?: PostOptions['approval']): Promise<PostedMessage> {
     const t = this.target(chat);
     const hooks = { log: this.log, onMigrated: (o: number, n: number) => this.migrate(o, n) };
+    const keyboard = approval ? approvalKeyboard(approval.id) : undefined;
     const ids = await this.queues.run(chat.chatId, () =>
-      sendText(b.bot, { chatId: t.tgId, threadId: t.threadId, replyTo: this.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId) }, text, hooks),
+      sendText(b.bot, { chatId: t.tgId, threadId: t.threadId, replyTo: this.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard }, text, hooks),
     );
+    // Its buttons go away once the call is decided (see approvals.ts).
+    if (approval && keyboard && ids.length) this.approvals.posted(chat.chatId, approval.id, { agentId: b.agent.id, tgChatId: this.target(chat).tgId, messageId: ids.at(-1)! });
     return { ids: ids.map(String) };
   }
 
   async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage> {
     const b = this.readyBot(agent.id);
     if (!b) throw new Error(`agent "${agent.id}" has no working Telegram bot`);
-    return this.send(b, chat, text, opts);
+    return this.send(b, chat, text, opts, opts?.approval);
   }
 
   async postAsSystem(chat: ChatRef, text: string, opts?: PostOptions): Promise<PostedMessage> {
+    this.approvals.systemLine(chat, text);
     const { tgId, dmAgentId } = this.target(chat);
     const order = [
       dmAgentId,

@@ -19,6 +19,8 @@ const BOT_COMMANDS = [
   { command: 'group', description: 'Manage this group: create, add, remove, list, config, mute, reset, dissolve' },
   { command: 'ask', description: 'Make agents answer: /ask <agent> [text]' },
   { command: 'stop', description: "End the agents' current round and cancel replies in progress" },
+  { command: 'approve', description: "Let an agent's tool call run: /approve <id>" },
+  { command: 'deny', description: "Refuse an agent's tool call: /deny <id>" },
   { command: 'help', description: 'How to talk to the agents' },
 ];
 

@@ -55,6 +55,17 @@ function messageProblem(m: unknown, where: string): string | null {
   return null;
 }
 
+function callbackProblem(q: unknown): string | null {
+  if (!isObj(q)) return 'callback_query is not an object';
+  if (typeof q.id !== 'string' || !q.id) return 'callback_query.id is not text';
+  if (!(isObj(q.from) && isInt(q.from.id))) return 'callback_query.from has no numeric id';
+  if (q.data !== undefined && typeof q.data !== 'string') return 'callback_query.data is not text';
+  const m = q.message;
+  // A message too old to read comes with date 0 and only its chat and id.
+  if (m !== undefined) return !isObj(m) ? 'callback_query.message is not an object' : (chatProblem(m.chat, 'callback_query.message') ?? (isInt(m.message_id) ? null : 'callback_query.message.message_id is not a whole number'));
+  return null;
+}
+
 /** Throws MalformedUpdateError when a part of the update Chorus reads is missing or of the wrong type. */
 export function checkUpdateShape(u: Update): void {
   const raw = u as unknown as Obj;
@@ -64,7 +75,7 @@ export function checkUpdateShape(u: Update): void {
     const m = raw.my_chat_member;
     if (!isObj(m)) problem = 'my_chat_member is not an object';
     else problem = chatProblem(m.chat, 'my_chat_member') ?? (['old_chat_member', 'new_chat_member'].find((k) => !(isObj(m[k]) && typeof (m[k] as Obj).status === 'string')) ? 'my_chat_member has no old or new status' : null);
-  }
+  } else if (raw.callback_query !== undefined) problem = callbackProblem(raw.callback_query);
   if (problem) throw new MalformedUpdateError(problem);
 }
 

@@ -3,7 +3,7 @@
  * own copy of a human message; everything here is computed from what all copies share, so the
  * router's (channel, chatId, messageId) dedupe sees one message however many bots delivered it.
  */
-import type { ChatMemberUpdated, Message, MessageEntity } from 'grammy/types';
+import type { CallbackQuery, ChatMemberUpdated, Message, MessageEntity, Update, User } from 'grammy/types';
 import { cleanDisplayName } from '../../core/text/displayName.js';
 import type { InboundMessage, NormalizedMessage } from '../../core/types.js';
 
@@ -31,6 +31,9 @@ export function parseChatId(chatId: string): { tgId: number; dmAgentId?: string 
   if (m) return { tgId: Number(m[2]), dmAgentId: m[1] };
   return { tgId: Number(chatId) };
 }
+
+/** Basic groups have ids in (-1e12, 0); supergroups and channels start with -100… */
+export const isBasicGroupId = (id: number) => id < 0 && id > -1_000_000_000_000;
 
 /** Chorus's chat id for a Telegram chat seen by `viaAgentId`'s bot. */
 function chorusChatId(chat: { id: number; type: string }, viaAgentId: string): string {
@@ -68,8 +71,11 @@ function authorOf(msg: Message): { id: string; name: string } | undefined {
   if (msg.sender_chat) return { id: String(msg.sender_chat.id), name: cleanDisplayName(msg.sender_chat.title ?? '') || 'Anonymous' };
   const u = msg.from;
   if (!u || u.is_bot) return undefined;
-  const name = cleanDisplayName([u.first_name, u.last_name].filter(Boolean).join(' ')) || cleanDisplayName(u.username ?? '') || `user ${u.id}`;
-  return { id: String(u.id), name };
+  return { id: String(u.id), name: userName(u) };
+}
+
+function userName(u: User): string {
+  return cleanDisplayName([u.first_name, u.last_name].filter(Boolean).join(' ')) || cleanDisplayName(u.username ?? '') || `user ${u.id}`;
 }
 
 /** Agents whose bots the message marks with mention / text_mention entities, in order. */
@@ -154,4 +160,64 @@ export function membershipDirection(u: ChatMemberUpdated): 'joined' | 'left' | u
   const after = isPresent(u.new_chat_member);
   if (before === after) return undefined;
   return after ? 'joined' : 'left';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Approval buttons
+
+/**
+ * `callback_data` of the buttons under a request for approval: `tool:a:<call id>` approves,
+ * `tool:d:<call id>` denies. Telegram allows 64 bytes; call ids are short (`t12`, `t12-2`).
+ */
+const APPROVAL_DATA = /^tool:([ad]):([A-Za-z0-9_-]{1,57})$/;
+
+/** The data of one approval button, or undefined when the call id does not fit. */
+export function approvalData(approve: boolean, callId: string): string | undefined {
+  const data = `tool:${approve ? 'a' : 'd'}:${callId}`;
+  return APPROVAL_DATA.test(data) ? data : undefined;
+}
+
+/** A press of an approval button. */
+export interface ApprovalPress {
+  approve: boolean;
+  callId: string;
+  /** The same command a person could type, as `viaAgentId`'s bot received it. */
+  message: InboundMessage;
+}
+
+/**
+ * A press of an approval button (a callback_query, delivered only to the bot that posted the
+ * buttons) as the command the router already understands: `/approve <id>` or `/deny <id>` by
+ * the person who pressed. The query id is the message id, so a redelivered press is a duplicate.
+ */
+export function normalizePress(q: CallbackQuery, viaAgentId: string, now: number): ApprovalPress | { skip: string } {
+  const m = APPROVAL_DATA.exec(q.data ?? '');
+  if (!m) return { skip: 'not an approval button' };
+  if (!q.message) return { skip: 'no message (an inline-mode button)' };
+  if (q.from.is_bot) return { skip: 'bot author' };
+  const approve = m[1] === 'a';
+  const callId = m[2]!;
+  const chat = q.message.chat;
+  // An inaccessible message (date 0) says only where it was.
+  const msg = q.message.date === 0 ? undefined : (q.message as Message);
+  const threadId = msg?.is_topic_message && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;
+  const message: InboundMessage = {
+    channel: 'telegram',
+    chatId: chorusChatId(chat, viaAgentId),
+    messageId: `cb:${q.id}`,
+    author: { id: String(q.from.id), name: userName(q.from) },
+    text: `/${approve ? 'approve' : 'deny'} ${callId}`,
+    ts: now,
+    threadId,
+    viaAgentId,
+    isPrivate: chat.type === 'private' || undefined,
+    chatTitle: 'title' in chat && chat.title ? chat.title : undefined,
+  };
+  return { approve, callId, message };
+}
+
+/** The chat an update belongs to: updates of one chat are handed over one at a time; other chats run alongside. */
+export function updateChatKey(u: Update): string {
+  const chat = u.message?.chat ?? u.my_chat_member?.chat ?? u.callback_query?.message?.chat;
+  return chat ? String(chat.id) : `update:${u.update_id}`;
 }

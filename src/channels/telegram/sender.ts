@@ -6,6 +6,7 @@
  * rate-limited chunk is never overtaken by the next one.
  */
 import type { Bot } from 'grammy';
+import type { InlineKeyboardMarkup } from 'grammy/types';
 import type { Logger } from '../../core/ports.js';
 import { splitMessage } from '../../core/text/split.js';
 import { describeError, isNetworkError, isParseError, isThreadNotFound, migratedTo } from './errors.js';
@@ -19,6 +20,8 @@ export interface SendTarget {
   threadId?: number | undefined;
   /** Message id (in this bot's numbering) the first chunk replies to. */
   replyTo?: number | undefined;
+  /** Buttons under the post (a request for approval): on its last chunk. */
+  keyboard?: InlineKeyboardMarkup | undefined;
 }
 
 export interface SendHooks {
@@ -44,12 +47,12 @@ export async function sendText(bot: Bot, target: SendTarget, text: string, hooks
   const ids: number[] = [];
   const t = { ...target };
   for (const [i, chunk] of chunks.entries()) {
-    ids.push(await sendChunk(bot, t, chunk, i === 0 ? t.replyTo : undefined, hooks));
+    ids.push(await sendChunk(bot, t, chunk, i === 0 ? t.replyTo : undefined, hooks, i === chunks.length - 1 ? t.keyboard : undefined));
   }
   return ids;
 }
 
-async function sendChunk(bot: Bot, t: SendTarget, chunk: string, replyTo: number | undefined, hooks: SendHooks): Promise<number> {
+async function sendChunk(bot: Bot, t: SendTarget, chunk: string, replyTo: number | undefined, hooks: SendHooks, keyboard: InlineKeyboardMarkup | undefined): Promise<number> {
   let html = true;
   let networkTries = 0;
   // Each failure below changes what we send, so the loop always ends.
@@ -60,6 +63,7 @@ async function sendChunk(bot: Bot, t: SendTarget, chunk: string, replyTo: number
         ...(t.threadId !== undefined ? { message_thread_id: t.threadId } : {}),
         ...(replyTo !== undefined ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}),
         link_preview_options: { is_disabled: true },
+        ...(keyboard ? { reply_markup: keyboard } : {}),
       });
       return msg.message_id;
     } catch (err) {

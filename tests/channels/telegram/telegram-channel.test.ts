@@ -244,7 +244,7 @@ describe('telegram adapter: inbound', () => {
     for (const id of ['analyst', 'writer', 'critic'] as const) {
       const calls = w.fake.callsOf('setMyCommands', USERNAMES[id]);
       expect(calls).toHaveLength(1);
-      expect((calls[0]!.payload.commands as Array<{ command: string }>).map((c) => c.command)).toEqual(['group', 'ask', 'stop', 'help']);
+      expect((calls[0]!.payload.commands as Array<{ command: string }>).map((c) => c.command)).toEqual(['group', 'ask', 'stop', 'approve', 'deny', 'help']);
     }
   });
 });

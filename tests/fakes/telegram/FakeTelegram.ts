@@ -9,13 +9,18 @@
  * `X-Telegram-Bot-Api-Secret-Token` header, one at a time per bot and in order, drops an update
  * only on a 2xx answer and otherwise tries it again (getWebhookInfo shows the last error), and
  * answers getUpdates with 409 while a webhook is set.
+ *
+ * Inline keyboards (buttons.ts): `press` queues a `callback_query` to the bot that sent the
+ * message, `answers` and `edits` record answerCallbackQuery and editMessageReplyMarkup.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { detectEntities, EntityParseError, parseHtml, parseMarkdownV2, type FakeEntity } from './entities.js';
 import { FakeState, type BotRec, type ChatRec, type MsgRec } from './state.js';
+import { FakeButtons, readKeyboard, type InlineKeyboard } from './buttons.js';
 
 export type { BotRec, ChatRec, MsgRec } from './state.js';
+export type { CallbackAnswer, InlineKeyboard, MarkupEdit } from './buttons.js';
 
 export type FakeUser = {
   id: number;
@@ -38,6 +43,8 @@ export interface Posted {
   parseMode?: string | undefined;
   threadId?: number | undefined;
   replyToMessageId?: number | undefined;
+  /** The inline keyboard it was sent with (see `keyboardOf` for the one it has now). */
+  keyboard?: InlineKeyboard | undefined;
 }
 
 interface Injected {
@@ -82,6 +89,8 @@ export class FakeTelegram {
   /** Every API call, in arrival order (bot = username, or null for unknown tokens). */
   readonly calls: Array<{ bot: string | null; method: string; payload: Record<string, unknown> }> = [];
   readonly posted: Posted[] = [];
+  /** Inline keyboards: presses, answered callback queries (`answers`), markup edits (`edits`), the answer window's clock (`now`). */
+  readonly buttons = new FakeButtons(this.state);
   private readonly injected: Injected[] = [];
   private readonly faults: InjectedFault[] = [];
   /** Every transport fault the fake produced, in order (what the client had to cope with). */
@@ -232,6 +241,36 @@ export class FakeTelegram {
     const chat = this.state.chat(chatId);
     return chat.messages.filter((m) => m.text !== undefined).map((m) => ({ id: this.state.idFor(m, 'human'), author: m.authorName, text: m.text! }));
   }
+  /**
+   * `user` presses a button — by its text or its callback_data — on a message a bot posted: a
+   * `callback_query` update goes to that bot (polling or webhook). Returns the query id. Throws
+   * when the message has no such button now (removed by editMessageReplyMarkup, say).
+   */
+  press(post: Posted | { key: number }, user: FakeUser, button: string): string {
+    const msg = this.findMessage(post.key);
+    return this.buttons.press(msg, user, button).id;
+  }
+  /** Telegram delivers that press once more (new update id, same query), as when it was not confirmed. */
+  redeliverPress(queryId: string): void {
+    this.buttons.redeliver(queryId);
+  }
+  /** The inline keyboard a posted message has now. */
+  keyboardOf(post: Posted | { key: number }): InlineKeyboard {
+    return this.findMessage(post.key).keyboard ?? [];
+  }
+  get answers() {
+    return this.buttons.answers;
+  }
+  get edits() {
+    return this.buttons.edits;
+  }
+  private findMessage(key: number): MsgRec {
+    for (const chat of this.state.chats.values()) {
+      const m = chat.messages.find((x) => x.key === key);
+      if (m) return m;
+    }
+    throw new Error(`fake telegram: no message ${key}`);
+  }
   callsOf(method: string, bot?: string): Array<{ bot: string | null; payload: Record<string, unknown> }> {
     return this.calls.filter((c) => c.method === method && (bot === undefined || c.bot === bot));
   }
@@ -357,6 +396,10 @@ export class FakeTelegram {
       }
       case 'sendMessage':
         return this.sendMessage(bot, p);
+      case 'answerCallbackQuery':
+        return this.buttons.answer(bot, p);
+      case 'editMessageReplyMarkup':
+        return this.buttons.editMarkup(bot, p);
       case 'getChatAdministrators': {
         const chat = this.state.findChat(p.chat_id);
         if (!chat) return fail(400, 'Bad Request: chat not found');
@@ -513,7 +556,9 @@ export class FakeTelegram {
       replyTo = chat.messages.find((m) => this.state.idFor(m, bot.token) === replyId);
       if (!replyTo && !rp?.allow_sending_without_reply) return fail(400, 'Bad Request: message to be replied not found');
     }
-    const rec = this.state.botMessage(chat, bot, text, replyTo, threadId);
+    const markup = readKeyboard(p.reply_markup);
+    if (!markup.ok) return markup.error;
+    const rec = this.state.botMessage(chat, bot, text, replyTo, threadId, markup.keyboard);
     const messageId = this.state.idFor(rec, bot.token);
     this.posted.push({
       key: rec.key,
@@ -525,6 +570,7 @@ export class FakeTelegram {
       parseMode: typeof p.parse_mode === 'string' ? p.parse_mode : undefined,
       threadId,
       replyToMessageId: replyTo ? this.state.idFor(replyTo, bot.token) : undefined,
+      ...(markup.keyboard.length ? { keyboard: markup.keyboard } : {}),
     });
     return { ok: true, result: this.state.apiMessage(rec, bot.token) };
   }

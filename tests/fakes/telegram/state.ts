@@ -4,6 +4,7 @@
  * read on their own.
  */
 import type { FakeEntity } from './entities.js';
+import type { InlineKeyboard } from './buttons.js';
 
 type Json = { [k: string]: unknown };
 
@@ -57,6 +58,8 @@ export interface MsgRec {
   /** viewer (bot token, 'human' or '*' for everyone) → message id in that viewer's numbering. */
   ids: Map<string, number>;
   service?: Json | undefined;
+  /** A bot message's inline keyboard as it is now (editMessageReplyMarkup changes it). */
+  keyboard?: InlineKeyboard | undefined;
 }
 
 const DEFAULT_UPDATES = ['message', 'edited_message', 'channel_post', 'edited_channel_post', 'callback_query', 'my_chat_member', 'inline_query'];
@@ -188,9 +191,9 @@ export class FakeState {
     return m.replyTo?.fromToken === bot.token;
   }
 
-  botMessage(chat: ChatRec, bot: BotRec, text: string, replyTo: MsgRec | undefined, threadId: number | undefined): MsgRec {
+  botMessage(chat: ChatRec, bot: BotRec, text: string, replyTo: MsgRec | undefined, threadId: number | undefined, keyboard?: InlineKeyboard): MsgRec {
     // Bots never receive other bots' messages, so nothing is fanned out here.
-    return this.newMsg(chat, this.botUser(bot), bot.firstName, { fromToken: bot.token, text, replyTo, threadId });
+    return this.newMsg(chat, this.botUser(bot), bot.firstName, { fromToken: bot.token, text, replyTo, threadId, ...(keyboard?.length ? { keyboard } : {}) });
   }
 
   apiMessage(m: MsgRec, viewer: string, depth = 0): Json {
@@ -199,6 +202,7 @@ export class FakeState {
     if (m.text !== undefined) out.text = m.text;
     if (m.entities.length) out.entities = m.entities;
     if (m.service) Object.assign(out, m.service);
+    if (m.keyboard?.length) out.reply_markup = { inline_keyboard: m.keyboard };
     if (m.threadId !== undefined && chat.isForum) {
       out.message_thread_id = m.threadId;
       out.is_topic_message = true;
