@@ -57,8 +57,9 @@ export class Outbox {
       const chat = this.chatOf(g, entry.threadId, entry.viaAgentId);
       // A tool step is posted as its line under `show_tools` (`none`: not at all; the web page
       // shows every step from the transcript); a request for approval carries its call id (buttons).
-      const text = entry.tool && agent && g.channel !== 'web' ? channelStepText(agent.name, entry.tool, g.config.show_tools) : entry.text;
-      if (text === null) return { ok: true, ids: [] };
+      const stepText = entry.tool && agent ? channelStepText(agent.name, entry.tool, g.config.show_tools) : undefined;
+      if (stepText === null) return { ok: true, ids: [] };
+      const text = stepText ?? entry.text;
       const approval = entry.tool?.outcome === 'waiting' ? { groupId: g.id, id: entry.tool.id } : undefined;
       const res = agent ? await channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval }) : await channel.postAsSystem(chat, text);
       if (agent) for (const id of res.ids) this.postedIndex.set(`${g.channel}:${g.chatId}:${id}`, agent.id);
