@@ -152,9 +152,10 @@ export class ToolViews {
     } catch (err) {
       r.error.textContent = `⚠ Could not ${approve ? 'approve' : 'deny'}: ${err.message || 'the server did not answer'}`;
       r.error.hidden = false;
-      // Decided already or too late: the buttons stay off until the outcome arrives.
+      // Decided already, too late, or a call the server no longer knows (its turn is over): the
+      // buttons stay off; the outcome, if any, arrives on its own.
       if (err.status === 409 && err.code === 'expired') r.lapsed = true;
-      else if (err.status === 409) r.busy = 'done';
+      else if (err.status === 409 || err.code === 'unknown_call') r.busy = 'done';
     }
     if (r.busy === true) r.busy = false;
     this.update(r);
