@@ -262,6 +262,8 @@ suite('tool steps and approvals on the page, in Chromium', () => {
     for (const { page } of [maya, omar]) {
       const req = page.locator('.msg.tool-request');
       await req.waitFor();
+      // What the model streamed before calling the tool ("One moment.") went with the request.
+      expect(await page.locator('.msg.streaming').count()).toBe(0);
       expect(await req.locator('.tool-head').textContent()).toContain('Analyst wants to use orders.cancel');
       expect(await req.locator('.tool-args').textContent()).toBe('{\n  "id": 42\n}');
       expect(await req.locator('.tool-until').textContent()).toMatch(/^until \d/);

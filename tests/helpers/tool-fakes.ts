@@ -61,7 +61,8 @@ const USAGE = { inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWrite
 /**
  * A model whose turns follow `script(req)`; other calls (summaries, selectors) and agents the
  * script leaves out (`null`) pass or, when they must reply, say "ok". With `toolChoice: 'none'`
- * (the step cap) a step that asks for tools becomes a short answer.
+ * (the step cap) a step that asks for tools becomes a short answer. A turn's text is streamed
+ * (one chunk) before the call returns, tool calls or not.
  */
 export class ScriptedToolLlm implements LlmProvider {
   readonly name = 'scripted-tools';
@@ -73,8 +74,11 @@ export class ScriptedToolLlm implements LlmProvider {
     const step = req.purpose === 'turn' ? this.script(req) : null;
     if (step === null) return { text: req.mustReply ? `ok from ${req.agent?.id ?? 'model'}` : '[PASS]', model: req.model, usage: USAGE };
     this.requests.push(req);
-    if (typeof step === 'string' || req.toolChoice === 'none') return { text: typeof step === 'string' ? step : 'answer without tools', model: req.model, usage: USAGE };
-    return { text: step.text ?? '', model: req.model, usage: USAGE, toolCalls: step.calls };
+    const text = typeof step === 'string' ? step : req.toolChoice === 'none' ? 'answer without tools' : (step.text ?? '');
+    // Streamed in one chunk, as a provider that streams would (what it says before calling tools too).
+    if (text) req.onDelta?.(text);
+    if (typeof step === 'string' || req.toolChoice === 'none') return { text, model: req.model, usage: USAGE };
+    return { text, model: req.model, usage: USAGE, toolCalls: step.calls };
   }
 }
 

@@ -360,9 +360,13 @@ export class Feed {
     this.live.resume(snapshot);
   }
 
-  /** A recorded reply or decision replaces its agent's bubble; a stop notice ends them all. */
+  /**
+   * A recorded reply or decision replaces its agent's bubble; a stop notice ends them all. A tool
+   * step (or request) ends it too: what the model wrote before calling the tool is no entry, and
+   * the turn's next model call streams into a bubble of its own.
+   */
   endLive(e) {
-    if (e.kind === 'agent' && e.agentId) this.live.end(e.agentId);
+    if ((e.kind === 'agent' || e.kind === 'tool') && e.agentId) this.live.end(e.agentId);
     if (e.decision && e.decision.agentId) this.live.end(e.decision.agentId);
     if (e.decision && e.decision.type === 'stopped') this.live.endAll();
   }
