@@ -165,8 +165,8 @@ suite('tool steps and approvals on the page, in Chromium', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  async function open(group: string, name: string, colorScheme: 'light' | 'dark' = 'light'): Promise<{ page: Page; errors: string[] }> {
-    const context = await withName(await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme }), name);
+  async function open(group: string, name: string, colorScheme: 'light' | 'dark' = 'light', viewport = { width: 1280, height: 800 }): Promise<{ page: Page; errors: string[] }> {
+    const context = await withName(await browser.newContext({ viewport, colorScheme }), name);
     contexts.push(context);
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
@@ -399,4 +399,21 @@ suite('tool steps and approvals on the page, in Chromium', () => {
       expect(errors).toEqual([]);
     }
   }, 60_000);
+
+  it('at phone width the buttons and the lines that open a step are at least 40 px, and nothing is wider than the screen', async () => {
+    const { page, errors } = await open('showcase', 'Maya', 'light', { width: 390, height: 844 });
+    await reply(page, 'Order 3 has shipped').waitFor();
+    const sizes = await page.locator('.msg.tool button, .msg.tool summary').evaluateAll((els) => els.map((el) => {
+      const r = el.getBoundingClientRect();
+      return { what: `${el.tagName} ${(el.textContent ?? '').trim().slice(0, 30)}`, width: Math.round(r.width), height: Math.round(r.height), right: Math.round(r.right) };
+    }));
+    expect(sizes.length).toBe(7);
+    for (const s of sizes) {
+      expect(s.height, s.what).toBeGreaterThanOrEqual(40);
+      expect(s.width, s.what).toBeGreaterThanOrEqual(40);
+      expect(s.right, s.what).toBeLessThanOrEqual(390);
+    }
+    await page.screenshot({ path: join(SHOTS, 'tools-phone-light.png') });
+    expect(errors).toEqual([]);
+  });
 });
