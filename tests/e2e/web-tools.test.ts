@@ -362,12 +362,14 @@ suite('tool steps and approvals on the page, in Chromium', () => {
   });
 
   it('a request on an older page than its outcome says what became of it once its page is loaded', async () => {
+    // The newest page (what the page loads first) holds the decision and the step, not the request.
+    const newest = (await (await fetch(`${app.webUrl}/api/groups/history/messages?limit=50`)).json()) as { messages: Array<{ kind: string; tool?: { outcome: string } }> };
+    expect(newest.messages.filter((m) => m.kind === 'tool').map((m) => m.tool!.outcome)).toEqual(['ok']);
     const { page, errors } = await open('history', 'Maya');
     await reply(page, 'Done: cancelled order 3').waitFor();
-    // The newest page holds the decision and the step, not the request.
-    expect(await page.locator('.msg.tool-request').count()).toBe(0);
     await page.locator('.msg.tool-step').waitFor();
-    await page.locator('#load-older').click();
+    // Scrolling to the top loads the page before (the page may have done so on its own already).
+    await page.locator('#feed').evaluate((el) => (el.scrollTop = 0));
     await page.locator('.msg.tool-request').waitFor();
     await expect.poll(() => status(page), POLL).toBe('approved by Maya');
     expect(await page.locator('.msg.tool-request button:visible').count()).toBe(0);
