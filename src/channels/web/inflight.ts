@@ -4,7 +4,7 @@
  * it a reload showed the reply from the middle on, with no typing line and no Stop button.
  *
  * Memory only, and bounded: a reply is dropped once it is recorded (its message or decision
- * event), when its round is stopped, or when it has gone quiet; each reply keeps at most
+ * event, or a tool step of its agent), when its round is stopped, or when it has gone quiet; each reply keeps at most
  * `maxChars` characters (replies are bounded far below that by `llm.max_reply_bytes`: one
  * that outgrows it is simply no longer offered), and at most `maxReplies` are kept in all, the
  * ones quiet longest going first.
@@ -73,7 +73,8 @@ export class InFlightReplies {
       case 'message':
       case 'decision': {
         const e = ev.entry;
-        if (e.kind === 'agent' && e.agentId) this.end(ev.groupId, (r) => r.agentId === e.agentId);
+        // A tool step or request ends what the agent was writing: the turn's next model call streams afresh.
+        if ((e.kind === 'agent' || e.kind === 'tool') && e.agentId) this.end(ev.groupId, (r) => r.agentId === e.agentId);
         if (e.decision?.agentId) this.end(ev.groupId, (r) => r.agentId === e.decision!.agentId);
         if (e.decision?.type === 'stopped') this.end(ev.groupId, () => true);
         return;

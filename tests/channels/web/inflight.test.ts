@@ -60,6 +60,16 @@ describe('InFlightReplies', () => {
     expect(t.size).toBe(0);
   });
 
+  it('forgets what an agent wrote before calling a tool: the turn\'s next model call streams afresh', () => {
+    const t = new InFlightReplies();
+    t.observe(delta('g', 'analyst', 'r1:analyst:0', 'Let me look.'));
+    t.observe(delta('g', 'writer', 'r1:writer:0', 'other'));
+    t.observe({ type: 'message', groupId: 'g', entry: entry({ kind: 'tool', agentId: 'analyst', text: '🔧 Analyst used orders.lookup' }) });
+    expect(t.snapshot('g').streams.map((s) => s.turnId)).toEqual(['r1:writer:0']);
+    t.observe(delta('g', 'analyst', 'r1:analyst:0', 'Order 42 shipped.'));
+    expect(t.snapshot('g').streams.find((s) => s.agentId === 'analyst')?.text).toBe('Order 42 shipped.');
+  });
+
   it('is bounded: a reply past the size cap is no longer offered, the quietest go first, quiet ones expire', () => {
     let now = 0;
     const t = new InFlightReplies({ maxChars: 10, maxReplies: 2, quietMs: 1_000, staleMs: 5_000 }, () => now);

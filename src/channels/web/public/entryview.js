@@ -1,5 +1,5 @@
 // How one entry of the feed looks: a person's message, an agent's reply (with its details and
-// tags), a system notice or a decision line, each with its time. The feed (feed.js) decides where
+// tags), a system notice or a decision line, each with its time (an agent's tool steps: toolview.js). The feed (feed.js) decides where
 // entries go; this only builds them. Message text is Markdown (markdown.js), finished by
 // msgbody.js; a reply that streamed on this page keeps what was rendered while it streamed.
 import { accentVars, avatar, colorFor, formatCost, formatInt, formatMs, formatTime, h } from './dom.js';
@@ -58,6 +58,8 @@ function replyBody(e, view) {
 export function renderEntry(feed, e, view = null) {
   const base = { dataset: { entryId: e.id, seq: String(e.seq), kind: e.kind, ...dayData(e.ts) } };
   if (e.kind === 'decision' || e.decision) return renderDecision(e, base);
+  // Tool steps and requests for approval (toolview.js, owned by the feed).
+  if (e.kind === 'tool' && e.tool) return feed.tools.render(e, base);
   if (e.kind === 'system') {
     return h('li', { className: 'msg system', ...base },
       h('div', { className: 'system-body' }, h('span', { className: 'system-label', text: 'Chorus' }), body(e.text)),

@@ -9,6 +9,7 @@ import { $, clear, h, show } from './dom.js';
 import { DECISION_ICONS, dayData, markdownText, renderEntry, setTime, visibleName } from './entryview.js';
 import { RepliesInFlight } from './inflight.js';
 import { agentOf } from './state.js';
+import { ToolViews } from './toolview.js';
 
 export class Feed {
   constructor() {
@@ -22,6 +23,8 @@ export class Feed {
     this.entries = new Map();
     /** Streaming bubbles, the typing line and the Stop button (inflight.js). */
     this.live = new RepliesInFlight(this);
+    /** Tool steps and requests for approval, and what became of each request (toolview.js). */
+    this.tools = new ToolViews();
     this.lastSeq = 0;
     this.oldestSeq = null;
     /** roundId → the folded line holding that round's passes. */
@@ -66,6 +69,7 @@ export class Feed {
     clear(this.list);
     this.entries.clear();
     this.live.reset();
+    this.tools.reset();
     this.lastSeq = 0;
     this.oldestSeq = null;
     this.rounds.clear();
@@ -99,6 +103,8 @@ export class Feed {
       this.entries.set(e.id, e);
       this.unplaced.add(e.id);
       batch.push(e);
+      // A decision on a request, or its step: the request (shown, or drawn later) says so.
+      this.tools.note(e);
     }
     for (const e of batch) {
       this.unplaced.delete(e.id);
@@ -111,7 +117,7 @@ export class Feed {
       else this.place(renderEntry(this, e, streamed), e.seq);
       if (news) {
         newer = true;
-        if (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system') fresh++;
+        if (e.kind === 'human' || e.kind === 'agent' || e.kind === 'system' || (e.kind === 'tool' && e.tool && e.tool.outcome === 'waiting')) fresh++;
       }
       this.lastSeq = Math.max(this.lastSeq, e.seq);
       this.oldestSeq = this.oldestSeq === null ? e.seq : Math.min(this.oldestSeq, e.seq);
@@ -354,9 +360,13 @@ export class Feed {
     this.live.resume(snapshot);
   }
 
-  /** A recorded reply or decision replaces its agent's bubble; a stop notice ends them all. */
+  /**
+   * A recorded reply or decision replaces its agent's bubble; a stop notice ends them all. A tool
+   * step (or request) ends it too: what the model wrote before calling the tool is no entry, and
+   * the turn's next model call streams into a bubble of its own.
+   */
   endLive(e) {
-    if (e.kind === 'agent' && e.agentId) this.live.end(e.agentId);
+    if ((e.kind === 'agent' || e.kind === 'tool') && e.agentId) this.live.end(e.agentId);
     if (e.decision && e.decision.agentId) this.live.end(e.decision.agentId);
     if (e.decision && e.decision.type === 'stopped') this.live.endAll();
   }
