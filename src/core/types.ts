@@ -316,6 +316,8 @@ export interface TranscriptEntry {
   editOf?: string | undefined;
   /** Tool steps (`kind: 'tool'`): the call an agent made and how it ended; `text` is the one-line summary. */
   tool?: ToolStepView | undefined;
+  /** The system line saying a person decided on a tool call that waited for approval. */
+  toolDecision?: { id: string; approved: boolean; by: string } | undefined;
 }
 
 /** A tool as the model is offered it. `name` suits every provider: letters, digits, `_` and `-`, at most 64. */

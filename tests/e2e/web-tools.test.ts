@@ -393,9 +393,9 @@ suite('tool steps and approvals on the page, in Chromium', () => {
       const bad = (await axeViolations(page)).filter((v) => v.impact === 'critical' || v.impact === 'serious');
       expect(bad, `${scheme}: ${JSON.stringify(bad, null, 2)}`).toEqual([]);
       if (scheme === 'light') {
-        // This request is only in the log (no turn waits for it): the server does not know the call.
+        // This request is only in the log (no turn waits for it): the server says it no longer waits.
         await waiting.getByRole('button', { name: 'Approve orders.cancel' }).click();
-        await expect.poll(() => waiting.locator('.tool-error').textContent(), POLL).toBe('⚠ Could not approve: there is no tool call "t5" waiting for approval here');
+        await expect.poll(() => waiting.locator('.tool-error').textContent(), POLL).toBe('⚠ Could not approve: tool call t5 no longer waits for a decision');
         expect(await waiting.locator('button:disabled').count()).toBe(2);
       }
       expect(errors).toEqual([]);

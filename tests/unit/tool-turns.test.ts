@@ -125,7 +125,9 @@ describe('approvals', () => {
     expect(t.some((e) => e.kind === 'system' && e.text === `✅ Maya approved orders.cancel (${request.tool!.id})`)).toBe(true);
     expect(t.find((e) => e.tool?.outcome === 'ok')!.tool).toMatchObject({ tool: 'cancel', decidedBy: 'Maya', result: 'cancelled 42' });
     expect(t.at(-1)).toMatchObject({ kind: 'agent', text: 'Cancelled it.' });
-    await expect(h.router.gateway.decideTool('room', request.tool!.id, true, 'Maya')).rejects.toThrow(/no tool call/);
+    await expect(h.router.gateway.decideTool('room', request.tool!.id, true, 'Maya')).rejects.toMatchObject({ code: 'already_decided', status: 409 });
+    await expect(h.router.gateway.decideTool('room', 't999', true, 'Maya')).rejects.toMatchObject({ code: 'unknown_call', status: 404 });
+    expect(t.find((e) => e.toolDecision)!.toolDecision).toEqual({ id: request.tool!.id, approved: true, by: 'Maya' });
     await h.router.stop();
   });
 

@@ -62,6 +62,8 @@ export class Approvals {
    */
   async decide(g: GroupDoc, id: string, approve: boolean, who: Approver): Promise<string> {
     const call = recorded(g, id.trim());
+    // A call whose turn is over is forgotten; its request and step are still in the transcript.
+    if (!call && g.transcript.some((e) => e.tool?.id === id.trim())) throw new UserError(`tool call ${id.trim()} no longer waits for a decision`, 'already_decided', 409);
     if (!call) throw new UserError(`there is no tool call "${id}" waiting for approval here`, 'unknown_call', 404);
     if (call.approval !== 'waiting') throw new UserError(`tool call ${call.id} was already ${call.approval === 'none' ? 'allowed without approval' : call.approval}`, 'already_decided', 409);
     if ((call.deadline ?? 0) <= this.clock.now()) throw new UserError(`tool call ${call.id} waited too long and was refused`, 'expired', 409);
@@ -69,7 +71,8 @@ export class Approvals {
     const verdict = approve ? 'approved' : 'denied';
     this.groups.toolChange(g, { t: 'tool', id: call.id, set: { approval: verdict, decidedBy: who.name } });
     const line = `${approve ? '✅' : '⛔'} ${who.name} ${verdict} ${call.server}.${call.tool} (${call.id})`;
-    await this.recorder.notice(g, line, { threadId: undefined });
+    const toolDecision = { id: call.id, approved: approve, by: who.name };
+    await this.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: line, hiddenFromAgents: true, delivery: 'pending', toolDecision }] });
     this.waiters.get(keyOf(g.id, call.id))?.(verdict);
     return line;
   }

@@ -145,7 +145,7 @@ describe('telegram: tool calls and approval buttons (real app)', () => {
     expect(fake!.keyboardOf(post)).toEqual(KEYBOARD(id));
     const queryId = fake!.press(post, MAYA, '✅ Approve');
     await waitUntil(() => fake!.answers.length === 1 || undefined, 'answer');
-    expect(fake!.answers[0]).toEqual({ bot: USERNAMES.analyst, queryId, text: `there is no tool call "${id}" waiting for approval here`, showAlert: true });
+    expect(fake!.answers[0]).toEqual({ bot: USERNAMES.analyst, queryId, text: `tool call ${id} no longer waits for a decision`, showAlert: true });
     await waitUntil(() => fake!.edits.length === 1 || undefined, 'buttons taken away');
     expect(fake!.keyboardOf(post)).toEqual([]);
     expect(tools.cancelled).toBe(0);

@@ -56,7 +56,11 @@ export class ToolViews {
 
   /** Learn from any entry what became of a request: a decision line, or the call's step. */
   note(e) {
-    if (e.kind === 'system' && typeof e.text === 'string') {
+    if (e.kind === 'system' && e.toolDecision && typeof e.toolDecision.id === 'string') {
+      const d = e.toolDecision;
+      this.learn(d.id, { verdict: d.approved ? 'approved' : 'denied', by: d.by, sure: true });
+    } else if (e.kind === 'system' && typeof e.text === 'string') {
+      // The line alone (an answer to this reader's own click): its words say the same.
       const m = DECISION_LINE.exec(e.text.trim());
       if (m) this.learn(m[4], { verdict: m[2], by: m[1], sure: true });
     } else if (e.kind === 'tool' && e.tool && e.tool.outcome !== 'waiting') {
