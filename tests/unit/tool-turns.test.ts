@@ -131,6 +131,26 @@ describe('approvals', () => {
     await h.router.stop();
   });
 
+  it('while a call waits for approval the group goes on: another message is answered first', async () => {
+    const tools = new MemoryTools();
+    const llm = new StepLlm([{ calls: [call('c1', 'orders__cancel')] }, 'Cancelled it.']);
+    const h = await makeRouter({ llm, tools, group: { reply_strategy: 'mention_only' } });
+    await h.router.receive(h.message('@analyst cancel order 42'));
+    await settleUntil(() => h.transcript().some((e) => e.tool?.outcome === 'waiting'), 'the request');
+    await h.router.idle();
+    // The analyst's round stepped aside: the writer answers the next message meanwhile.
+    await h.say('@writer write a haiku');
+    expect(h.transcript().at(-1)).toMatchObject({ kind: 'agent', agentId: 'writer', text: 'ok from writer' });
+    expect(tools.cancelled).toBe(0);
+    const id = h.transcript().find((e) => e.tool?.outcome === 'waiting')!.tool!.id;
+    await h.router.gateway.decideTool('room', id, true, 'Maya');
+    await h.router.idle();
+    expect(tools.cancelled).toBe(1);
+    expect(h.transcript().at(-1)).toMatchObject({ kind: 'agent', agentId: 'analyst', text: 'Cancelled it.' });
+    expect(h.router.groups.get('room')!.rounds).toEqual([]);
+    await h.router.stop();
+  });
+
   it('denied with /deny: not run, and the model is told', async () => {
     const tools = new MemoryTools();
     const llm = new StepLlm([{ calls: [call('c1', 'orders__cancel')] }, 'I was not allowed to.']);

@@ -143,9 +143,10 @@ export class GroupRouter implements ChannelHost {
       recorder: this.recorder,
       typing: (g, a, active) => this.outbox.setTyping(g, a, active),
       tools: opts.tools ?? noTools,
-      approvals: this.approvals,
       redact: opts.redact ?? ((text) => text),
-    });
+    }, (g) => this.schedule(g));
+    // A decision on a waiting tool call: the round that stepped aside for it runs again.
+    this.approvals.onDecided = (g) => void (this.runner.unpark(g.id), this.schedule(g));
     this.recovery = new Recovery({
       groups: this.groups,
       store: opts.store,
@@ -360,8 +361,9 @@ export class GroupRouter implements ChannelHost {
   private async drain(g: GroupDoc): Promise<void> {
     while (g.rounds.length > 0 && !this.shutdownController.signal.aborted && !g.state.archived && this.groups.usable(g) && this.running.runs(g.id)) {
       const round = this.runner.batchWaiting(g);
+      if (!round) break; // every round waits for a person's decision on a tool call
       await this.runner.run(g, round);
-      if (g.rounds.includes(round)) break; // interrupted by shutdown or a failed write
+      if (g.rounds.includes(round) && !this.runner.isParked(g.id, round.id)) break; // interrupted by shutdown or a failed write
     }
   }
 

@@ -5,7 +5,6 @@
  */
 import type { Clock, Logger } from '../ports.js';
 import type { ToolHost } from '../toolPorts.js';
-import type { Approvals } from './Approvals.js';
 import type { GroupDoc } from '../records.js';
 import type { AgentDef } from '../types.js';
 import type { EventHub } from '../events.js';
@@ -37,8 +36,6 @@ export interface RoundDeps {
   typing(g: GroupDoc, agent: AgentDef, active: boolean): void;
   /** The agents' tools (MCP servers); a host with none when no `tools:` are configured. */
   tools: ToolHost;
-  /** Waiting tool calls and the people's decisions on them. */
-  approvals: Approvals;
   /** Secrets out of what the room is shown of tool calls, as in logs. */
   redact: (text: string) => string;
 }

@@ -27,8 +27,18 @@ export class RoundRunner {
   private readonly turns: TurnRunner;
   /** Per group: what `/stop` aborts (its rounds' model calls). Replaced after each stop. */
   private readonly stops = new Map<string, AbortController>();
+  /**
+   * Per group: rounds whose turn waits for a person's decision on a tool call, and until when. In
+   * memory only: after a restart the turn runs again, finds its call still waiting and steps aside
+   * again. The group's other rounds run meanwhile.
+   */
+  private readonly parked = new Map<string, Map<string, number>>();
 
-  constructor(private readonly d: RoundDeps) {
+  constructor(
+    private readonly d: RoundDeps,
+    /** The group has a round to run again (a parked one's deadline passed). */
+    private readonly wake: (g: GroupDoc) => void,
+  ) {
     this.budgets = new ContextBudgets({ contextTokens: d.models.contextTokens, defaultContextTokens: d.models.defaultContextTokens });
     // A group whose daily budget is used up makes no summary calls either (its history is kept).
     this.summaries = new Summarizer(d, this.budgets, (g) => !budgetLevel(g, d.clock.now()).over);
@@ -62,8 +72,9 @@ export class RoundRunner {
    * rounds not planned yet merge into the first of them. Not written on its own: the next record
    * carries the merge, and a restart before it merges the same rounds again.
    */
-  batchWaiting(g: GroupDoc): RoundRecord {
-    const round = g.rounds[0]!;
+  batchWaiting(g: GroupDoc): RoundRecord | undefined {
+    const round = g.rounds.find((r) => !this.isParked(g.id, r.id));
+    if (!round) return undefined;
     const waiting = round.planned ? [] : g.rounds.filter((r) => !r.planned);
     if (waiting.length <= 1) return round;
     const rest = waiting.slice(1);
@@ -92,7 +103,7 @@ export class RoundRunner {
       else if (await planRound(this.d, g, round, stop)) await this.d.recorder.record(g);
     }
     const plain: TurnControl = { stop, signal: stop, inOrder: (call) => call, stream: true, cancelled: [], decided: () => undefined };
-    while (round.queue.length > 0 && !stop.aborted && !this.d.shutdown.aborted && !g.state.archived && this.d.groups.usable(g)) {
+    while (round.queue.length > 0 && plain.parkedUntil === undefined && !stop.aborted && !this.d.shutdown.aborted && !g.state.archived && this.d.groups.usable(g)) {
       if (g.config.voluntary_execution === 'parallel' && round.queue[0]!.reason === 'voluntary') {
         await this.voluntaryBatch(g, round, notes, tally, stop);
       } else {
@@ -103,6 +114,7 @@ export class RoundRunner {
       await budgetWarning(this.d, g, round);
     }
     if (this.d.shutdown.aborted || !this.d.groups.usable(g)) return;
+    if (plain.parkedUntil !== undefined && !stop.aborted) return this.park(g, round, plain.parkedUntil);
     if (stop.aborted) {
       // `/stop` finished the round in the record of its notice; nothing more to write.
       this.d.logger.info({ group: g.id, round: round.id, answered: tally.answered }, `round ${round.id} in ${g.id} stopped`);
@@ -112,6 +124,32 @@ export class RoundRunner {
     const ms = this.d.clock.now() - startedAt;
     this.d.metrics.roundFinished(ms / 1000);
     logRound(this.d.logger, g, round, tally, ms);
+  }
+
+  /** Is this round waiting for a person's decision on a tool call? */
+  isParked(groupId: string, roundId: string): boolean {
+    return this.parked.get(groupId)?.has(roundId) ?? false;
+  }
+
+  /** A decision was made in the group: its parked rounds run again (those still waiting step aside again). */
+  unpark(groupId: string): void {
+    this.parked.delete(groupId);
+  }
+
+  private park(g: GroupDoc, round: RoundRecord, until: number): void {
+    let rounds = this.parked.get(g.id);
+    if (!rounds) this.parked.set(g.id, (rounds = new Map()));
+    rounds.set(round.id, until);
+    this.d.logger.info({ group: g.id, round: round.id }, 'round waits for a tool call to be approved; the group goes on');
+    // At the deadline the call is refused and the turn goes on without it.
+    this.d.clock.sleep(Math.max(0, until - this.d.clock.now()) + 1, this.d.shutdown).then(
+      () => {
+        if (this.parked.get(g.id)?.get(round.id) !== until) return;
+        this.parked.get(g.id)!.delete(round.id);
+        this.wake(g);
+      },
+      () => undefined,
+    );
   }
 
   /** With `execution: parallel`, the leading human-addressed turns run at once, last_speaker after. */

@@ -24,7 +24,7 @@ import { withinContext } from './withinContext.js';
 import { StoppedReply } from './stoppedReply.js';
 import { PromptRefs } from '../session/promptRef.js';
 import type { PromptRef, ToolStep } from '../types.js';
-import { ToolTurn, addUsage, fitSteps, type ToolTurnResult } from './toolTurn.js';
+import { AwaitingApproval, ToolTurn, addUsage, fitSteps, type ToolTurnResult } from './toolTurn.js';
 
 /** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */
 const HUMAN_CAUSED = new Set<PlannedTurn['reason']>(['addressed', 'sticky', 'rotation', 'direct']);
@@ -44,6 +44,8 @@ export interface TurnControl {
   stream: boolean;
   /** Agents whose call was cancelled by `signal` (reported once per batch). */
   cancelled: string[];
+  /** Set by a turn whose tool call waits for a person's decision: until when, at the latest. */
+  parkedUntil?: number | undefined;
   /**
    * The turn's outcome is appended (not yet durable): the next turn of a batch may settle. Called
    * early only for outcomes nothing is posted for (a pass, a discard), so replies still reach the
@@ -78,7 +80,10 @@ export class TurnRunner {
     const cfg = g.config;
     if (!agent || !g.participants.includes(t.agentId)) return drop(this.d, g, round, t);
     const session = groups.session(g, agent.id);
-    if (HUMAN_CAUSED.has(t.reason) && !round.forced && this.alreadySeen(g, round, g.state.repliedUpTo?.[agent.id] ?? 0)) {
+    const turnId = `${round.id}:${agent.id}:${t.depth}`;
+    // A turn that has tool calls recorded is resuming (after an approval, a restart): it goes on.
+    const resuming = g.state.tools?.some((c) => c.turn === turnId) ?? false;
+    if (HUMAN_CAUSED.has(t.reason) && !round.forced && !resuming && this.alreadySeen(g, round, g.state.repliedUpTo?.[agent.id] ?? 0)) {
       // A reply the agent delivered had already seen this round's message(s); no need to wait
       // out a cooldown first. A pass or a failure never counts as an answer.
       drop(this.d, g, round, t);
@@ -125,7 +130,6 @@ export class TurnRunner {
     let prompt: FittedPrompt | undefined;
     let window = 0;
     const refOf = (carrySummary: boolean): PromptRef => this.refs.make(g.id, agent.id, model, window, parts, prompt!, session.summary, { carrySummary });
-    const turnId = `${round.id}:${agent.id}:${t.depth}`;
     const mustReply = ask.kind !== 'voluntary';
     const timeout = (t.reason === 'voluntary' ? cfg.voluntary_timeout_seconds : cfg.agent_reply_timeout_seconds) * 1000;
 
@@ -193,6 +197,8 @@ export class TurnRunner {
       stopped?.dispose();
       setTyping(false);
       if (this.d.shutdown.aborted) return; // the turn stays queued and runs after restart
+      // A tool call waits for a person: the turn stays queued, its round steps aside until then.
+      if (err instanceof AwaitingApproval) return void (ctl.parkedUntil = Math.min(ctl.parkedUntil ?? Infinity, err.deadline));
       if (ctl.signal.aborted) return this.cancelledTurn(g, round, t, ctl, stopped?.kept);
       const code = err instanceof LlmError ? err.code : 'error';
       const why = describeFailure(code);

@@ -17,15 +17,6 @@ import { neutralizeToolText } from '../session/toolSafety.js';
 import { cutWithMarker, stepLine } from '../text/toolText.js';
 import { utf8Length } from '../text/utf8.js';
 import type { RoundDeps } from './RoundDeps.js';
-import type { Approvals } from './Approvals.js';
-
-/** What the tool loop needs besides a round's services. */
-export interface ToolDeps {
-  tools: ToolHost;
-  approvals: Approvals;
-  /** Secrets out of what the room is shown (arguments and results), as in logs. */
-  redact: (text: string) => string;
-}
 
 /** The tool host when no MCP servers are configured: no agent has tools. */
 export const noTools: ToolHost = {
@@ -65,11 +56,25 @@ export interface ToolTurnScope {
   typing: (on: boolean) => void;
 }
 
+/**
+ * Thrown out of a turn whose tool call waits for a person: the turn is not dropped (it runs again
+ * from its recorded steps), and its round steps aside until `deadline` or a decision.
+ */
+export class AwaitingApproval extends Error {
+  override readonly name = 'AwaitingApproval';
+  constructor(
+    readonly callId: string,
+    readonly deadline: number,
+  ) {
+    super(`tool call ${callId} waits for approval`);
+  }
+}
+
 const NOT_RUN_AGAIN =
   'The call was interrupted: Chorus stopped while it ran, so whether it took effect is unknown. It was not run again, because running it twice could do its change twice. Tell the people in the room, and do not assume either outcome.';
 
 export class ToolTurn {
-  constructor(private readonly d: RoundDeps & ToolDeps) {}
+  constructor(private readonly d: RoundDeps) {}
 
   /** Run the loop: model, tools, model, … until an answer. */
   async run(s: ToolTurnScope, call: StepCall): Promise<ToolTurnResult> {
@@ -141,14 +146,12 @@ export class ToolTurn {
       // Settled when recorded (a tool the agent does not have): only the room is told.
       return this.show(s, c, c.result.outcome, c.result.content, c.result.bytes);
     }
-    const halt = AbortSignal.any([s.stop, this.d.shutdown]);
     if (c.approval === 'waiting') {
       await this.ask(s, c);
-      const verdict = await this.d.approvals.wait(s.g, c, halt);
-      // Shutting down: the call stays waiting in the log, and the resumed turn waits again.
-      if (verdict === 'stopped' && this.d.shutdown.aborted) throw new Error('shutting down while a tool call waits for approval');
-      if (verdict === 'stopped') return this.finish(s, c, 'cancelled', 'The call was stopped before anyone approved it; it was not run.', 0);
-      if (verdict === 'expired') groups.toolChange(s.g, { t: 'tool', id: c.id, set: { approval: 'expired' } });
+      // Nobody has decided yet: the turn steps aside (its round waits, the group's other rounds
+      // go on) and is run again once someone decides or the deadline passes.
+      if ((c.deadline ?? 0) > this.d.clock.now()) throw new AwaitingApproval(c.id, c.deadline ?? 0);
+      groups.toolChange(s.g, { t: 'tool', id: c.id, set: { approval: 'expired' } });
       c = current(s.g, rec.id) ?? c;
     }
     if (c.approval === 'denied' || c.approval === 'expired') {
@@ -163,6 +166,7 @@ export class ToolTurn {
     // Recorded before it runs: a crash from here on leaves a call that began.
     await groups.commit(s.g).durable;
     // The tool host counts and times calls for `/metrics`.
+    const halt = AbortSignal.any([s.stop, this.d.shutdown]);
     const out = await this.d.tools.call({ server: c.server, tool: c.tool, input: c.input, timeoutMs: s.g.config.tool_timeout_seconds * 1000, signal: halt });
     const content = out.outcome === 'cancelled' && this.d.shutdown.aborted ? 'The call was cancelled because Chorus was shutting down; whether it took effect is unknown.' : out.content;
     await this.finish(s, c, out.outcome, content, out.bytes);
