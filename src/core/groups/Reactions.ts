@@ -65,7 +65,7 @@ export class Reactions {
    * `too_many_reactions`; StoreUnavailableError when it could not be recorded (nothing is kept)
    * or another instance runs the group.
    */
-  react(groupId: string, entryId: string, r: ReactionRequest): Promise<TranscriptEntry> {
+  async react(groupId: string, entryId: string, r: ReactionRequest): Promise<TranscriptEntry> {
     const emoji = r.emoji.trim();
     if (!isOneEmoji(emoji)) throw new UserError('a reaction is one emoji', 'invalid_emoji', 400);
     const key = r.by.key;
