@@ -89,11 +89,12 @@ export class EventRelay {
         const [entry] = await this.o.store.readEntries(groupId, { afterSeq: ev.seq - 1, limit: 1 });
         if (!entry || entry.seq !== ev.seq) return;
         out = { type: ev.type, groupId, entry };
-      } else if (ev.type === 'edited' && typeof ev.text !== 'string') {
-        // An edit too long for one notification comes without its text: read as the store has it.
+      } else if (ev.type === 'edited' && 'reread' in ev) {
+        // An edit too long for one notification comes without its text and reactions: read as the store has them.
         const [entry] = await this.o.store.readEntries(groupId, { afterSeq: ev.seq - 1, limit: 1 });
         if (!entry || entry.seq !== ev.seq) return;
-        out = { ...ev, text: entry.text };
+        const { reread: _reread, ...rest } = ev;
+        out = { ...rest, text: entry.text, reactions: entry.reactions ?? [] };
       } else {
         out = ev as GatewayEvent;
         // The page asks for the group right after these: the copy here must show the change.
@@ -152,7 +153,10 @@ export class EventRelay {
 }
 
 /** An event as sent over NOTIFY: entries too large travel as their seq. */
-type WireEvent = GatewayEvent | { type: 'message' | 'decision'; groupId: string; seq: number } | (Omit<Extract<GatewayEvent, { type: 'edited' }>, 'text'> & { text?: undefined });
+type WireEvent =
+  | GatewayEvent
+  | { type: 'message' | 'decision'; groupId: string; seq: number }
+  | (Omit<Extract<GatewayEvent, { type: 'edited' }>, 'text' | 'reactions'> & { reread: true });
 
 /** Split an event into NOTIFY-sized pieces (an entry by reference, a long delta in parts). */
 export function toWire(ev: GatewayEvent): WireEvent[] {
@@ -162,8 +166,8 @@ export function toWire(ev: GatewayEvent): WireEvent[] {
     return [{ type: ev.type, groupId: ev.groupId, seq: (ev.entry as TranscriptEntry).seq }];
   }
   if (ev.type === 'edited' && Buffer.byteLength(JSON.stringify(ev)) > PAYLOAD_MAX) {
-    const { text: _text, ...rest } = ev;
-    return [rest as WireEvent];
+    const { text: _text, reactions: _reactions, ...rest } = ev;
+    return [{ ...rest, reread: true }];
   }
   if (ev.type === 'delta' && Buffer.byteLength(JSON.stringify(ev)) > PAYLOAD_MAX) {
     return splitText(ev.text, Math.floor(PAYLOAD_MAX / 8)).map((text) => ({ ...ev, text }));

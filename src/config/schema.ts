@@ -265,6 +265,8 @@ export const configSchema = z
     limits: z
       .object({
         user_messages_per_minute: z.number().int().min(1).max(10000).default(20),
+        // Reactions added or removed, per person per group (web: per client address).
+        reactions_per_minute: z.number().int().min(1).max(10000).default(30),
         max_message_chars: z.number().int().min(1).max(100000).default(8000),
         // A tool's answer is cut to this many UTF-8 bytes (with a visible marker) before the model sees it.
         max_tool_result_bytes: maxToolResultBytesSchema,

@@ -27,6 +27,8 @@ export class UserError extends Error {
     readonly code: string = 'bad_request',
     /** HTTP status for the web API. */
     readonly status: number = 400,
+    /** A refusal that passes with time (a rate limit): when the same request would be taken. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }

@@ -1,13 +1,13 @@
 /**
  * The ports through which the core talks to the world. Adapters (channels, LLM providers, the
  * store) implement these; the core never imports an adapter, SDK, HTTP or file-system module.
+ * What the core offers user interfaces in turn, `GatewayApi`, is in gatewayApi.ts.
  */
 import type {
   AgentDef,
   ChannelKind,
   ChatRef,
   ChatTurn,
-  GroupConfig,
   InboundMessage,
   ReceiveResult,
   ReplyCut,
@@ -17,10 +17,11 @@ import type {
   TranscriptEntry,
   Usage,
 } from './types.js';
-import type { PromptContext } from './groups/promptContextView.js';
 import type { GroupCheckpoint, GroupRecord } from './records.js';
-import type { AroundPage, ChannelStatus, ClusterStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, RegenerateResult, SearchCursor, SearchPage, StopResult, ToolDecision, TranscriptPage, UnreadableGroup } from './readModels.js';
+import type { ChannelStatus, ClusterStatus, GroupView, SearchCursor, UnreadableGroup } from './readModels.js';
+import type { GatewayApi } from './gatewayApi.js';
 
+export type { GatewayApi, ReactionRequest } from './gatewayApi.js';
 
 /** Structured logger; pino satisfies it. Never pass secrets in fields. */
 export interface Logger {
@@ -87,70 +88,6 @@ export interface ChannelHost {
   /** Group management and live events, for channels that offer a UI/API (the web feed). */
   gateway: GatewayApi;
   logger: Logger;
-}
-
-/**
- * What the router offers user interfaces and APIs. Methods throw `UserError` (with an HTTP
- * status and a code) for bad input: unknown group, unknown agent, invalid config value, ...
- */
-export interface GatewayApi {
-  /**
-   * Ask the agent of reply `entryId` for another answer to the same message. Only its latest
-   * reply can be regenerated; the old one is kept and the new one says which it regenerates.
-   * Resolves once the round is durably recorded.
-   */
-  regenerate(groupId: string, entryId: string): Promise<RegenerateResult>;
-  /**
-   * `/stop` from a user interface: end the group's running and waiting rounds and cancel its
-   * model calls; records a notice naming `by`. Throws a 404 UserError for an unknown group.
-   */
-  stopGroup(groupId: string, by: string): Promise<StopResult>;
-  /**
-   * A person holding the web token approves or denies tool call `id` that waits in the group.
-   * UserError: 404 unknown call, 409 already decided or expired.
-   */
-  decideTool(groupId: string, id: string, approve: boolean, by: string): Promise<ToolDecision>;
-  listAgents(): readonly AgentDef[];
-  listGroups(): GroupSummary[];
-  getGroup(id: string): GroupDetail | undefined;
-  createGroup(input: { title: string; participants: string[]; id?: string | undefined }): Promise<GroupView>;
-  dissolveGroup(id: string): Promise<void>;
-  /** Validate and apply a partial config; the error names the bad key and the allowed values. */
-  updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig>;
-  addMember(id: string, agentId: string): Promise<GroupView>;
-  removeMember(id: string, agentId: string): Promise<GroupView>;
-  /** Transcript page, oldest first: entries with seq < before (or the newest), at most `limit` (≤ 500). */
-  messages(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptEntry[]>;
-  /** The same page, and whether entries older than it exist (exact for every `limit` up to 500). */
-  messagePage(id: string, opts: { before?: number | undefined; limit: number }): Promise<TranscriptPage>;
-  /**
-   * Messages matching `q` in one group (archived ones too) or in every live group, newest first,
-   * with a snippet each, and where the next page starts (null after the last). Throws a 404
-   * UserError for an unknown group. Optional: a gateway without it cannot search.
-   */
-  search(opts: { groupId?: string | undefined; q: string; limit: number; before?: SearchCursor | undefined }): Promise<SearchPage>;
-  /** The page around entry `around` (about half older, half newer), to jump to any message. */
-  messagesAround(id: string, opts: { around: number; limit: number }): Promise<AroundPage>;
-  /** Listen to every group's events; returns the unsubscribe function. */
-  subscribe(listener: (ev: GatewayEvent) => void): () => void;
-  /** Readiness for `/readyz`: the store takes writes and every channel is connected. */
-  readiness(): Readiness;
-  /** True when the LLM provider is the offline scripted one (the page shows a loud note). */
-  readonly scriptedProvider: boolean;
-  /**
-   * What the model was shown for one agent reply, rebuilt from the log. Throws a UserError: 404
-   * unknown entry, 400 not an agent reply, 410 a reply recorded before prompts were referenced.
-   */
-  promptContext(groupId: string, entryId: string): Promise<PromptContext>;
-  /**
-   * The author's browser (`clientTag`) changes the text of its own message; the agents are told
-   * in their next prompt. Returns the entry as it now is. Throws a UserError: 404 unknown entry,
-   * 403 not that browser's message, 409 not a person's message or already deleted, 400 empty or
-   * longer than `maxChars`; StoreUnavailableError when it could not be recorded (nothing is kept).
-   */
-  editMessage(groupId: string, entryId: string, edit: { clientTag: string | undefined; text: string; maxChars: number }): Promise<TranscriptEntry>;
-  /** The author's browser deletes its own message: its text is gone from the page and from every later prompt. Errors as `editMessage`. */
-  deleteMessage(groupId: string, entryId: string, by: { clientTag: string | undefined }): Promise<TranscriptEntry>;
 }
 
 /** A change handed to the group's owner through the inbox (see `Peers.forwardChange`). */

@@ -3,7 +3,7 @@
  * their history, search results, live events, readiness and status. Shapes only; nothing here is
  * persisted (see records.ts) or implemented by an adapter (see ports.ts).
  */
-import type { ChannelKind, GroupConfig, TranscriptEntry } from './types.js';
+import type { ChannelKind, GroupConfig, Reaction, TranscriptEntry } from './types.js';
 import type { UsageTotals } from './records.js';
 
 /** A group as adapters may see it (read-only snapshot). */
@@ -57,8 +57,13 @@ export type GatewayEvent =
   | { type: 'member'; groupId: string; participants: string[]; added?: string | undefined; removed?: string | undefined }
   | { type: 'config'; groupId: string; config: GroupConfig }
   | { type: 'group'; groupId: string; action: 'created' | 'updated' | 'dissolved' }
-  /** The author edited (`text`, `editedAt`) or deleted (`deleted`) an entry recorded earlier. */
-  | { type: 'edited'; groupId: string; id: string; seq: number; text: string; editedAt?: number | undefined; deleted?: true | undefined; deletedAt?: number | undefined };
+  /**
+   * An entry recorded earlier changed: its author edited it (`text`, `editedAt`) or deleted it
+   * (`deleted`, `text` ''), or its reactions changed. `reactions` is always its whole list after
+   * the change ([] for none); `text` is absent when it is the text as first written (a reaction
+   * to a message never edited).
+   */
+  | { type: 'edited'; groupId: string; id: string; seq: number; text?: string | undefined; editedAt?: number | undefined; deleted?: true | undefined; deletedAt?: number | undefined; reactions: Reaction[] };
 
 /** A page of history: its entries, oldest first, and whether older ones exist. */
 export interface TranscriptPage {

@@ -3,7 +3,7 @@
  * checkpoints its log holds. Shared by the core, which keeps groups in memory, and the stores,
  * which write and read them.
  */
-import type { ChannelKind, ChatTurn, GroupConfig, ToolOutcome, TranscriptEntry, Usage } from './types.js';
+import type { ChannelKind, ChatTurn, GroupConfig, Reaction, ToolOutcome, TranscriptEntry, Usage } from './types.js';
 
 /** Accumulated token figures. */
 export interface UsageTotals {
@@ -234,25 +234,35 @@ export interface DeliveryOutcome {
 }
 
 /**
- * The author changed (`text`) or deleted (`deleted`) a message recorded earlier, at `at`. Each
- * one describes the message's whole edit state (the latest one wins): `notes` lists every note
- * entry that told the agents about an edit of it.
+ * A message recorded earlier changed at `at`: its author changed (`text`) or deleted (`deleted`)
+ * it, or people's reactions to it changed. Each edit describes the message's whole edit state,
+ * and the latest one wins (PostgreSQL keeps only that one; the file store and `evolve` apply
+ * them all in order, which gives the same): a reaction carries the text and `editedAt` of an
+ * edited message, an edit of the text carries the reactions; absent fields are "never changed"
+ * (no reactions, the text as written). `notes` lists every note entry that told the agents
+ * about the message (its edits, its reactions), so that a deletion hides them too.
  */
 export interface EntryEdit {
   seq: number;
+  /** The text as its author last changed it. */
   text?: string | undefined;
+  /** When the text was last changed; absent with `text`: at `at` (an edit of the text itself). */
+  editedAt?: number | undefined;
   deleted?: true | undefined;
   at: number;
   notes?: number[] | undefined;
+  /** The message's whole list of reactions after this change; absent: none. */
+  reactions?: Reaction[] | undefined;
 }
 
 /**
  * One durable step of one group: a single line of its log, written atomically. Everything that
  * must change together (a reply, the agent's cursor and history, the round's progress) travels in
  * one record, so a crash either keeps all of it or none of it. New entries and delivery outcomes
- * are fields of their own because the stores index them (history pages, search); so are edits,
- * which the stores apply to the entries they read back. The rest is an ordered list of changes. A
- * record applies as: its entries, its delivery outcomes, its edits, its changes.
+ * are fields of their own because the stores index them (history pages, search); so are edits
+ * (reactions among them), which the stores apply to the entries they read back. The rest is an
+ * ordered list of changes. A record applies as: its entries, its delivery outcomes, its edits,
+ * its changes.
  */
 export interface GroupRecord {
   /** Record format version (records of version 1 are upgraded when read). */

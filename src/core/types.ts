@@ -314,10 +314,27 @@ export interface TranscriptEntry {
   editNotes?: number[] | undefined;
   /** A note telling the agents that a message was edited: the id of that message (never shown as a line). */
   editOf?: string | undefined;
+  /** People's reactions to it, oldest first: one per emoji per person (`byKey`). Absent: none. */
+  reactions?: Reaction[] | undefined;
+  /** A note telling the agents of a reaction: to which message, which emoji, by whom (never shown as a line). */
+  reactionOf?: { id: string; emoji: string; by: string } | undefined;
   /** Tool steps (`kind: 'tool'`): the call an agent made and how it ended; `text` is the one-line summary. */
   tool?: ToolStepView | undefined;
   /** The system line saying a person decided on a tool call that waited for approval. */
   toolDecision?: { id: string; approved: boolean; by: string } | undefined;
+}
+
+/**
+ * One person's reaction to an entry. `byKey` tells people apart whatever names they type: a web
+ * browser's client tag (`addr:<digest>` for a client without one), `<channel>:<author id>` for
+ * Telegram and Discord, `agent:<id>` for an agent.
+ */
+export interface Reaction {
+  emoji: string;
+  /** The display name, as it was when they reacted. */
+  by: string;
+  byKey: string;
+  at: number;
 }
 
 /** A tool as the model is offered it. `name` suits every provider: letters, digits, `_` and `-`, at most 64. */

@@ -23,6 +23,8 @@ const usage = z.object({
 
 const chatTurn = z.object({ role: z.enum(['user', 'assistant']), content: z.string() });
 
+const reaction = z.object({ emoji: z.string(), by: z.string(), byKey: z.string(), at: z.number() });
+
 const entry = z.looseObject({
   id: z.string(),
   seq: z.number().int().positive(),
@@ -31,6 +33,9 @@ const entry = z.looseObject({
   authorId: z.string(),
   authorName: z.string(),
   text: z.string(),
+  // An undelivered entry in a checkpoint may carry reactions already.
+  reactions: z.array(reaction).optional(),
+  reactionOf: z.object({ id: z.string(), emoji: z.string(), by: z.string() }).optional(),
 });
 
 const dayUsage = z.looseObject({
@@ -127,7 +132,16 @@ const sessionDelta = z.object({
 
 const delivery = z.object({ seq: z.number(), delivery: z.enum(['posted', 'failed']), postedIds: z.array(z.string()).optional() });
 
-const edit = z.object({ seq: z.number(), text: z.string().optional(), deleted: z.literal(true).optional(), at: z.number(), notes: z.array(z.number()).optional() });
+// Each edit is an entry's whole edit state (records.ts): text, when it was edited, notes, reactions.
+const edit = z.object({
+  seq: z.number(),
+  text: z.string().optional(),
+  editedAt: z.number().optional(),
+  deleted: z.literal(true).optional(),
+  at: z.number(),
+  notes: z.array(z.number()).optional(),
+  reactions: z.array(reaction).optional(),
+});
 
 const usageOfCall = z.object({ inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number(), cacheWriteTokens: z.number() });
 

@@ -31,7 +31,7 @@ export interface HarnessOptions {
   yaml?: string;
   store?: Store;
   clock?: Clock;
-  limits?: { user_messages_per_minute: number; max_message_chars: number };
+  limits?: { user_messages_per_minute: number; max_message_chars: number; reactions_per_minute?: number };
   maxConcurrency?: number;
   checkpointEvery?: number;
   /** `llm.context_tokens` (default: a 200k window, so only tests that want a small one get it). */

@@ -166,6 +166,63 @@ export function storeContract(name: string, factory: StoreFactory): void {
       await again.close();
     });
 
+    it('reads reactions back (added, removed, the message edited), on an old entry across segments, in the same tick and after a restart; search keeps the words', async () => {
+      const make = await factory.fresh();
+      const store = make();
+      await store.open();
+      await store.append('g', rec(1, { head: HEAD }));
+      for (let i = 1; i <= 120; i++) await store.append('g', rec(i + 1, { entries: [entry(i, `message ${i} about apples`)] }));
+      const search = (s: Store, terms: string[]) => s.searchEntries!({ groupIds: ['g'], terms, limit: 200 }).then((f) => f.map((x) => x.entry.seq));
+      expect((await search(store, ['apples'])).length).toBe(120);
+      const r = (emoji: string, by: string, at: number) => ({ emoji, by, byKey: `key-${by}`, at });
+      // Entry 3 (old: many segments back): two reactions, one removed, then its text edited, then another reaction.
+      await store.append('g', rec(122, { entries: [{ ...entry(121, 'Sam reacted'), kind: 'system', reactionOf: { id: 'g.3', emoji: '👍', by: 'Sam' } }], edits: [{ seq: 3, at: 6000, notes: [121], reactions: [r('👍', 'Sam', 6000)] }] }));
+      await store.append('g', rec(123, { edits: [{ seq: 3, at: 6001, notes: [121], reactions: [r('👍', 'Sam', 6000), r('🎉', 'Lee', 6001)] }] }));
+      await store.append('g', rec(124, { edits: [{ seq: 3, at: 6002, notes: [121], reactions: [r('🎉', 'Lee', 6001)] }] }));
+      await store.append('g', rec(125, { edits: [{ seq: 3, at: 6003, text: 'now about grapes', notes: [121, 122], reactions: [r('🎉', 'Lee', 6001)] }] }));
+      await store.append('g', rec(126, { edits: [{ seq: 3, at: 6004, text: 'now about grapes', editedAt: 6003, notes: [121, 122], reactions: [r('🎉', 'Lee', 6001), r('🍇', 'Omar', 6004)] }] }));
+      // Entry 7: one reaction, then taken back (the list empty). Entry 9: a reaction, never edited.
+      await store.append('g', rec(127, { edits: [{ seq: 7, at: 6005, reactions: [r('👀', 'Sam', 6005)] }] }));
+      await store.append('g', rec(128, { edits: [{ seq: 7, at: 6006, reactions: [] }] }));
+      await store.append('g', rec(129, { edits: [{ seq: 9, at: 6007, reactions: [r('🔥', 'Ana', 6007)] }] }));
+      // In one batch: a new entry with its reaction, and a text edit and a reaction of an old one.
+      await Promise.all([
+        store.append('g', rec(130, { entries: [entry(122, 'fresh pears')] })),
+        store.append('g', rec(131, { edits: [{ seq: 122, at: 6008, reactions: [r('🍐', 'Sam', 6008)] }] })),
+        store.append('g', rec(132, { edits: [{ seq: 11, at: 6009, text: 'eleven is plums' }] })),
+        store.append('g', rec(133, { edits: [{ seq: 11, at: 6010, text: 'eleven is plums', editedAt: 6009, reactions: [r('👍', 'Sam', 6010)] }] })),
+      ]);
+      const check = async (s: Store) => {
+        const all = await s.readEntries('g', { afterSeq: 0, limit: 500 });
+        const at = (seq: number) => all.find((e) => e.seq === seq)!;
+        expect(at(3)).toMatchObject({ text: 'now about grapes', editedAt: 6003, editNotes: [121, 122], reactions: [r('🎉', 'Lee', 6001), r('🍇', 'Omar', 6004)] });
+        expect(at(7).reactions).toBeUndefined();
+        expect(at(7).editedAt).toBeUndefined();
+        expect(at(9)).toMatchObject({ text: 'message 9 about apples', reactions: [r('🔥', 'Ana', 6007)] });
+        expect(at(9).editedAt).toBeUndefined();
+        expect(at(11)).toMatchObject({ text: 'eleven is plums', editedAt: 6009, reactions: [r('👍', 'Sam', 6010)] });
+        expect(at(121)).toMatchObject({ kind: 'system', reactionOf: { id: 'g.3', emoji: '👍', by: 'Sam' } });
+        expect(at(122)).toMatchObject({ text: 'fresh pears', reactions: [r('🍐', 'Sam', 6008)] });
+        expect(at(122).editedAt).toBeUndefined();
+        // A page read from the other end sees the same.
+        expect((await s.readEntries('g', { beforeSeq: 4, limit: 1 }))[0]).toMatchObject({ seq: 3, reactions: [{ emoji: '🎉' }, { emoji: '🍇' }] });
+        // A reaction leaves the words as they were; an edit's words replace the old ones.
+        expect(await search(s, ['grapes'])).toEqual([3]);
+        expect(await search(s, ['plums'])).toEqual([11]);
+        expect(await search(s, ['pears'])).toEqual([122]);
+        const apples = await search(s, ['apples']);
+        expect(apples.length).toBe(118);
+        expect(apples).toContain(9);
+        expect(apples).toContain(7);
+      };
+      await check(store);
+      await store.close();
+      const again = make();
+      await again.open();
+      await check(again);
+      await again.close();
+    });
+
     it('appends of one tick from many groups all become durable, each group in order', async () => {
       const make = await factory.fresh();
       const store = make();

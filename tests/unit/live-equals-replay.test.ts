@@ -22,7 +22,9 @@
  * commands (`/group config|mute|unmute|add|remove|reset`, as chat lines and as web-page
  * "ephemeral" commands), `/ask` with and without text, `/stop`, regenerate, Telegram-style
  * membership changes (joined/left; the last one leaving dissolves the group), the author editing or
- * deleting a message (a note for the agents, rewritten memories), duplicate deliveries
+ * deleting a message (a note for the agents, rewritten memories), people reacting to any entry and
+ * taking reactions back (entries older than the in-memory tail too, and ones that take none),
+ * duplicate deliveries
  * (the same platform id again, also two copies at once), messages sent while a round runs, and a
  * fake clock that moves (cooldowns, model-call time limits, a new UTC day for the budget). The
  * scripted model replies, passes, mentions another agent (reactions), fails, returns an empty
@@ -218,7 +220,9 @@ type Input =
   | { k: 'tick'; ms: number }
   | { k: 'join' | 'leave'; agent: AgentId }
   /** The author edits or deletes one of their messages still in memory (`of` picks which). */
-  | { k: 'edit' | 'delete'; of: number };
+  | { k: 'edit' | 'delete'; of: number }
+  /** Someone adds (`on`) or takes back a reaction to any entry so far (`of` picks its seq). */
+  | { k: 'react'; of: number; emoji: string; who: string; on: boolean };
 
 const agentArb = fc.constantFrom(...AGENT_IDS);
 /** True with probability `p` (in hundredths). */
@@ -256,6 +260,7 @@ const inputArb: fc.Arbitrary<Input> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ k: fc.constant('tick' as const), ms: fc.constantFrom(1_000, 6_000, 45_000, 6 * 60_000, 25 * 3_600_000) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constantFrom('join' as const, 'leave' as const), agent: agentArb }) },
   { weight: 2, arbitrary: fc.record({ k: fc.constantFrom('edit' as const, 'edit' as const, 'delete' as const), of: fc.nat(40) }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('react' as const), of: fc.nat(200), emoji: fc.constantFrom('👍', '🎉', '👀'), who: fc.constantFrom('Maya', 'Sam'), on: chance(0.7) }) },
 );
 
 const turnPlanArb = fc.constantFrom<TurnPlan>('reply', 'reply', 'mention', 'pass', 'pass', 'fail', 'empty', 'cut', 'hold');
@@ -349,9 +354,15 @@ function transcriptOf(records: readonly GroupRecord[]): TranscriptEntry[] {
     for (const ed of rec.edits ?? []) {
       const e = out.get(ed.seq);
       if (!e) continue;
+      // Each edit is the entry's whole edit state: the text and when it changed, notes, reactions.
       if (ed.deleted) Object.assign(e, { text: '', deleted: true, deletedAt: ed.at });
-      else if (ed.text !== undefined) Object.assign(e, { text: ed.text, editedAt: ed.at });
+      else if (ed.text !== undefined) e.text = ed.text;
+      const editedAt = ed.deleted ? undefined : (ed.editedAt ?? (ed.text !== undefined ? ed.at : undefined));
+      if (editedAt === undefined) delete e.editedAt;
+      else e.editedAt = editedAt;
       if (ed.notes?.length) e.editNotes = [...ed.notes];
+      if (ed.reactions?.length) e.reactions = structuredClone(ed.reactions);
+      else delete e.reactions;
     }
   }
   return JSON.parse(JSON.stringify([...out.values()].sort((a, b) => a.seq - b.seq))) as TranscriptEntry[];
@@ -619,6 +630,17 @@ async function step(r: Rig, inp: Input): Promise<void> {
       }
       return;
     }
+    case 'react': {
+      const g = router.groups.get(r.id);
+      if (!g || g.nextSeq <= 1) return;
+      const seq = 1 + (inp.of % (g.nextSeq - 1));
+      try {
+        await router.gateway.react(r.id, `${r.id}.${seq}`, { emoji: inp.emoji, by: { key: `key-${inp.who}`, name: inp.who }, on: inp.on });
+      } catch (err) {
+        if (!(err instanceof UserError)) throw err;
+      }
+      return;
+    }
     case 'join':
     case 'leave':
       try {
@@ -698,7 +720,7 @@ async function runCase(kind: StoreKind, c: Case): Promise<void> {
       agents: AGENTS,
       aliases: {},
       groupDefaults: defaults,
-      limits: { user_messages_per_minute: 10_000, max_message_chars: 8000 },
+      limits: { user_messages_per_minute: 10_000, max_message_chars: 8000, reactions_per_minute: 10_000 },
       llm,
       llmSettings: { model: 'test-model', summaryModel: 'test-small', maxTokens: 256, maxConcurrency: 8, contextTokens: null, defaultContextTokens: 200_000 },
       validateConfig: validateGroupConfig,

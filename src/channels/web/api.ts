@@ -14,6 +14,7 @@ import type { RequestContext, Router } from './router.js';
 import type { SseHub } from './sse.js';
 import { registerSearchRoutes, sendAround } from './searchApi.js';
 import { registerEditRoutes } from './editApi.js';
+import { registerReactionRoutes } from './reactionApi.js';
 
 export interface ApiDeps {
   host(): ChannelHost;
@@ -150,6 +151,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
 
   router.add('POST', '/api/groups/:id/messages', async (ctx) => postMessage(ctx, deps, group(ctx.params.id!)));
   registerEditRoutes(router, { gateway: gw, group, maxChars: () => Math.min(deps.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS, deps.maxMessageLength) });
+  registerReactionRoutes(router, { gateway: gw, group, name: (body) => authorName(body, gw().listAgents()) });
 
   // Another answer from the agent of one reply (its latest); the old reply stays in the transcript.
   router.add('POST', '/api/groups/:id/messages/:entryId/regenerate', async ({ res, params }) => {

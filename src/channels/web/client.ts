@@ -41,6 +41,14 @@ export function tagOf(header: string | string[] | undefined): string | undefined
   return clientTag(header);
 }
 
+/**
+ * Who a client without a key of its own is, where it must be told apart and the value is shown to
+ * everyone (the `byKey` of its reactions): a one-way digest of its address key, never the address.
+ */
+export function addressTag(addressKey: string): string {
+  return `addr:${createHash('sha256').update('chorus-web-address\0' + addressKey).digest('base64url').slice(0, 22)}`;
+}
+
 /** The key limits count against for a peer address (`undefined` when the socket is gone). */
 export function clientAddressKey(remoteAddress: string | undefined): string {
   if (!remoteAddress) return 'unknown';

@@ -18,13 +18,16 @@ export interface EditApiDeps {
   maxChars(): number;
 }
 
+/** A group whose messages the page may change: a live web group (409 dissolved, 403 another channel's). */
+export function writableGroup(group: EditApiDeps['group'], id: string): { id: string } {
+  const g = group(id);
+  if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
+  if (g.channel !== 'web') throw new HttpError(403, 'read_only', `group "${g.id}" lives on ${g.channel}; the web feed only shows it`);
+  return g;
+}
+
 export function registerEditRoutes(router: Router, deps: EditApiDeps): void {
-  const writable = (id: string) => {
-    const g = deps.group(id);
-    if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
-    if (g.channel !== 'web') throw new HttpError(403, 'read_only', `group "${g.id}" lives on ${g.channel}; the web feed only shows it`);
-    return g;
-  };
+  const writable = (id: string) => writableGroup(deps.group, id);
 
   router.add('PATCH', '/api/groups/:id/messages/:entryId', async ({ req, res, params }) => {
     const g = writable(params.id!);

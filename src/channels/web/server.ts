@@ -11,7 +11,7 @@ import type { Readiness } from '../../core/readModels.js';
 import { StoreUnavailableError, UserError, describeError } from '../../core/errors.js';
 import type { TokenAuth } from './auth.js';
 import { guardConnections, serverOptions, type ConnectionLimits } from './connections.js';
-import { HttpError, sendError, sendText, setSecurityHeaders } from './http.js';
+import { HttpError, sendError, sendJson, sendText, setSecurityHeaders } from './http.js';
 import type { WebMetrics } from './metrics.js';
 import type { HttpMounts } from './mounts.js';
 import type { Router } from './router.js';
@@ -175,7 +175,9 @@ function fail(res: ServerResponse, err: unknown, logger: Logger): void {
   }
   if (err instanceof UserError) {
     const status = err.status >= 400 && err.status < 500 ? err.status : 400;
-    sendError(res, status, err.code, err.message);
+    const retry = err.retryAfterSeconds;
+    if (retry !== undefined) sendJson(res, status, { error: { code: err.code, message: err.message, retryAfterSeconds: retry } }, { 'retry-after': String(retry) });
+    else sendError(res, status, err.code, err.message);
     return;
   }
   if (err instanceof StoreUnavailableError) {

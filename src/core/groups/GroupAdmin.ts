@@ -4,7 +4,7 @@
  * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
 import type { AroundPage, RegenerateResult, SearchCursor, SearchPage, StopResult, ToolDecision } from '../readModels.js';
-import type { Channel, Clock, GatewayApi, Peers, Store, Logger } from '../ports.js';
+import type { Channel, Clock, GatewayApi, Peers, ReactionRequest, Store, Logger } from '../ports.js';
 import type { GroupDoc } from '../records.js';
 import type { ChannelStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, TranscriptPage } from '../readModels.js';
 import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
@@ -18,6 +18,8 @@ import { promptContext, type PromptContext } from './promptContext.js';
 import type { RunningGroups } from '../peers.js';
 import { pageAround, searchHistory, type HistoryDeps } from './history.js';
 import { MessageEditor } from './MessageEditor.js';
+import { Reactions } from './Reactions.js';
+import { KeyedQueue } from '../lib/KeyedQueue.js';
 
 export interface GroupAdminDeps {
   groups: GroupManager;
@@ -36,6 +38,8 @@ export interface GroupAdminDeps {
   peers: Peers;
   /** The groups this process runs; only their owner changes the others. */
   running: RunningGroups;
+  /** `limits.reactions_per_minute` (default 30). */
+  reactionsPerMinute?: number | undefined;
   /** Rounds started or ended on request (the router's RoundRequests). */
   rounds: {
     regenerate(groupId: string, entryId: string): Promise<RegenerateResult>;
@@ -46,9 +50,17 @@ export interface GroupAdminDeps {
 
 export class GroupAdmin implements GatewayApi {
   private readonly editor: MessageEditor;
+  private readonly reactions: Reactions;
 
   constructor(private readonly d: GroupAdminDeps) {
-    this.editor = new MessageEditor({ groups: d.groups, store: d.store, now: () => d.clock.now(), running: d.running });
+    // Edits, deletions and reactions of one group's entries run one after another.
+    const entryChanges = { groups: d.groups, store: d.store, now: () => d.clock.now(), running: d.running, serial: new KeyedQueue() };
+    this.editor = new MessageEditor(entryChanges);
+    this.reactions = new Reactions({ ...entryChanges, perMinute: d.reactionsPerMinute });
+  }
+
+  react(groupId: string, entryId: string, reaction: ReactionRequest): Promise<TranscriptEntry> {
+    return this.reactions.react(groupId, entryId, reaction);
   }
 
   editMessage(groupId: string, entryId: string, edit: { clientTag: string | undefined; text: string; maxChars: number }): Promise<TranscriptEntry> {

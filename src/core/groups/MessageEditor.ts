@@ -6,19 +6,21 @@
  * their next prompt; the page draws no line for it, the message itself says "edited"), and each
  * agent's memory brought to the new text, so that a later deletion has one text to take out.
  *
- * A deletion hides the text from everyone: the entry and the notes about its edits become
- * deleted (mailboxes skip them, stores read them back without text), and every agent's history
- * and summary are rewritten without it. A turn that was built before the deletion and is
- * recorded after it is rewritten too, as it is recorded (`GroupManager.turnFilter`).
+ * A deletion hides the text from everyone: the entry and the notes about it (its edits, its
+ * reactions) become deleted (mailboxes skip them, stores read them back without text), its
+ * reactions go with it, and every agent's history and summary are rewritten without it. A turn
+ * that was built before the deletion and is recorded after it is rewritten too, as it is
+ * recorded (`GroupManager.turnFilter`).
  */
 import type { Store } from '../ports.js';
 import type { RunningGroups } from '../peers.js';
 import type { EntryEdit, GroupDoc } from '../records.js';
 import type { ChatTurn, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError } from '../errors.js';
-import { DELETED_TEXT, applyEntryEdit, editNoteText, redactTurns, rewriteMemory } from './entryEdit.js';
+import { DELETED_TEXT, edited, editNoteText, redactTurns, rewriteMemory } from './entryEdit.js';
 import { entryAt, seqOfId } from './evolve.js';
 import type { GroupManager } from './GroupManager.js';
+import type { KeyedQueue } from '../lib/KeyedQueue.js';
 
 /** How long a deleted text is still looked for in turns being recorded (a turn built before it). */
 const IN_FLIGHT_MS = 30 * 60 * 1000;
@@ -29,11 +31,14 @@ export interface MessageEditorDeps {
   now(): number;
   /** The groups this process runs: another instance's group is edited by its owner. */
   running: RunningGroups;
+  /**
+   * Per group, every change of an entry's edit state (edits, deletions, reactions) runs one after
+   * another: each reads the state the previous one left, also of an entry read from the store.
+   */
+  serial: KeyedQueue;
 }
 
 export class MessageEditor {
-  /** Per group: edits run one after another (each reads the state the previous one left). */
-  private readonly chains = new Map<string, Promise<unknown>>();
   /** Per group: texts deleted lately, with when to stop looking for them in recorded turns. */
   private readonly gone = new Map<string, Array<{ entry: TranscriptEntry; text: string; until: number }>>();
 
@@ -51,7 +56,8 @@ export class MessageEditor {
       const before = { ...entry };
       const at = this.d.now();
       const note = this.d.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: editNoteText(entry.authorName, text), editOf: entry.id, ts: at });
-      const ed: EntryEdit = { seq: entry.seq, text, at, notes: [...(entry.editNotes ?? []), note.seq] };
+      // The whole edit state: the new text, every note about the message, its reactions as they are.
+      const ed: EntryEdit = { seq: entry.seq, text, at, notes: [...(entry.editNotes ?? []), note.seq], ...(entry.reactions?.length ? { reactions: entry.reactions } : {}) };
       this.d.groups.edit(g, ed);
       this.rewriteSessions(g, before, text);
       await this.d.groups.commit(g).durable;
@@ -78,12 +84,7 @@ export class MessageEditor {
 
   /** The entry `entryId` of a group this instance runs, if it is a message the browser `clientTag` sent and may still change. */
   private async mine(groupId: string, entryId: string, clientTag: string | undefined): Promise<{ g: GroupDoc; entry: TranscriptEntry }> {
-    const g = this.d.groups.require(groupId);
-    if (!this.d.running.runs(g.id)) throw new StoreUnavailableError(`group ${g.id} is run by another instance; try again`);
-    const seq = seqOfId(entryId);
-    const valid = entryId.startsWith(`${g.id}.`) && Number.isSafeInteger(seq) && seq > 0 && seq < g.nextSeq;
-    const entry = valid ? (entryAt(g.transcript, seq) ?? (await this.d.store.readEntries(g.id, { afterSeq: seq - 1, limit: 1 }))[0]) : undefined;
-    if (!entry || entry.id !== entryId) throw new UserError(`no message "${entryId}" in this group`, 'not_found', 404);
+    const { g, entry } = await entryToChange(this.d, groupId, entryId);
     if (entry.kind !== 'human' || entry.hiddenFromAgents) throw new UserError('only a person\'s message can be edited or deleted', 'not_editable', 409);
     if (!clientTag || entry.clientTag !== clientTag) throw new UserError('only the browser that sent a message can edit or delete it', 'forbidden', 403);
     if (entry.deleted) throw new UserError('this message was deleted', 'deleted', 409);
@@ -104,20 +105,21 @@ export class MessageEditor {
   }
 
   private serial<T>(groupId: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.chains.get(groupId) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.chains.set(groupId, tail);
-    void tail.then(() => {
-      if (this.chains.get(groupId) === tail) this.chains.delete(groupId);
-    });
-    return next;
+    return this.d.serial.run(groupId, fn);
   }
 }
 
-/** A copy of the entry as the edit left it (the caller's copy may be one read from the store). */
-function edited(entry: TranscriptEntry, ed: EntryEdit): TranscriptEntry {
-  const out = { ...entry };
-  applyEntryEdit(out, ed);
-  return out;
+/**
+ * Entry `entryId` of a group this instance runs, as it is now: from the in-memory tail, or read
+ * from the store when it is older. A 404 UserError for an unknown group or entry; another
+ * instance's group is a StoreUnavailableError (503: its owner changes it).
+ */
+export async function entryToChange(d: { groups: GroupManager; store: Store; running: RunningGroups }, groupId: string, entryId: string): Promise<{ g: GroupDoc; entry: TranscriptEntry }> {
+  const g = d.groups.require(groupId);
+  if (!d.running.runs(g.id)) throw new StoreUnavailableError(`group ${g.id} is run by another instance; try again`);
+  const seq = seqOfId(entryId);
+  const valid = entryId.startsWith(`${g.id}.`) && Number.isSafeInteger(seq) && seq > 0 && seq < g.nextSeq;
+  const entry = valid ? (entryAt(g.transcript, seq) ?? (await d.store.readEntries(g.id, { afterSeq: seq - 1, limit: 1 }))[0]) : undefined;
+  if (!entry || entry.id !== entryId) throw new UserError(`no message "${entryId}" in this group`, 'not_found', 404);
+  return { g, entry };
 }

@@ -6,23 +6,43 @@
 import type { ChatTurn, TranscriptEntry } from '../types.js';
 import type { EntryEdit } from '../records.js';
 import { observationLine } from '../session/prompt.js';
+import { reactedPhrase } from '../session/reactionNotes.js';
 
 /** What a deleted message reads as wherever its text was. */
 export const DELETED_TEXT = '(message deleted)';
 /** Texts at least this long are also replaced where they appear outside their own message block. */
 const LOOSE_MATCH_MIN = 16;
 
-/** The entry as of an edit (the latest edit of an entry describes its whole edit state). */
+/**
+ * The entry as of an edit. The latest edit of an entry describes its whole edit state, so every
+ * field it governs is set from the edit alone (applying all of an entry's edits in order gives
+ * what applying the latest gives): the text (the original when the edit has none), when it was
+ * edited or deleted, the notes about it, its reactions.
+ */
 export function applyEntryEdit(e: TranscriptEntry, ed: EntryEdit): void {
   if (ed.deleted) {
     e.text = '';
     e.deleted = true;
     e.deletedAt = ed.at;
-  } else if (ed.text !== undefined) {
-    e.text = ed.text;
-    e.editedAt = ed.at;
-  }
+  } else if (ed.text !== undefined) e.text = ed.text;
+  const editedAt = ed.deleted ? undefined : (ed.editedAt ?? (ed.text !== undefined ? ed.at : undefined));
+  if (editedAt !== undefined) e.editedAt = editedAt;
+  else delete e.editedAt;
   if (ed.notes?.length) e.editNotes = [...ed.notes];
+  if (ed.reactions?.length) e.reactions = ed.reactions.map((r) => ({ ...r }));
+  else delete e.reactions;
+}
+
+/** A copy of the entry as the edit left it (the caller's copy may be one read from the store). */
+export function edited(entry: TranscriptEntry, ed: EntryEdit): TranscriptEntry {
+  const out = { ...entry };
+  applyEntryEdit(out, ed);
+  return out;
+}
+
+/** The edit changes the text (or deletes it): what search indexes must follow. A reaction does not. */
+export function changesText(ed: EntryEdit): boolean {
+  return !!ed.deleted || (ed.text !== undefined && (ed.editedAt ?? ed.at) === ed.at);
 }
 
 /** The note an edit leaves in the transcript for the agents (the page draws no line for it). */
@@ -32,8 +52,8 @@ export function editNoteText(authorName: string, text: string): string {
 
 /**
  * The places a message's text was shown to an agent, as the prompt wrote them: its own message
- * block, the block of the note about its latest edit, and (for longer texts, which cannot be
- * mistaken for ordinary words) the text wherever it appears.
+ * block, the block of the note about its latest edit, the start of it that reaction notes quote,
+ * and (for longer texts, which cannot be mistaken for ordinary words) the text wherever it appears.
  */
 function occurrences(entry: TranscriptEntry, text: string, replacement: string): Array<[string, string]> {
   const block = (t: string) => observationLine({ ...entry, text: t });
@@ -41,6 +61,8 @@ function occurrences(entry: TranscriptEntry, text: string, replacement: string):
   const out: Array<[string, string]> = [
     [block(text), block(replacement)],
     [note(text), note(replacement)],
+    // Reaction notes (folded or not) quote the message's start after this phrase.
+    [reactedPhrase(entry.authorName, text), reactedPhrase(entry.authorName, replacement)],
   ];
   if (text.length >= LOOSE_MATCH_MIN) out.push([text, replacement]);
   return out;

@@ -6,14 +6,20 @@
  */
 import type { GatewayEvent } from '../readModels.js';
 import type { GroupDoc, GroupRecord } from '../records.js';
+import type { TranscriptEntry } from '../types.js';
+import { applyEntryEdit } from './entryEdit.js';
 
 export function eventsOf(g: GroupDoc, rec: GroupRecord): GatewayEvent[] {
   const out: GatewayEvent[] = [];
   for (const entry of rec.entries ?? []) out.push({ type: entry.kind === 'decision' ? 'decision' : 'message', groupId: g.id, entry });
   for (const ed of rec.edits ?? []) {
-    const id = `${g.id}.${ed.seq}`;
-    if (ed.deleted) out.push({ type: 'edited', groupId: g.id, id, seq: ed.seq, text: '', deleted: true, deletedAt: ed.at });
-    else if (ed.text !== undefined) out.push({ type: 'edited', groupId: g.id, id, seq: ed.seq, text: ed.text, editedAt: ed.at });
+    // The entry as the edit leaves it (its whole edit state), applied to a blank one.
+    const e = { text: '' } as TranscriptEntry;
+    applyEntryEdit(e, ed);
+    const reactions = e.reactions ?? [];
+    const base = { type: 'edited' as const, groupId: g.id, id: `${g.id}.${ed.seq}`, seq: ed.seq, reactions };
+    if (ed.deleted) out.push({ ...base, text: '', deleted: true, deletedAt: ed.at });
+    else out.push({ ...base, ...(ed.text !== undefined ? { text: ed.text } : {}), ...(e.editedAt !== undefined ? { editedAt: e.editedAt } : {}) });
   }
   for (const c of rec.changes ?? []) {
     switch (c.t) {

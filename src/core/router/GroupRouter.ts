@@ -37,7 +37,7 @@ export interface RouterOptions {
   agents: AgentDef[];
   aliases: Record<string, string[]>;
   groupDefaults: GroupConfig;
-  limits: { user_messages_per_minute: number; max_message_chars: number };
+  limits: { user_messages_per_minute: number; max_message_chars: number; reactions_per_minute?: number | undefined };
   llm: LlmProvider;
   /** Model settings; the per-group/per-agent shares and the reply limit default to none / 32 KiB (see LlmGate). */
   llmSettings: { model: string; summaryModel: string | null; maxTokens: number; contextTokens?: number | null | undefined; defaultContextTokens?: number | undefined } & GateSettings;
@@ -125,6 +125,7 @@ export class GroupRouter implements ChannelHost {
       store: opts.store,
       peers: this.peers,
       running: this.running,
+      reactionsPerMinute: opts.limits.reactions_per_minute,
       rounds: { regenerate: (...a) => this.requests.regenerate(...a), stopGroup: (...a) => this.requests.stopGroup(...a), decideTool: (...a) => this.requests.decideTool(...a) },
     });
     this.approvals = new Approvals(this.groups, this.recorder, opts.clock);

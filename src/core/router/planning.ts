@@ -112,7 +112,8 @@ function roundSeq(round: RoundRecord): number {
  */
 async function select(d: RoundDeps, g: GroupDoc, signal: AbortSignal | undefined): Promise<string[] | null> {
   const agents = g.participants.map((p) => d.agents.get(p)).filter((a) => !!a && !g.state.muted.includes(a.id));
-  const recent = g.transcript.filter(isObservable).slice(-SELECTOR_CONTEXT).map(observationLine).join('\n');
+  // Reaction notes say nothing about who should answer: they would only crowd out messages.
+  const recent = g.transcript.filter((e) => isObservable(e) && !e.reactionOf).slice(-SELECTOR_CONTEXT).map(observationLine).join('\n');
   const roster = agents.map((a) => `- @${a!.id} (${a!.name}): ${a!.persona.trim().split('\n')[0]}`).join('\n');
   const prompt = `Participants:\n${roster}\n\nRecent conversation:\n${recent}\n\nWho should answer the last message? Reply with the handles of at most ${Math.max(1, g.config.max_agent_turns_per_message)} participants, most relevant first, separated by spaces — or NONE if nobody needs to.`;
   try {

@@ -6,6 +6,7 @@
 import { cleanDisplayName } from '../text/displayName.js';
 import { foldForMatching } from '../text/normalize.js';
 import { observedStep } from '../text/toolText.js';
+import { foldReactionNotes } from './reactionNotes.js';
 import type { AgentDef, TranscriptEntry } from '../types.js';
 
 export const PASS_TOKEN = '[PASS]';
@@ -126,12 +127,14 @@ export type Ask =
 const NO_PASS = `${PASS_TOKEN} is not available for this turn.`;
 
 /**
- * The user turn: drained mailbox, then the ask. `omitted` observations are not shown at all (the
- * mailbox cap, or the context budget); `digest` is the line that says so — who wrote them and how
- * they began — built by the context budget; without one a plain count is shown. Nothing is
- * dropped silently.
+ * The user turn: drained mailbox (reaction notes folded), then the ask. `omitted` observations
+ * are not shown at all (the mailbox cap, or the context budget); `digest` is the line that says
+ * so — who wrote them and how they began — built by the context budget; without one a plain
+ * count is shown. Nothing is dropped silently.
  */
-export function buildUserTurn(observations: readonly TranscriptEntry[], ask: Ask, omitted = 0, digest?: string | null): string {
+export function buildUserTurn(shown: readonly TranscriptEntry[], ask: Ask, omitted = 0, digest?: string | null): string {
+  // Reactions to one message in a row read as one line, however many people reacted.
+  const observations = foldReactionNotes(shown);
   const lines = observations.map(observationLine);
   const note = digest ?? (omitted > 0 ? `(${omitted} earlier message${omitted === 1 ? '' : 's'} not shown)` : null);
   if (ask.kind === 'direct') {

@@ -11,6 +11,7 @@ import type { Logger, SearchFound, SearchRequest, StoredGroup } from '../../core
 import type { EntryEdit, GroupRecord } from '../../core/records.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { StoreUnavailableError, describeError } from '../../core/errors.js';
+import { changesText } from '../../core/groups/entryEdit.js';
 import { newestFirst, searchable } from '../../core/text/search.js';
 import type { GroupWrite, LogBackend } from '../LogBackend.js';
 import { checkFormat, segmentName } from './format.js';
@@ -136,7 +137,8 @@ export class FileBackend implements LogBackend<FileAppend> {
 
   prepare(_groupId: string, record: GroupRecord): FileAppend {
     const found = (record.entries ?? []).filter(searchable).map((e) => ({ seq: e.seq, ts: e.ts, text: e.text }));
-    const edits = (record.edits ?? []).filter((ed) => ed.deleted || ed.text !== undefined).map(indexedEdit);
+    // A reaction keeps the text as it was: only edits that change it reach the search index.
+    const edits = (record.edits ?? []).filter(changesText).map(indexedEdit);
     return { line: `${JSON.stringify(record)}\n`, span: spanOf(record), found, edits };
   }
 
@@ -224,7 +226,7 @@ export class FileBackend implements LogBackend<FileAppend> {
       const index = await this.search.index(id, async (add, edit) => {
         for await (const rec of log.records(0)) {
           for (const e of rec.entries ?? []) if (searchable(e)) add({ seq: e.seq, ts: e.ts, text: e.text });
-          for (const ed of rec.edits ?? []) if (ed.deleted || ed.text !== undefined) edit(indexedEdit(ed));
+          for (const ed of rec.edits ?? []) if (changesText(ed)) edit(indexedEdit(ed));
         }
       });
       places.push(...index.match(req.terms, id, req.before, req.limit));

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import type { GroupRecord } from '../../core/records.js';
 import { StoreUnavailableError, describeError } from '../../core/errors.js';
 import type { TranscriptEntry } from '../../core/types.js';
-import { applyEntryEdit } from '../../core/groups/entryEdit.js';
+import { applyEntryEdit, changesText } from '../../core/groups/entryEdit.js';
 import { SEARCH_VECTOR, searchColumn } from './search.js';
 
 /** One record as it is appended, serialised when `append` was called. */
@@ -20,8 +20,11 @@ export interface PgAppend {
   /** The record's entries, with their search tokens (search.ts). */
   entries: Array<{ seq: number; json: string; search: string }>;
   delivery: Array<{ seq: number; delivery: string; posted: string | null }>;
-  /** Edits of earlier entries: the edit (it describes the entry's whole edit state) and the search tokens of the new text. */
-  edits: Array<{ seq: number; json: string; search: string }>;
+  /**
+   * Edits of earlier entries: the edit (it describes the entry's whole edit state) and the search
+   * tokens of the new text, null when the edit keeps the text as it was (a reaction).
+   */
+  edits: Array<{ seq: number; json: string; search: string | null }>;
 }
 
 export function pgAppend(groupId: string, record: GroupRecord): PgAppend {
@@ -33,7 +36,7 @@ export function pgAppend(groupId: string, record: GroupRecord): PgAppend {
     body: JSON.stringify(record),
     entries: (record.entries ?? []).map((e) => ({ seq: e.seq, json: JSON.stringify(e), search: searchColumn(e) })),
     delivery: (record.delivery ?? []).map((d) => ({ seq: d.seq, delivery: d.delivery, posted: d.postedIds ? JSON.stringify(d.postedIds) : null })),
-    edits: (record.edits ?? []).map((ed) => ({ seq: ed.seq, json: JSON.stringify(ed), search: ed.deleted ? '' : searchTokensOf(ed.text ?? '') })),
+    edits: (record.edits ?? []).map((ed) => ({ seq: ed.seq, json: JSON.stringify(ed), search: ed.deleted ? '' : changesText(ed) ? searchTokensOf(ed.text ?? '') : null })),
   };
 }
 
@@ -154,7 +157,7 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
   const ent = { g: [] as string[], seq: [] as number[], n: [] as number[], entry: [] as string[], delivery: [] as Array<string | null>, posted: [] as Array<string | null>, search: [] as string[] };
   const inBatch = new Map<string, number>();
   const later = new Map<string, { g: string; seq: number; delivery: string; posted: string | null }>();
-  const edits = new Map<string, { g: string; seq: number; edit: string; search: string }>();
+  const edits = new Map<string, { g: string; seq: number; edit: string; search: string | null }>();
   for (const it of items) {
     rec.g.push(it.groupId);
     rec.n.push(it.n);
@@ -194,7 +197,11 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
         applyEntryEdit(entry, JSON.parse(ed.json));
         ent.entry[k] = JSON.stringify(entry);
         ent.search[k] = searchColumn(entry);
-      } else edits.set(key, { g: it.groupId, seq: ed.seq, edit: ed.json, search: ed.search });
+      } else {
+        // A reaction after a text edit of the same batch keeps that edit's words.
+        const search = ed.search ?? edits.get(key)?.search ?? null;
+        edits.set(key, { g: it.groupId, seq: ed.seq, edit: ed.json, search });
+      }
     }
   }
   const eds = [...edits.values()];
@@ -210,7 +217,7 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
         FROM unnest($13::text[], $14::bigint[], $15::text[], $16::json[]) AS u(group_id, seq, delivery, posted_ids)
         WHERE c.group_id = u.group_id AND c.seq = u.seq),
   x AS (UPDATE chorus_entries c SET edit = u.edit,
-          search = CASE WHEN c.search = ''::tsvector THEN c.search ELSE ${SEARCH_VECTOR('u.s')} END
+          search = CASE WHEN c.search = ''::tsvector OR u.s IS NULL THEN c.search ELSE ${SEARCH_VECTOR('u.s')} END
         FROM unnest($18::text[], $19::bigint[], $20::json[], $21::text[]) AS u(group_id, seq, edit, s)
         WHERE c.group_id = u.group_id AND c.seq = u.seq)
 SELECT 1`;

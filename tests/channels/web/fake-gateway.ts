@@ -187,6 +187,9 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   deleteMessage(): Promise<TranscriptEntry> {
     return Promise.reject(new UserError('FakeGateway does not delete messages', 'bad_request', 400));
   }
+  react(): Promise<TranscriptEntry> {
+    return Promise.reject(new UserError('FakeGateway does not keep reactions', 'bad_request', 400));
+  }
 
   subscribe(listener: (ev: GatewayEvent) => void): () => void {
     this.listeners.add(listener);
