@@ -320,8 +320,7 @@ export class GroupRouter implements ChannelHost {
 
   /**
    * A message another instance took for a group this one now runs (the cluster inbox). Throws
-   * `StoreUnavailableError` instead of forwarding it again if ownership was lost meanwhile, so
-   * the inbox keeps it for the next owner.
+   * `StoreUnavailableError` if ownership was lost meanwhile: the inbox keeps it for the next owner.
    */
   receiveForwarded(msg: InboundMessage): Promise<ReceiveResult> {
     return this.receiveAs(msg, true);
