@@ -210,6 +210,9 @@ export class TimedChannel implements Channel {
   async postAsSystem(_chat: ChatRef, _text: string): Promise<PostedMessage> {
     return { ids: [`s${++this.n}`] };
   }
+  async react(): Promise<boolean> {
+    return true;
+  }
   startTyping(): () => void {
     return () => undefined;
   }

@@ -3,20 +3,8 @@
  * store) implement these; the core never imports an adapter, SDK, HTTP or file-system module.
  * What the core offers user interfaces in turn, `GatewayApi`, is in gatewayApi.ts.
  */
-import type {
-  AgentDef,
-  ChannelKind,
-  ChatRef,
-  ChatTurn,
-  InboundMessage,
-  ReceiveResult,
-  ReplyCut,
-  ToolCall,
-  ToolSpec,
-  ToolStep,
-  TranscriptEntry,
-  Usage,
-} from './types.js';
+import type { AgentDef, ChannelKind, ChatRef, ChatTurn, InboundMessage, PlatformReaction, ReceiveResult, ReplyCut, TranscriptEntry, Usage } from './types.js';
+import type { ToolCall, ToolSpec, ToolStep } from './toolTypes.js';
 import type { GroupCheckpoint, GroupRecord } from './records.js';
 import type { ChannelStatus, ClusterStatus, GroupView, SearchCursor, UnreadableGroup } from './readModels.js';
 import type { GatewayApi } from './gatewayApi.js';
@@ -85,6 +73,12 @@ export interface ChannelHost {
   registerHandle(handle: string, agentId: string): void;
   /** Which agent posted this platform message (reply-to addressing), if known. */
   agentForPostedMessage(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined;
+  /**
+   * A person's reaction on a platform message changed (Telegram `message_reaction`, Discord
+   * reaction events). Recorded on the entry that message is; a message Chorus does not know, a
+   * chat without a group or an emoji it does not take is ignored (logged).
+   */
+  reacted(r: PlatformReaction): Promise<void>;
   /** Group management and live events, for channels that offer a UI/API (the web feed). */
   gateway: GatewayApi;
   logger: Logger;
@@ -151,6 +145,13 @@ export interface Channel {
   stop(): Promise<void>;
   /** Post `text` under the agent's own identity, split to the platform limit. */
   postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage>;
+  /**
+   * Show (`on`) or take back an agent's reaction on a posted message natively: Telegram through
+   * the agent's own bot (`setMessageReaction`), Discord through the gateway bot when allowed.
+   * Resolves false when this channel cannot show it (it stays recorded, and the web page shows
+   * it). Never throws for a platform refusal; logs it.
+   */
+  react(chat: ChatRef, agent: AgentDef, platformMessageId: string, emoji: string, on: boolean): Promise<boolean>;
   /** Post as the gateway's system voice (command replies, notices, greetings). */
   postAsSystem(chat: ChatRef, text: string, opts?: PostOptions): Promise<PostedMessage>;
   /** Show "agent is typing" until the returned function is called. Never throws. */

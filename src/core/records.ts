@@ -3,7 +3,8 @@
  * checkpoints its log holds. Shared by the core, which keeps groups in memory, and the stores,
  * which write and read them.
  */
-import type { ChannelKind, ChatTurn, GroupConfig, Reaction, ToolOutcome, TranscriptEntry, Usage } from './types.js';
+import type { ChannelKind, ChatTurn, GroupConfig, Reaction, TranscriptEntry, Usage } from './types.js';
+import type { ToolOutcome } from './toolTypes.js';
 
 /** Accumulated token figures. */
 export interface UsageTotals {

@@ -2,7 +2,7 @@
  * The port to the agents' tools: the MCP servers, as the core sees them (implemented in
  * src/tools). Its own file beside ports.ts, which holds the channel, store and model ports.
  */
-import type { ToolOutcome, ToolSpec } from './types.js';
+import type { ToolOutcome, ToolSpec } from './toolTypes.js';
 
 /** A tool an agent may call, as the tool host describes it. */
 export interface ToolInfo extends ToolSpec {

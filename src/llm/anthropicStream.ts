@@ -8,7 +8,7 @@
  * which keeps a broken call (and the rest of the reply) instead.
  */
 import type Anthropic from '@anthropic-ai/sdk';
-import type { ToolCall } from '../core/types.js';
+import type { ToolCall } from '../core/toolTypes.js';
 import type { ReplyBudget } from './common.js';
 import { parseToolInput, toolInputOf } from './toolInput.js';
 

@@ -5,7 +5,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { LlmError } from '../core/errors.js';
 import type { LlmRequest } from '../core/ports.js';
-import type { ToolStep } from '../core/types.js';
+import type { ToolStep } from '../core/toolTypes.js';
 import { nonEmpty } from './common.js';
 
 /**

@@ -6,7 +6,7 @@
 import type OpenAI from 'openai';
 import { LlmError } from '../core/errors.js';
 import type { LlmRequest } from '../core/ports.js';
-import type { ToolCall, ToolStep } from '../core/types.js';
+import type { ToolCall, ToolStep } from '../core/toolTypes.js';
 import { nonEmpty } from './common.js';
 import { parseToolInput, toolInputOf } from './toolInput.js';
 

@@ -31,6 +31,11 @@ export class FakeChannel implements Channel {
     this.posts.push({ chatId: chat.chatId, agentId: agent.id, text, replyTo: opts?.replyToMessageId, id });
     return { ids: [id] };
   }
+  readonly reactions: Array<{ chatId: string; agentId: string; messageId: string; emoji: string; on: boolean }> = [];
+  async react(chat: ChatRef, agent: AgentDef, messageId: string, emoji: string, on: boolean): Promise<boolean> {
+    this.reactions.push({ chatId: chat.chatId, agentId: agent.id, messageId, emoji, on });
+    return true;
+  }
   async postAsSystem(chat: ChatRef, text: string): Promise<PostedMessage> {
     const id = `p${++this.n}`;
     this.posts.push({ chatId: chat.chatId, agentId: null, text, id });

@@ -5,7 +5,7 @@
  */
 import type { ChannelHost, GatewayApi } from '../../src/core/ports.js';
 import type { GroupView } from '../../src/core/readModels.js';
-import type { AgentDef, ChannelKind, ChatRef, InboundMessage, ReceiveResult } from '../../src/core/types.js';
+import type { AgentDef, ChannelKind, ChatRef, InboundMessage, PlatformReaction, ReceiveResult } from '../../src/core/types.js';
 import { silentLogger } from './logger.js';
 
 export class RecordingHost implements ChannelHost {
@@ -49,6 +49,10 @@ export class RecordingHost implements ChannelHost {
   readonly handles = new Map<string, string>();
   registerHandle(handle: string, agentId: string): void {
     this.handles.set(handle, agentId);
+  }
+  readonly reactions: PlatformReaction[] = [];
+  async reacted(r: PlatformReaction): Promise<void> {
+    this.reactions.push(r);
   }
   agentForPostedMessage(channel: ChannelKind, chatId: string, id: string): string | undefined {
     return this.posted.get(`${channel}:${chatId}:${id}`);

@@ -4,7 +4,7 @@
  */
 import type { LlmProvider, LlmRequest, LlmResponse } from '../../src/core/ports.js';
 import type { ToolCallResult, ToolHost, ToolInfo } from '../../src/core/toolPorts.js';
-import type { ToolCall } from '../../src/core/types.js';
+import type { ToolCall } from '../../src/core/toolTypes.js';
 
 /** Tools in memory: `lookup` only reads, `cancel` changes something (counted), `hang` never answers until aborted. */
 export class MemoryTools implements ToolHost {

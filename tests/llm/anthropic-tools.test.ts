@@ -7,7 +7,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LlmError } from '../../src/core/errors.js';
 import type { LlmRequest } from '../../src/core/ports.js';
-import type { ToolStep } from '../../src/core/types.js';
+import type { ToolStep } from '../../src/core/toolTypes.js';
 import { AnthropicProvider, buildAnthropicParams } from '../../src/llm/AnthropicProvider.js';
 import { INVALID_JSON_KEY } from '../../src/llm/toolInput.js';
 import { ManualClock, REQUEST_OVERHEAD_TOKENS, callTool, startFakeAnthropic, type FakeAnthropicServer, type LoggedRequest } from '../fakes/anthropic/index.js';

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LlmError } from '../../src/core/errors.js';
 import type { LlmRequest } from '../../src/core/ports.js';
-import type { ToolStep } from '../../src/core/types.js';
+import type { ToolStep } from '../../src/core/toolTypes.js';
 import { OpenAiProvider, buildOpenAiParams } from '../../src/llm/OpenAiProvider.js';
 import { ToolCallCollector } from '../../src/llm/openAiTools.js';
 import { INVALID_JSON_KEY } from '../../src/llm/toolInput.js';

@@ -1,7 +1,8 @@
 /** Shared helpers for the provider tests. */
 import type { ChorusConfig } from '../../src/config/schema.js';
 import type { LlmRequest } from '../../src/core/ports.js';
-import type { ChatTurn, ToolSpec } from '../../src/core/types.js';
+import type { ChatTurn } from '../../src/core/types.js';
+import type { ToolSpec } from '../../src/core/toolTypes.js';
 
 /**
  * The model the tests ask for. Not `claude-sonnet-4-5` (the old default): SDK 1.12 lists that one

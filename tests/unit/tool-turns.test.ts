@@ -4,7 +4,7 @@
  * the other agents see. The MCP host and the providers have their own tests (tests/tools, tests/llm).
  */
 import { describe, expect, it } from 'vitest';
-import type { ToolCall } from '../../src/core/types.js';
+import type { ToolCall } from '../../src/core/toolTypes.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { FakeClock } from '../helpers/fake-clock.js';

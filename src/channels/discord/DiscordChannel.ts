@@ -347,6 +347,11 @@ export class DiscordChannel implements Channel {
     return this.typing.start(run.client, chat);
   }
 
+  /** Agents' reactions are recorded (the web page shows them); this channel does not show them yet. */
+  async react(): Promise<boolean> {
+    return false;
+  }
+
   async isAdmin(chat: ChatRef, userId: string): Promise<boolean> {
     if (this.admins.has(userId)) return true;
     const run = this.running;

@@ -374,6 +374,8 @@ export class TelegramChannel implements Channel {
     return remove;
   }
 
+  /** Agents' reactions are recorded (the web page shows them); this channel does not show them yet. */
+  react = async (): Promise<boolean> => false;
   async isAdmin(chat: ChatRef, userId: string): Promise<boolean> {
     if (this.opts.config.admins.includes(userId)) return true;
     const { tgId, dmAgentId } = this.target(chat);

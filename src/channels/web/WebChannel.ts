@@ -194,6 +194,11 @@ export class WebChannel implements Channel {
     return this.ids(text);
   }
 
+  /** The page shows reactions from the transcript (live over the event stream): nothing to post. */
+  async react(): Promise<boolean> {
+    return true;
+  }
+
   startTyping(): () => void {
     return () => {};
   }

@@ -10,7 +10,7 @@ import type { GroupDoc } from '../records.js';
 import type { GroupView, RegenerateResult, StopResult } from '../readModels.js';
 import { RunningGroups, noPeers } from '../peers.js';
 import { Hosting } from './Hosting.js';
-import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, ReceiveResult } from '../types.js';
+import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, PlatformReaction, ReceiveResult } from '../types.js';
 import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
@@ -30,6 +30,8 @@ import { GroupAdmin } from '../groups/GroupAdmin.js';
 import { createDeclaredGroups, type DeclaredGroup } from './declaredGroups.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { Approvals } from './Approvals.js';
+import { platformReaction } from './platformReactions.js';
+import { replaceInPlace, type Reconfiguration } from './reconfigure.js';
 import { noTools } from './toolTurn.js';
 
 /** Everything the router needs; built by the composition root (src/app.ts). */
@@ -231,26 +233,16 @@ export class GroupRouter implements ChannelHost {
   addChannel(channel: Channel): void {
     this.channels.set(channel.kind, channel);
   }
-
   channel(kind: ChannelKind): Channel | undefined {
     return this.channels.get(kind);
   }
 
   /**
-   * Config reload: agents, aliases and group defaults are replaced in place, because the rounds,
-   * commands, outbox and channels all hold these same objects; the next round sees the new ones.
-   * The caller refuses a reload that removes an agent (groups may still hold it).
+   * Config reload: agents, aliases and group defaults are replaced in place (rounds, commands, outbox
+   * and channels hold these objects). The caller refuses a reload that removes an agent.
    */
-  reconfigure(next: { agents: AgentDef[]; aliases: Record<string, string[]>; groupDefaults: GroupConfig; shares?: { perGroup: number; perAgent: number } | undefined }): void {
-    this.opts.agents.splice(0, this.opts.agents.length, ...next.agents);
-    const map = this.agentMap as Map<string, AgentDef>;
-    map.clear();
-    for (const a of next.agents) map.set(a.id, a);
-    for (const k of Object.keys(this.opts.aliases)) delete this.opts.aliases[k];
-    Object.assign(this.opts.aliases, next.aliases);
-    // Replaced, not merged: a key the new file leaves out goes back to its default there.
-    for (const k of Object.keys(this.opts.groupDefaults)) delete (this.opts.groupDefaults as unknown as Record<string, unknown>)[k];
-    Object.assign(this.opts.groupDefaults, next.groupDefaults);
+  reconfigure(next: Reconfiguration): void {
+    replaceInPlace({ agents: this.opts.agents, agentMap: this.agentMap as Map<string, AgentDef>, aliases: this.opts.aliases, groupDefaults: this.opts.groupDefaults }, next);
     this.handles.reset(next.agents, next.aliases);
     if (next.shares) this.gate.setShares(next.shares);
   }
@@ -384,6 +376,10 @@ export class GroupRouter implements ChannelHost {
 
   agentForPostedMessage(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined {
     return this.outbox.agentFor(channel, chatId, platformMessageId);
+  }
+
+  reacted(r: PlatformReaction): Promise<void> {
+    return platformReaction({ groups: this.groups, gateway: this.gateway, logger: this.logger }, r);
   }
 
   membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean }): Promise<void> {

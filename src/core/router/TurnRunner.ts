@@ -23,7 +23,8 @@ import { budgetRefuses } from './budgetNotices.js';
 import { withinContext } from './withinContext.js';
 import { StoppedReply } from './stoppedReply.js';
 import { PromptRefs } from '../session/promptRef.js';
-import type { PromptRef, ToolStep } from '../types.js';
+import type { PromptRef } from '../types.js';
+import type { ToolStep } from '../toolTypes.js';
 import { AwaitingApproval, ToolTurn, addUsage, fitSteps, type ToolTurnResult } from './toolTurn.js';
 
 /** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */

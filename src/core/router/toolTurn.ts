@@ -12,7 +12,8 @@
 import type { LlmResponse } from '../ports.js';
 import type { ToolHost, ToolInfo } from '../toolPorts.js';
 import type { GroupDoc, RoundRecord, ToolCallRecord } from '../records.js';
-import type { AgentDef, ToolCall, ToolOutcome, ToolSpec, ToolStep, ToolStepView, Usage } from '../types.js';
+import type { AgentDef, Usage } from '../types.js';
+import type { ToolCall, ToolOutcome, ToolSpec, ToolStep, ToolStepView } from '../toolTypes.js';
 import { neutralizeToolText } from '../session/toolSafety.js';
 import { cutWithMarker, stepLine } from '../text/toolText.js';
 import { utf8Length } from '../text/utf8.js';

@@ -2,7 +2,7 @@
  * The lines the room is shown of tool steps (the transcript, Telegram and Discord, other agents'
  * mailboxes), and cutting tool text with a marker that says so.
  */
-import type { ToolOutcome, ToolStepView } from '../types.js';
+import type { ToolOutcome, ToolStepView } from '../toolTypes.js';
 import { cutUtf8, utf8Length } from './utf8.js';
 
 /** How much of a result other agents observe, and a Telegram or Discord line shows. */

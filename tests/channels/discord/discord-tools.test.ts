@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../../src/app.js';
 import { parseConfigText } from '../../../src/config/load.js';
-import type { ToolCall } from '../../../src/core/types.js';
+import type { ToolCall } from '../../../src/core/toolTypes.js';
 import { FakeDiscord } from '../../fakes/discord/FakeDiscord.js';
 import type { FakeUser } from '../../fakes/discord/model.js';
 import { silentLogger } from '../../helpers/logger.js';

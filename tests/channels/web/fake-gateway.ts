@@ -232,6 +232,7 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   }
   async membershipChanged(): Promise<void> {}
   async rekeyChat(): Promise<void> {}
+  async reacted(): Promise<void> {}
   agentForPostedMessage(): string | undefined {
     return undefined;
   }
