@@ -151,6 +151,26 @@ describe('approvals', () => {
     await h.router.stop();
   });
 
+  it('a step with two calls, the first waiting for a person: both are recorded, and both reach the model after the decision', async () => {
+    const tools = new MemoryTools();
+    const llm = new StepLlm([{ calls: [call('c1', 'orders__cancel'), call('c2', 'orders__lookup', { id: 7 })] }, 'Done both.']);
+    const h = await makeRouter({ llm, tools, group: { reply_strategy: 'mention_only' } });
+    await h.router.receive(h.message('@analyst cancel 42 and look up 7'));
+    await settleUntil(() => h.transcript().some((e) => e.tool?.outcome === 'waiting'), 'the request');
+    await h.router.idle();
+    expect(h.router.groups.get('room')!.state.tools!.map((c) => [c.tool, c.approval, c.started])).toEqual([
+      ['cancel', 'waiting', 0],
+      ['lookup', 'none', 0],
+    ]);
+    const id = h.transcript().find((e) => e.tool?.outcome === 'waiting')!.tool!.id;
+    await h.router.gateway.decideTool('room', id, true, 'Maya');
+    await h.router.idle();
+    expect([tools.cancelled, tools.lookups]).toEqual([1, 1]);
+    expect(llm.requests[1]!.toolSteps![0]!.calls.map((c) => c.id)).toEqual(['c1', 'c2']);
+    expect(h.transcript().at(-1)).toMatchObject({ kind: 'agent', text: 'Done both.' });
+    await h.router.stop();
+  });
+
   it('denied with /deny: not run, and the model is told', async () => {
     const tools = new MemoryTools();
     const llm = new StepLlm([{ calls: [call('c1', 'orders__cancel')] }, 'I was not allowed to.']);

@@ -97,11 +97,11 @@ export class ToolTurn {
       stepUsage = addUsage(stepUsage, res.usage);
       stepCostUsd = stepCostUsd === null || res.costUsd == null ? null : stepCostUsd + res.costUsd;
       this.d.groups.addGroupUsage(s.g, s.agent.id, res);
+      // Every call of the step is recorded before the first runs: one waiting for a person, or a
+      // crash, leaves the others recorded too, and the resumed turn settles them in order.
       const index = done.length;
-      for (const tc of res.toolCalls) {
-        const rec = this.record(s, index, res.text, tc);
-        await this.settle(s, rec);
-      }
+      const recs = res.toolCalls.map((tc) => this.record(s, index, res.text, tc));
+      for (const rec of recs) await this.settle(s, rec);
     }
   }
 
