@@ -10,7 +10,8 @@
  * Replies: Discord webhooks cannot post message replies, so `replyToMessageId` is not used; the
  * router's addressing does not depend on it.
  *
- * Reactions: people's come in from the gateway's reaction events (reactionEvents.ts).
+ * Reactions: people's come in from the gateway's reaction events (reactionEvents.ts); agents' are
+ * shown by the gateway bot with `agent_reactions: bot`, since webhooks cannot react (agentReactions.ts).
  */
 import { Routes, type Client, type Message } from 'discord.js';
 import type { Channel, ChannelCapabilities, ChannelHost, ConnectionGate, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
@@ -19,6 +20,7 @@ import type { AgentDef, ChatRef, PlatformReaction } from '../../core/types.js';
 import { splitMessage } from '../../core/text/split.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
 import { BoundedMap } from '../../core/lib/BoundedMap.js';
+import { AgentReactions } from './agentReactions.js';
 import { ChannelHealth } from './channelHealth.js';
 import { newClient } from './client.js';
 import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, type DiscordConfig } from './config.js';
@@ -80,8 +82,9 @@ export class DiscordChannel implements Channel {
   /** Messages per chat, handed to the router one at a time in the order Discord delivered them. */
   private readonly inbound = new KeyedQueue();
   private readonly typing: TypingIndicators;
-  /** People seen reacting (for "remove all"). */
+  /** People seen reacting (for "remove all"), and the agents' reactions the bot shows. */
   private readonly reactors = new Reactors();
+  private readonly agentReactions: AgentReactions;
   private running: Running | null = null;
   private starting: Promise<void> | null = null;
   /** Why the last start failed (bad token, disallowed intents, ...), for `/readyz`. */
@@ -106,6 +109,7 @@ export class DiscordChannel implements Channel {
     this.nameProblems = agentNameProblems(opts.agents, opts.config.webhook_name);
     this.channels = new ChannelHealth(this.log);
     this.typing = new TypingIndicators(this.log);
+    this.agentReactions = new AgentReactions(opts.config.agent_reactions, this.log);
   }
 
   async start(host: ChannelHost): Promise<void> {
@@ -227,7 +231,7 @@ export class DiscordChannel implements Channel {
     listenForReactions(client, { log: this.log, allowBots: this.cfg.allow_bots, allowList: this.allowList, reactors: this.reactors }, {
       live: () => Boolean(this.running?.gateway && this.running.client === client),
       deliver: (r) => this.onReaction(r),
-      cleared: () => {},
+      cleared: (messageId, emoji) => this.agentReactions.cleared(messageId, emoji),
     });
 
     // Go live in the ready handler itself: discord.js replays messages queued during the
@@ -266,7 +270,7 @@ export class DiscordChannel implements Channel {
     this.gatewayUp = true;
     this.log.info({ bot: client.user?.tag, guilds: client.guilds.cache.size }, 'discord: connected');
     // Permission problems show up now, naming the channel, rather than at the first agent reply.
-    await this.channels.check(run, this.allowList);
+    await this.channels.check(run, this.allowList, this.cfg.agent_reactions === 'bot');
   }
 
   /**
@@ -360,9 +364,9 @@ export class DiscordChannel implements Channel {
     return this.typing.start(run.client, chat);
   }
 
-  /** Agents' reactions are recorded (the web page shows them); this channel does not show them yet. */
-  async react(): Promise<boolean> {
-    return false;
+  /** With `agent_reactions: bot` the gateway bot shows it (agentReactions.ts); with `off`, false. */
+  react(chat: ChatRef, agent: AgentDef, platformMessageId: string, emoji: string, on: boolean): Promise<boolean> {
+    return this.agentReactions.react(this.running?.client.rest, chat, agent, platformMessageId, emoji, on);
   }
 
   async isAdmin(chat: ChatRef, userId: string): Promise<boolean> {
@@ -383,6 +387,8 @@ export class DiscordChannel implements Channel {
     const out: string[] = [];
     const channelProblem = this.channels.problem(chat.chatId);
     if (channelProblem) out.push(channelProblem);
+    const reactionProblem = this.channels.reactionProblem(chat.chatId);
+    if (reactionProblem) out.push(reactionProblem);
     for (const id of participants) {
       const p = this.nameProblems.get(id);
       if (p) out.push(p);
