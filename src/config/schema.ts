@@ -327,6 +327,9 @@ export const configSchema = z
             allow_bots: z.boolean().default(false),
             webhook_name: z.string().min(1).max(80).default('Chorus'),
             emoji_avatar_base: z.string().url().nullable().default(null),
+            // Webhooks cannot react: bot = the gateway bot shows agents' reactions (under its own
+            // name); off = they are recorded and shown on the web page only.
+            agent_reactions: z.enum(['off', 'bot']).default('off'),
           })
           .strict()
           .prefault({}),

@@ -64,6 +64,7 @@ describe('config', () => {
       ['agents[0].telegram.token: required when channels.telegram.enabled', '(environment): not set: TG_A'],
     ],
     ['malformed token', 'agents:\n  - { id: a, name: A, persona: p, telegram: { token: "abc" } }\nchannels: { telegram: { enabled: true } }\n', ['agents[0].telegram.token: does not look like a bot token from @BotFather ("123456:ABC...")']],
+    ['discord agent_reactions', AGENT + 'channels: { discord: { agent_reactions: emoji } }\n', ['channels.discord.agent_reactions: must be one of: off, bot']],
     ['discord token required', AGENT + 'channels: { discord: { enabled: true } }\n', ['channels.discord.token: required when channels.discord.enabled']],
     ['public bind without token', AGENT + 'channels: { web: { host: 0.0.0.0 } }\n', ['channels.web.host: refusing to listen on 0.0.0.0 without channels.web.auth_token; set a token or use 127.0.0.1']],
     ['bad colour', 'agents:\n  - { id: a, name: A, persona: p, color: blue }\n', ['agents[0].color: must be a colour like "#2563eb"']],

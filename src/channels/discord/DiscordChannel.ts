@@ -9,21 +9,27 @@
  *
  * Replies: Discord webhooks cannot post message replies, so `replyToMessageId` is not used; the
  * router's addressing does not depend on it.
+ *
+ * Reactions: people's come in from the gateway's reaction events (reactionEvents.ts); agents' are
+ * shown by the gateway bot with `agent_reactions: bot`, since webhooks cannot react (agentReactions.ts).
  */
-import { Client, GatewayIntentBits, Routes, type Message } from 'discord.js';
+import { Routes, type Client, type Message } from 'discord.js';
 import type { Channel, ChannelCapabilities, ChannelHost, ConnectionGate, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
 import type { ChannelStatus } from '../../core/readModels.js';
-import type { AgentDef, ChatRef } from '../../core/types.js';
+import type { AgentDef, ChatRef, PlatformReaction } from '../../core/types.js';
 import { splitMessage } from '../../core/text/split.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
 import { BoundedMap } from '../../core/lib/BoundedMap.js';
+import { AgentReactions } from './agentReactions.js';
 import { ChannelHealth } from './channelHealth.js';
+import { newClient } from './client.js';
 import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, type DiscordConfig } from './config.js';
 import { DiscordPostError, sanitizeError } from './errors.js';
 import { identityFor } from './identity.js';
 import { normalizeMessage } from './normalize.js';
 import { sendChunk, type Sender } from './outbound.js';
 import { fetchGuildOf, hasManageChannels } from './permissions.js';
+import { Reactors, listenForReactions } from './reactionEvents.js';
 import { DiscordStartupError, MISSING_TOKEN_MESSAGE, agentNameProblems, loginFailure } from './startupChecks.js';
 import { TypingIndicators } from './typing.js';
 import { WebhookCache } from './webhooks.js';
@@ -76,6 +82,9 @@ export class DiscordChannel implements Channel {
   /** Messages per chat, handed to the router one at a time in the order Discord delivered them. */
   private readonly inbound = new KeyedQueue();
   private readonly typing: TypingIndicators;
+  /** People seen reacting (for "remove all"), and the agents' reactions the bot shows. */
+  private readonly reactors = new Reactors();
+  private readonly agentReactions: AgentReactions;
   private running: Running | null = null;
   private starting: Promise<void> | null = null;
   /** Why the last start failed (bad token, disallowed intents, ...), for `/readyz`. */
@@ -100,6 +109,7 @@ export class DiscordChannel implements Channel {
     this.nameProblems = agentNameProblems(opts.agents, opts.config.webhook_name);
     this.channels = new ChannelHealth(this.log);
     this.typing = new TypingIndicators(this.log);
+    this.agentReactions = new AgentReactions(opts.config.agent_reactions, this.log);
   }
 
   async start(host: ChannelHost): Promise<void> {
@@ -159,7 +169,7 @@ export class DiscordChannel implements Channel {
       throw new DiscordStartupError(MISSING_TOKEN_MESSAGE, 'missing_token');
     }
     const api = this.cfg.api_base?.replace(/\/+$/, '') || undefined;
-    const client = new Client({ intents: [], ...(api ? { rest: { api } } : {}), allowedMentions: { parse: ['users'] } });
+    const client = newClient(api, false);
     client.rest.setToken(token);
     if (!this.applicationId) {
       try {
@@ -205,12 +215,7 @@ export class DiscordChannel implements Channel {
     for (const problem of this.nameProblems.values()) this.log.error(problem);
 
     const api = this.cfg.api_base?.replace(/\/+$/, '') || undefined;
-    const client = new Client({
-      intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent],
-      // The gateway URL is not configured separately: discord.js asks `<api>/gateway/bot` for it.
-      ...(api ? { rest: { api } } : {}),
-      allowedMentions: { parse: ['users'] },
-    });
+    const client = newClient(api, true);
     let lastCloseCode: number | undefined;
     client.on('shardDisconnect', (ev) => {
       lastCloseCode = ev.code;
@@ -223,6 +228,11 @@ export class DiscordChannel implements Channel {
     client.on('shardError', (err) => this.log.warn({ reason: sanitizeError(err, 'gateway').message }, 'discord: gateway error'));
     client.on('warn', (text) => this.log.warn({ detail: text }, 'discord: client warning'));
     client.on('messageCreate', (m) => this.onMessage(m));
+    listenForReactions(client, { log: this.log, allowBots: this.cfg.allow_bots, allowList: this.allowList, reactors: this.reactors }, {
+      live: () => Boolean(this.running?.gateway && this.running.client === client),
+      deliver: (r) => this.onReaction(r),
+      cleared: (messageId, emoji) => this.agentReactions.cleared(messageId, emoji),
+    });
 
     // Go live in the ready handler itself: discord.js replays messages queued during the
     // handshake right after it, and they must find the adapter running.
@@ -260,7 +270,7 @@ export class DiscordChannel implements Channel {
     this.gatewayUp = true;
     this.log.info({ bot: client.user?.tag, guilds: client.guilds.cache.size }, 'discord: connected');
     // Permission problems show up now, naming the channel, rather than at the first agent reply.
-    await this.channels.check(run, this.allowList);
+    await this.channels.check(run, this.allowList, this.cfg.agent_reactions === 'bot');
   }
 
   /**
@@ -307,6 +317,13 @@ export class DiscordChannel implements Channel {
       .catch((err) => this.log.error({ err, messageId: msg.messageId, chatId: msg.chatId }, 'discord: router did not take the message'));
   }
 
+  /** A person's reaction, in order with the chat's messages (one reacted to has been handed on first). */
+  private onReaction(r: PlatformReaction): void {
+    const run = this.running;
+    if (!run) return;
+    void this.inbound.run(r.chatId, () => run.host.reacted(r)).catch((err) => this.log.error({ err, messageId: r.platformMessageId, chatId: r.chatId }, 'discord: a reaction was not recorded'));
+  }
+
   /** `opts.approval` is not used: webhook messages cannot carry buttons, and the request's text names /approve and /deny. */
   async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, _opts?: PostOptions): Promise<PostedMessage> {
     const id = identityFor(agent, this.cfg);
@@ -347,9 +364,9 @@ export class DiscordChannel implements Channel {
     return this.typing.start(run.client, chat);
   }
 
-  /** Agents' reactions are recorded (the web page shows them); this channel does not show them yet. */
-  async react(): Promise<boolean> {
-    return false;
+  /** With `agent_reactions: bot` the gateway bot shows it (agentReactions.ts); with `off`, false. */
+  react(chat: ChatRef, agent: AgentDef, platformMessageId: string, emoji: string, on: boolean): Promise<boolean> {
+    return this.agentReactions.react(this.running?.client.rest, chat, agent, platformMessageId, emoji, on);
   }
 
   async isAdmin(chat: ChatRef, userId: string): Promise<boolean> {
@@ -370,6 +387,8 @@ export class DiscordChannel implements Channel {
     const out: string[] = [];
     const channelProblem = this.channels.problem(chat.chatId);
     if (channelProblem) out.push(channelProblem);
+    const reactionProblem = this.channels.reactionProblem(chat.chatId);
+    if (reactionProblem) out.push(reactionProblem);
     for (const id of participants) {
       const p = this.nameProblems.get(id);
       if (p) out.push(p);

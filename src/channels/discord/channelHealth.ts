@@ -8,8 +8,8 @@ import type { Client } from 'discord.js';
 import type { ChannelHost, Logger } from '../../core/ports.js';
 import type { ChannelPartStatus } from '../../core/readModels.js';
 import { sanitizeError } from './errors.js';
-import { guildChannel } from './permissions.js';
-import { missingManageWebhooksMessage } from './startupChecks.js';
+import { guildChannel, missingReactionPermissions } from './permissions.js';
+import { missingManageWebhooksMessage, missingReactionPermissionsMessage } from './startupChecks.js';
 import { MissingWebhookPermission, type WebhookCache } from './webhooks.js';
 
 export class ChannelHealth {
@@ -17,12 +17,19 @@ export class ChannelHealth {
   private readonly problems = new Map<string, string>();
   /** Channel id → name, learnt while checking the channels at start. */
   private readonly names = new Map<string, string>();
+  /** Channels where the bot cannot show agents' reactions (`agent_reactions: bot`); posting is not affected. */
+  private readonly reactionProblems = new Map<string, string>();
 
   constructor(private readonly log: Logger) {}
 
   /** Why the bot cannot post in `channelId`, if it cannot. */
   problem(channelId: string): string | undefined {
     return this.problems.get(channelId);
+  }
+
+  /** Why the bot cannot show agents' reactions in `channelId`, if it cannot. */
+  reactionProblem(channelId: string): string | undefined {
+    return this.reactionProblems.get(channelId);
   }
 
   /** Remember that the bot cannot post in `channelId` (a post found out). */
@@ -32,9 +39,10 @@ export class ChannelHealth {
 
   /**
    * Prepare the webhook of every channel Chorus is meant to serve (the allow-list, and channels
-   * that already have a group), recording a problem for each one that cannot take posts.
+   * that already have a group), recording a problem for each one that cannot take posts; with
+   * `reactions`, also each one where the bot may not react (a warning: posts go on).
    */
-  async check(run: { client: Client; host: ChannelHost; webhooks: WebhookCache }, allowList: ReadonlySet<string>): Promise<void> {
+  async check(run: { client: Client; host: ChannelHost; webhooks: WebhookCache }, allowList: ReadonlySet<string>, reactions = false): Promise<void> {
     const ids = new Set(allowList);
     for (const ch of run.client.channels.cache.values()) {
       if (!ch.isDMBased() && ch.isTextBased() && !ch.isThread() && run.host.findGroup('discord', ch.id)) ids.add(ch.id);
@@ -48,6 +56,12 @@ export class ChannelHealth {
         this.log.error(msg);
         continue;
       }
+      const missing = reactions ? missingReactionPermissions(run.client, channel) : [];
+      if (missing.length > 0) {
+        const msg = missingReactionPermissionsMessage({ id, name: channel.name }, missing);
+        this.reactionProblems.set(id, msg);
+        this.log.warn(msg);
+      } else this.reactionProblems.delete(id);
       try {
         await run.webhooks.get(id);
         this.problems.delete(id);

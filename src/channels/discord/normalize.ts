@@ -5,7 +5,7 @@
  * loop back into the router), other bots unless `allow_bots`, DMs, system messages (joins, pins),
  * channels outside the allow-list, and messages with nothing to read.
  */
-import { MessageType, type Message } from 'discord.js';
+import { MessageType, type GuildMember, type Message, type PartialUser, type User } from 'discord.js';
 import { cleanDisplayName } from '../../core/text/displayName.js';
 import type { AgentDef, InboundMessage, NormalizedMessage } from '../../core/types.js';
 
@@ -42,8 +42,7 @@ export function normalizeMessage(m: Message, ctx: NormalizeContext): NormalizedM
     channel: 'discord',
     chatId,
     messageId: m.id,
-    // Cleaned like every display name (core/text/displayName.ts): no bidi or invisible tricks.
-    author: { id: m.author.id, name: cleanDisplayName(m.member?.displayName ?? m.author.globalName ?? m.author.username) || cleanDisplayName(m.author.username) || `user ${m.author.id}` },
+    author: { id: m.author.id, name: personName(m.member, m.author) },
     text,
     ts: m.createdTimestamp,
     threadId: thread?.id,
@@ -51,6 +50,15 @@ export function normalizeMessage(m: Message, ctx: NormalizeContext): NormalizedM
     chatTitle: parentName ? `#${parentName}` : undefined,
   };
   return { message };
+}
+
+/**
+ * How a person is named: their server nickname, else their display name, else their username
+ * (a user known only by id, as in a reaction removal: "user <id>"). Cleaned like every display
+ * name (core/text/displayName.ts): no bidi or invisible tricks.
+ */
+export function personName(member: GuildMember | null | undefined, user: User | PartialUser): string {
+  return cleanDisplayName(member?.displayName ?? user.globalName ?? user.username ?? '') || cleanDisplayName(user.username ?? '') || `user ${user.id}`;
 }
 
 function isOwnMessage(m: Message, ctx: NormalizeContext): boolean {

@@ -24,6 +24,19 @@ export async function hasManageChannels(client: Client, channelId: string, userI
 }
 
 /**
+ * The permissions the bot lacks to react in `channel` (Read Message History, and Add Reactions to
+ * be the first with an emoji), by name; empty when it has them.
+ */
+export function missingReactionPermissions(client: Client, channel: GuildBasedChannel): string[] {
+  const me = client.user ? channel.permissionsFor(client.user) : null;
+  if (!me) return ['Add Reactions', 'Read Message History'];
+  const out: string[] = [];
+  if (!me.has(PermissionFlagsBits.AddReactions)) out.push('Add Reactions');
+  if (!me.has(PermissionFlagsBits.ReadMessageHistory)) out.push('Read Message History');
+  return out;
+}
+
+/**
  * Put the guild of `channelId` in the cache if it is not there. Without a gateway session nothing
  * is cached, and the channel's permissions cannot be worked out without its guild.
  */

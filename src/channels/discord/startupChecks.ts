@@ -43,6 +43,16 @@ export function missingManageWebhooksMessage(channel: { id: string; name?: strin
   );
 }
 
+/** With `agent_reactions: bot`: the bot cannot show agents' reactions in this channel. */
+export function missingReactionPermissionsMessage(channel: { id: string; name?: string | undefined }, missing: readonly string[]): string {
+  const where = channel.name ? `#${channel.name} (${channel.id})` : `channel ${channel.id}`;
+  return (
+    `Discord: the bot lacks ${missing.join(' and ')} in ${where}, so it cannot show agents' reactions there ` +
+    '(channels.discord.agent_reactions: bot; they are still recorded and shown on the web page). Grant ' +
+    `${missing.map((m) => `"${m}"`).join(' and ')} to the bot's role, or set agent_reactions: off.`
+  );
+}
+
 /** One problem per agent whose display name Discord will not accept as a webhook username. */
 export function agentNameProblems(agents: readonly AgentDef[], webhookName: string): Map<string, string> {
   const out = new Map<string, string>();

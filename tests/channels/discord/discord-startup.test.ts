@@ -17,11 +17,11 @@ afterEach(async () => {
 const chatOf = (x: DiscordSetup): ChatRef => ({ channel: 'discord', chatId: x.chatId });
 
 describe('discord start-up', () => {
-  it('connects with the Guilds, GuildMessages and MessageContent intents, via api_base', async () => {
+  it('connects with the Guilds, GuildMessages, GuildMessageReactions and MessageContent intents, via api_base', async () => {
     s = await setup();
     await s.channel.start(s.host);
     expect(s.fake.identifies).toHaveLength(1);
-    expect(s.fake.identifies[0]!.intents).toBe(Intent.Guilds | Intent.GuildMessages | Intent.MessageContent);
+    expect(s.fake.identifies[0]!.intents).toBe(Intent.Guilds | Intent.GuildMessages | Intent.GuildMessageReactions | Intent.MessageContent);
     expect(s.fake.requestsTo('GET', /^\/gateway\/bot$/)).toHaveLength(1);
   });
 

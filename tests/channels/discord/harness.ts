@@ -28,6 +28,7 @@ export function discordConfig(fake: FakeDiscord, over: Partial<DiscordConfig> = 
     allow_bots: false,
     webhook_name: 'Chorus',
     emoji_avatar_base: null,
+    agent_reactions: 'off',
     ...over,
   };
 }

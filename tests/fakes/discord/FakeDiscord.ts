@@ -2,8 +2,8 @@
  * A local Discord that the real discord.js talks to: REST under `<apiBase>/v10/...` and a gateway
  * websocket whose URL `GET /gateway/bot` hands out. Everything binds to 127.0.0.1 on a free port.
  *
- * Tests drive it from the platform side (`humanSays`, `denyBot`, `rateLimitNext`, ...) and assert
- * on what it recorded (`posts`, `requests`, `typing`).
+ * Tests drive it from the platform side (`humanSays`, `humanReacts`, `denyBot`, `rateLimitNext`, ...)
+ * and assert on what it recorded (`posts`, `reactionsOn`, `requests`, `typing`).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,8 +11,11 @@ import { FakeGateway } from './gateway.js';
 import { handleRest } from './rest.js';
 import {
   Perm,
+  emojiKey,
   snowflake,
   type FakeChannel,
+  type FakeEmoji,
+  type FakeReaction,
   type FakeRole,
   type FakeUser,
   type FakeWebhook,
@@ -79,6 +82,8 @@ export class FakeDiscord {
   readonly channels: FakeChannel[] = [];
   readonly webhooks: FakeWebhook[] = [];
   readonly messages: StoredMessage[] = [];
+  /** Reactions on messages now (people's and the bot's), oldest first. */
+  readonly reactions: FakeReaction[] = [];
   readonly requests: RecordedRequest[] = [];
   readonly typing: Array<{ channelId: string; userId: string }> = [];
   /** Role ids of the roles every test server has. */
@@ -100,7 +105,8 @@ export class FakeDiscord {
     this.messageContentAllowed = opts.messageContentAllowed ?? true;
     this.heartbeatIntervalMs = opts.heartbeatIntervalMs ?? 5000;
     this.everyoneRoleId = this.guildId;
-    this.roles.push({ id: this.everyoneRoleId, name: '@everyone', position: 0, permissions: Perm.ViewChannel | Perm.SendMessages | Perm.ReadMessageHistory });
+    // Like Discord's default @everyone: read, write, read history and react.
+    this.roles.push({ id: this.everyoneRoleId, name: '@everyone', position: 0, permissions: Perm.ViewChannel | Perm.SendMessages | Perm.ReadMessageHistory | Perm.AddReactions });
     this.modRoleId = snowflake();
     this.roles.push({ id: this.modRoleId, name: 'Mods', position: 2, permissions: Perm.ManageChannels });
     this.botRoleId = snowflake();
@@ -252,6 +258,48 @@ export class FakeDiscord {
     this.messages.push(msg);
     this.gateway?.dispatchMessage(msg);
     return msg.id;
+  }
+
+  /**
+   * A person (or another bot) adds (`on`) or takes back a reaction: a unicode emoji as a string, a
+   * custom one as `{ name, id }`. Like Discord, adding one that is there or removing one that is
+   * not changes nothing and sends no event; otherwise MESSAGE_REACTION_ADD / _REMOVE goes to every
+   * session that asked for the GuildMessageReactions intent (the message need not exist).
+   */
+  humanReacts(channelId: string, user: FakeUser, messageId: string, emoji: string | FakeEmoji, on = true): void {
+    this.setReaction(channelId, messageId, user, typeof emoji === 'string' ? { name: emoji, id: null } : emoji, on);
+  }
+
+  /** Add or remove one user's reaction (people through `humanReacts`, the bot through REST); false when nothing changed. */
+  setReaction(channelId: string, messageId: string, user: FakeUser, emoji: FakeEmoji, on: boolean): boolean {
+    const key = emojiKey(emoji);
+    const at = this.reactions.findIndex((r) => r.messageId === messageId && r.userId === user.id && emojiKey(r.emoji) === key);
+    if ((at >= 0) === on) return false;
+    if (on) this.reactions.push({ channelId, messageId, userId: user.id, emoji });
+    else this.reactions.splice(at, 1);
+    this.gateway?.dispatchReaction(on ? 'MESSAGE_REACTION_ADD' : 'MESSAGE_REACTION_REMOVE', { channelId, messageId, user, emoji });
+    return true;
+  }
+
+  /** A moderator clears every reaction of a message (MESSAGE_REACTION_REMOVE_ALL: no list of who). */
+  removeAllReactions(channelId: string, messageId: string): void {
+    for (let i = this.reactions.length - 1; i >= 0; i--) if (this.reactions[i]!.messageId === messageId) this.reactions.splice(i, 1);
+    this.gateway?.dispatchReaction('MESSAGE_REACTION_REMOVE_ALL', { channelId, messageId });
+  }
+
+  /** A moderator clears one emoji from a message (MESSAGE_REACTION_REMOVE_EMOJI: no list of who). */
+  removeReactionEmoji(channelId: string, messageId: string, emoji: string | FakeEmoji): void {
+    const e = typeof emoji === 'string' ? { name: emoji, id: null } : emoji;
+    for (let i = this.reactions.length - 1; i >= 0; i--) {
+      const r = this.reactions[i]!;
+      if (r.messageId === messageId && emojiKey(r.emoji) === emojiKey(e)) this.reactions.splice(i, 1);
+    }
+    this.gateway?.dispatchReaction('MESSAGE_REACTION_REMOVE_EMOJI', { channelId, messageId, emoji: e });
+  }
+
+  /** The reactions a message carries now, oldest first: [emoji key, user id]. */
+  reactionsOn(messageId: string): Array<[string, string]> {
+    return this.reactions.filter((r) => r.messageId === messageId).map((r) => [emojiKey(r.emoji), r.userId]);
   }
 
   /** Store and broadcast a message created through REST (bot post or webhook execute). */

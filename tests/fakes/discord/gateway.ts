@@ -1,13 +1,16 @@
 /**
- * The fake gateway: HELLO, IDENTIFY → READY + GUILD_CREATE, heartbeat ACKs, and MESSAGE_CREATE
- * for every message the fake stores. Speaks plain JSON (discord.js only asks for zlib-stream when
+ * The fake gateway: HELLO, IDENTIFY → READY + GUILD_CREATE, heartbeat ACKs, MESSAGE_CREATE
+ * for every message the fake stores, and MESSAGE_REACTION_* for reactions (only to sessions that
+ * asked for GuildMessageReactions, as on Discord). Speaks plain JSON (discord.js only asks for zlib-stream when
  * the optional zlib-sync package is installed, which it is not here).
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { FakeDiscord } from './FakeDiscord.js';
-import { Intent, channelPayload, memberPayload, messagePayload, rolePayload, snowflake, type StoredMessage } from './model.js';
+import { Intent, channelPayload, emojiPayload, memberPayload, messagePayload, rolePayload, snowflake, type FakeEmoji, type FakeUser, type StoredMessage } from './model.js';
+
+export type ReactionEventType = 'MESSAGE_REACTION_ADD' | 'MESSAGE_REACTION_REMOVE' | 'MESSAGE_REACTION_REMOVE_ALL' | 'MESSAGE_REACTION_REMOVE_EMOJI';
 
 interface Session {
   ws: WebSocket;
@@ -164,6 +167,29 @@ export class FakeGateway {
       const d = messagePayload(m, f.guildId, referenced, { blankContent: blank, memberRoles, mentions });
       this.dispatched.push({ session: s.id, messageId: m.id, webhookId: m.webhook_id, content: d.content as string });
       this.dispatch(s, 'MESSAGE_CREATE', d);
+    }
+  }
+
+  /**
+   * A reaction event, shaped as Discord sends it in a guild: ADD carries the reactor's member (with
+   * its user), REMOVE only `user_id`; REMOVE_ALL names only the message, REMOVE_EMOJI the emoji too.
+   */
+  dispatchReaction(t: ReactionEventType, ev: { channelId: string; messageId: string; user?: FakeUser; emoji?: FakeEmoji }): void {
+    const f = this.fake;
+    const d: Record<string, unknown> = { channel_id: ev.channelId, message_id: ev.messageId, guild_id: f.guildId };
+    if (ev.emoji) d.emoji = emojiPayload(ev.emoji);
+    if (ev.user) {
+      d.user_id = ev.user.id;
+      d.burst = false;
+      d.type = 0;
+    }
+    if (t === 'MESSAGE_REACTION_ADD' && ev.user) {
+      d.member = memberPayload(ev.user, f.members.get(ev.user.id) ?? []);
+      const author = f.messages.find((m) => m.id === ev.messageId)?.author;
+      if (author) d.message_author_id = author.id;
+    }
+    for (const s of this.sessions) {
+      if (s.identified && s.intents & Intent.GuildMessageReactions) this.dispatch(s, t, d);
     }
   }
 

@@ -8,6 +8,7 @@
 export const Perm = {
   Administrator: 1n << 3n,
   ManageChannels: 1n << 4n,
+  AddReactions: 1n << 6n,
   ViewChannel: 1n << 10n,
   SendMessages: 1n << 11n,
   ReadMessageHistory: 1n << 16n,
@@ -15,7 +16,7 @@ export const Perm = {
 } as const;
 
 /** Gateway intents the fake cares about. */
-export const Intent = { Guilds: 1, GuildMessages: 1 << 9, MessageContent: 1 << 15 } as const;
+export const Intent = { Guilds: 1, GuildMessages: 1 << 9, GuildMessageReactions: 1 << 10, MessageContent: 1 << 15 } as const;
 
 const DISCORD_EPOCH = 1420070400000n;
 let increment = 0n;
@@ -68,6 +69,38 @@ export interface StoredMessage {
   avatar_url: string | null;
   reply_to: string | null;
   ts: number;
+}
+
+/** A reaction's emoji: unicode (`id` null) or a server's custom emoji (`name` and `id`). */
+export interface FakeEmoji {
+  name: string;
+  id: string | null;
+}
+
+/** One user's reaction on one message, as the fake keeps it. */
+export interface FakeReaction {
+  channelId: string;
+  messageId: string;
+  userId: string;
+  emoji: FakeEmoji;
+}
+
+/** The key Discord tells emoji apart by: the character, or `name:id` for a custom one. */
+export function emojiKey(e: FakeEmoji): string {
+  return e.id ? `${e.name}:${e.id}` : e.name;
+}
+
+const EMOJI_PART = String.raw`\p{Extended_Pictographic}(?:\p{Emoji_Modifier}|\uFE0F|\uFE0E|[\u{E0020}-\u{E007F}])*`;
+const UNICODE_EMOJI = new RegExp(String.raw`^(?:${EMOJI_PART}(?:\u200D${EMOJI_PART})*|\p{Regional_Indicator}{2}|[0-9#*]\uFE0F?\u20E3)$`, 'u');
+
+/** Is `text` one unicode emoji Discord would take as a reaction (roughly: one pictograph sequence)? */
+export function isUnicodeEmoji(text: string): boolean {
+  return UNICODE_EMOJI.test(text);
+}
+
+/** The emoji object of gateway reaction events. */
+export function emojiPayload(e: FakeEmoji): Record<string, unknown> {
+  return e.id ? { id: e.id, name: e.name, animated: false } : { id: null, name: e.name };
 }
 
 export function userPayload(u: FakeUser): Record<string, unknown> {

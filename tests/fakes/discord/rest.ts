@@ -8,6 +8,7 @@ import type { FakeDiscord, RecordedRequest } from './FakeDiscord.js';
 import {
   Perm,
   channelPayload,
+  isUnicodeEmoji,
   memberPayload,
   messagePayload,
   rolePayload,
@@ -194,6 +195,11 @@ function channelRoute(fake: FakeDiscord, method: string, channelId: string, rest
     return ok(page.reverse().map((m) => messagePayload(m, fake.guildId, undefined)));
   }
 
+  // The bot's own reaction: PUT adds it, DELETE takes it back (both 204, like Discord).
+  if ((method === 'PUT' || method === 'DELETE') && rest[0] === 'messages' && rest[1] && rest[2] === 'reactions' && rest[3] && rest[4] === '@me' && rest.length === 5) {
+    return ownReaction(fake, method, channelId, rest[1], rest[3], perms);
+  }
+
   if (method === 'GET' && rest[0] === 'messages' && rest[1]) {
     const msg = fake.messages.find((m) => m.id === rest[1] && m.channel_id === channelId);
     return msg ? ok(messagePayload(msg, fake.guildId, undefined)) : err(404, 10008, 'Unknown Message');
@@ -226,6 +232,30 @@ function webhookRoute(fake: FakeDiscord, method: string, id: string, token: stri
   };
   fake.recordPost(msg);
   return query.get('wait') === 'true' ? ok(messagePayload(msg, fake.guildId, undefined)) : { status: 204 };
+}
+
+/**
+ * `emoji` as it is in the path: the URL-encoded character, or `name:id` for a custom emoji (the fake
+ * server has none, so those are unknown). Discord asks for Read Message History to react at all and
+ * for Add Reactions to be the first with an emoji on a message; taking one's own back needs neither.
+ */
+function ownReaction(fake: FakeDiscord, method: string, channelId: string, messageId: string, encoded: string, perms: bigint): Reply {
+  if (!fake.messages.some((m) => m.id === messageId && m.channel_id === channelId)) return err(404, 10008, 'Unknown Message');
+  let name: string;
+  try {
+    name = decodeURIComponent(encoded);
+  } catch {
+    return err(400, 10014, 'Unknown Emoji');
+  }
+  if (!isUnicodeEmoji(name)) return err(400, 10014, 'Unknown Emoji');
+  const emoji = { name, id: null };
+  if (method === 'PUT') {
+    if (!(perms & Perm.ViewChannel) || !(perms & Perm.ReadMessageHistory)) return err(403, 50013, 'Missing Permissions');
+    const first = !fake.reactions.some((r) => r.messageId === messageId && r.emoji.id === null && r.emoji.name === name);
+    if (first && !(perms & Perm.AddReactions)) return err(403, 50013, 'Missing Permissions');
+  }
+  fake.setReaction(channelId, messageId, fake.bot, emoji, method === 'PUT');
+  return { status: 204 };
 }
 
 /** Discord's 2,000-character rule (and no empty messages), answered the way Discord does. */
