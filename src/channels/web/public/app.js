@@ -3,7 +3,7 @@ import { LiveStream, api, withToken } from './api.js';
 import { $, CHANNEL_NAMES, show } from './dom.js';
 import { MessageActions } from './actions.js';
 import { Composer } from './composer.js';
-import { Feed } from './feed.js';
+import { Feed, isNote } from './feed.js';
 import { setOwnTag, wireNameButton } from './identity.js';
 import { jumpTo } from './jump.js';
 import { Notifier } from './notify.js';
@@ -244,7 +244,7 @@ function openGlobalStream() {
       return;
     }
     const e = ev.entry;
-    if (e.editOf) return;
+    if (isNote(e)) return;
     notifier.consider(ev.groupId, e);
     g.lastMessage = { authorName: e.authorName, text: e.text, ts: e.ts };
     if (ev.groupId !== state.currentId) {

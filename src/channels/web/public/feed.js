@@ -95,8 +95,9 @@ export class Feed {
     const batch = [];
     for (const e of older ? [...entries].sort((a, b) => b.seq - a.seq) : entries) {
       if (!e || typeof e.id !== 'string' || this.entries.has(e.id)) continue;
-      // A note telling the agents of an edit is no line for people: the message says "edited".
-      if (e.editOf) {
+      // A note telling the agents of an edit or a reaction is no line for people: the message
+      // says "edited" or shows the reaction.
+      if (isNote(e)) {
         this.lastSeq = Math.max(this.lastSeq, e.seq);
         continue;
       }
@@ -308,12 +309,17 @@ export class Feed {
       h('button', { type: 'button', className: 'alt-next', 'aria-label': 'Next answer', title: 'Next answer', text: '›', disabled: at === group.ids.length - 1, onclick: go(1) }));
   }
 
-  /** A message was edited or deleted (a live event, or the answer to this reader's own change): drawn again. */
+  /**
+   * A message changed (a live `edited` event, or the answer to this reader's own change). An edit
+   * or a deletion draws it again; an event without `text` (a reaction to a message never edited)
+   * leaves the text as it is. `reactions`, when the event has them, is the message's whole list.
+   */
   applyEdit(ev) {
     const e = this.entries.get(ev.id);
     if (!e) return;
     if (ev.deleted) Object.assign(e, { text: '', deleted: true, deletedAt: ev.deletedAt });
-    else Object.assign(e, { text: ev.text, editedAt: ev.editedAt });
+    else if (typeof ev.text === 'string') Object.assign(e, { text: ev.text, editedAt: ev.editedAt });
+    if (Array.isArray(ev.reactions)) e.reactions = ev.reactions;
     const old = this.list.querySelector(`[data-entry-id="${CSS.escape(ev.id)}"]`);
     if (!old || old.querySelector('.edit-form')) return;
     old.replaceWith(renderEntry(this, e));
@@ -482,6 +488,11 @@ function flash(el) {
   if (!el) return;
   el.classList.add('flash');
   setTimeout(() => el.classList.remove('flash'), 1200);
+}
+
+/** A note for the agents about another message (its edit, a reaction to it): never a line. */
+export function isNote(e) {
+  return Boolean(e && (e.editOf || e.reactionOf));
 }
 
 /** A pass that belongs to a round: these fold together. Other decisions stand alone. */
