@@ -35,6 +35,8 @@ export class Feed {
      */
     this.altOf = new Map();
     this.altWaiting = new Map();
+    /** Seqs of the notes for the agents that were skipped: loaded, though never lines (jump.js). */
+    this.noteSeqs = new Set();
     /** Entries of the batch `add` is placing that are not on screen yet. */
     this.unplaced = new Set();
     /** Builds the "⋯" actions control of a message (actions.js); set by app.js. */
@@ -76,6 +78,7 @@ export class Feed {
     this.altOf.clear();
     this.altWaiting.clear();
     this.unplaced.clear();
+    this.noteSeqs.clear();
     this.following = true;
     this.setUnseen(0);
     this.updateEmpty();
@@ -98,6 +101,7 @@ export class Feed {
       // A note telling the agents of an edit or a reaction is no line for people: the message
       // says "edited" or shows the reaction.
       if (isNote(e)) {
+        this.noteSeqs.add(e.seq);
         this.lastSeq = Math.max(this.lastSeq, e.seq);
         continue;
       }
