@@ -3,12 +3,13 @@ import { LiveStream, api, withToken } from './api.js';
 import { $, CHANNEL_NAMES, show } from './dom.js';
 import { MessageActions } from './actions.js';
 import { Composer } from './composer.js';
-import { Feed } from './feed.js';
+import { Feed, isNote } from './feed.js';
 import { setOwnTag, wireNameButton } from './identity.js';
 import { jumpTo } from './jump.js';
 import { Notifier } from './notify.js';
 import { Search } from './search.js';
 import { Panel } from './panel.js';
+import { Reactions } from './reactions.js';
 import { Sidebar } from './sidebar.js';
 import { agentOf, lastSeenSeq, loadUnread, markSeen, saveUnread, setAgents, state } from './state.js';
 
@@ -24,6 +25,7 @@ panel.onToggle = () => sidebar.syncInert();
 const actions = new MessageActions({ feed, composer, notify: (answer) => feed.addLocal(answer) });
 const notifier = new Notifier((id) => selectGroup(id));
 feed.actionsFor = (e) => actions.control(e);
+feed.reactions = new Reactions({ feed });
 composer.onLocal = (answer) => feed.addLocal(answer);
 feed.canStop = () => {
   const g = state.detail || (state.currentId ? state.groups.get(state.currentId) : null);
@@ -226,13 +228,16 @@ function openGroupStream(id) {
   groupStream.open();
 }
 
-/** The newest messages as the server has them now: any edited or deleted since are drawn again. */
+/** The newest messages as the server has them now: any edited, deleted or reacted to since are drawn again. */
 async function catchUpEdits(id) {
   const page = await api('GET', `/api/groups/${encodeURIComponent(id)}/messages?limit=200`);
   if (state.currentId !== id) return;
+  const same = (a, b) => JSON.stringify(a || []) === JSON.stringify(b || []);
   for (const m of page.messages) {
     const e = feed.entries.get(m.id);
-    if (e && (e.text !== m.text || Boolean(e.deleted) !== Boolean(m.deleted))) feed.applyEdit({ id: m.id, text: m.text, editedAt: m.editedAt, deleted: m.deleted, deletedAt: m.deletedAt });
+    if (e && (e.text !== m.text || Boolean(e.deleted) !== Boolean(m.deleted) || !same(e.reactions, m.reactions))) {
+      feed.applyEdit({ id: m.id, text: m.text, editedAt: m.editedAt, deleted: m.deleted, deletedAt: m.deletedAt, reactions: m.reactions || [] });
+    }
   }
 }
 
@@ -244,7 +249,7 @@ function openGlobalStream() {
       return;
     }
     const e = ev.entry;
-    if (e.editOf) return;
+    if (isNote(e)) return;
     notifier.consider(ev.groupId, e);
     g.lastMessage = { authorName: e.authorName, text: e.text, ts: e.ts };
     if (ev.groupId !== state.currentId) {

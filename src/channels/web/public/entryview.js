@@ -1,5 +1,6 @@
 // How one entry of the feed looks: a person's message, an agent's reply (with its details and
-// tags), a system notice or a decision line, each with its time (an agent's tool steps: toolview.js). The feed (feed.js) decides where
+// tags), a system notice or a decision line, each with its time (an agent's tool steps: toolview.js;
+// the reactions under a message: reactions.js). The feed (feed.js) decides where
 // entries go; this only builds them. Message text is Markdown (markdown.js), finished by
 // msgbody.js; a reply that streamed on this page keeps what was rendered while it streamed.
 import { accentVars, avatar, colorFor, formatCost, formatInt, formatMs, formatTime, h } from './dom.js';
@@ -73,6 +74,7 @@ export function renderEntry(feed, e, view = null) {
     // cannot reorder it.
     // A deleted message keeps its place and author, never its text; an edited one says so.
     const own = isOwn(e);
+    const rx = reactable(feed, e);
     return h('li', { className: `msg human ${own ? 'own' : 'other'}${e.deleted ? ' deleted' : ''}`, vars: own ? null : accentVars(personColor(e)), ...base },
       h('div', { className: 'bubble' },
         h('div', { className: 'meta' },
@@ -80,11 +82,14 @@ export function renderEntry(feed, e, view = null) {
           h('span', { className: 'role-tag', title: 'a person, not an agent', text: 'person' }),
           timeEl(e.ts),
           e.editedAt && !e.deleted ? editedTag(e.editedAt) : null,
+          rx && rx.addButton(),
           e.deleted ? null : feed.actionsFor(e)),
         e.replyTo && !e.deleted ? replyRef(feed, e.replyTo) : null,
-        e.deleted ? h('p', { className: 'text deleted-text', text: 'message deleted' }) : body(e.text)));
+        e.deleted ? h('p', { className: 'text deleted-text', text: 'message deleted' }) : body(e.text),
+        rx && rx.bar(e)));
   }
   const actions = feed.actionsFor(e);
+  const rx = reactable(feed, e);
   const agent = agentOf(e.agentId) || { id: e.agentId || e.authorId, name: e.authorName, avatar: null, color: null };
   const color = colorFor(agent);
   const details = e.meta ? renderDetails(e.meta) : null;
@@ -108,10 +113,17 @@ export function renderEntry(feed, e, view = null) {
         regenTag(e),
         stoppedTag(e),
         detailsBtn,
+        rx && rx.addButton(),
         actions),
       questionRef(feed, e),
       replyBody(e, view),
+      rx && rx.bar(e),
       details));
+}
+
+/** What draws reactions (reactions.js) when `e` takes them: a person's or an agent's message, not deleted, not a command. */
+function reactable(feed, e) {
+  return feed.reactions && !e.deleted && !e.hiddenFromAgents ? feed.reactions : null;
 }
 
 /**

@@ -35,8 +35,14 @@ export class Feed {
      */
     this.altOf = new Map();
     this.altWaiting = new Map();
+    /** Seqs of the notes for the agents that were skipped: loaded, though never lines (jump.js). */
+    this.noteSeqs = new Set();
     /** Entries of the batch `add` is placing that are not on screen yet. */
     this.unplaced = new Set();
+    /** Changes drawn per entry id (applyEdit). */
+    this.changes = new Map();
+    /** Draws reactions and their "add" button (reactions.js); set by app.js. */
+    this.reactions = null;
     /** Builds the "⋯" actions control of a message (actions.js); set by app.js. */
     this.actionsFor = () => null;
     /** Lines shown to this reader only, so each lands after the ones before it. */
@@ -76,6 +82,8 @@ export class Feed {
     this.altOf.clear();
     this.altWaiting.clear();
     this.unplaced.clear();
+    this.noteSeqs.clear();
+    this.changes.clear();
     this.following = true;
     this.setUnseen(0);
     this.updateEmpty();
@@ -95,8 +103,10 @@ export class Feed {
     const batch = [];
     for (const e of older ? [...entries].sort((a, b) => b.seq - a.seq) : entries) {
       if (!e || typeof e.id !== 'string' || this.entries.has(e.id)) continue;
-      // A note telling the agents of an edit is no line for people: the message says "edited".
-      if (e.editOf) {
+      // A note telling the agents of an edit or a reaction is no line for people: the message
+      // says "edited" or shows the reaction.
+      if (isNote(e)) {
+        this.noteSeqs.add(e.seq);
         this.lastSeq = Math.max(this.lastSeq, e.seq);
         continue;
       }
@@ -308,15 +318,47 @@ export class Feed {
       h('button', { type: 'button', className: 'alt-next', 'aria-label': 'Next answer', title: 'Next answer', text: '›', disabled: at === group.ids.length - 1, onclick: go(1) }));
   }
 
-  /** A message was edited or deleted (a live event, or the answer to this reader's own change): drawn again. */
+  /**
+   * A message changed (a live `edited` event, or the answer to this reader's own change). An edit
+   * or a deletion draws it again; an event without `text` (a reaction to a message never edited)
+   * leaves the text as it is. `reactions`, when the event has them, is the message's whole list:
+   * a change of reactions alone redraws only them, so the focus and what was open stay put.
+   */
   applyEdit(ev) {
     const e = this.entries.get(ev.id);
     if (!e) return;
+    this.changes.set(ev.id, this.changesOf(ev.id) + 1);
+    const redraw = ev.deleted ? !e.deleted : typeof ev.text === 'string' && (ev.text !== e.text || ev.editedAt !== e.editedAt);
     if (ev.deleted) Object.assign(e, { text: '', deleted: true, deletedAt: ev.deletedAt });
-    else Object.assign(e, { text: ev.text, editedAt: ev.editedAt });
-    const old = this.list.querySelector(`[data-entry-id="${CSS.escape(ev.id)}"]`);
-    if (!old || old.querySelector('.edit-form')) return;
-    old.replaceWith(renderEntry(this, e));
+    else if (typeof ev.text === 'string') Object.assign(e, { text: ev.text, editedAt: ev.editedAt });
+    if (Array.isArray(ev.reactions)) e.reactions = ev.reactions;
+    const old = this.drawnElement(ev.id);
+    if (!old) return;
+    // Being edited here: drawn again once the form is gone (actions.js applies its answer then).
+    if (old.querySelector('.edit-form') || (!redraw && !old.dataset.stale)) {
+      if (redraw) old.dataset.stale = 'true';
+      if (this.reactions) this.reactions.sync(old, e);
+      return;
+    }
+    const fresh = renderEntry(this, e);
+    const group = this.altOf.get(ev.id);
+    if (old.isConnected) old.replaceWith(fresh);
+    if (group) {
+      group.els.set(ev.id, fresh);
+      if (group.shown === ev.id) this.layoutAlternatives(group);
+    }
+  }
+
+  /** How many changes of entry `id` were drawn: an answer older than the latest one is not (reactions.js). */
+  changesOf(id) {
+    return this.changes.get(id) || 0;
+  }
+
+  /** The list item drawn for entry `id`, shown or kept behind another answer of its bubble; or null. */
+  drawnElement(id) {
+    const group = this.altOf.get(id);
+    if (group) return group.els.get(id) || null;
+    return this.list.querySelector(`[data-entry-id="${CSS.escape(id)}"]`);
   }
 
   /** The newest of the answers that `id` is one of (itself when it was never regenerated). */
@@ -482,6 +524,11 @@ function flash(el) {
   if (!el) return;
   el.classList.add('flash');
   setTimeout(() => el.classList.remove('flash'), 1200);
+}
+
+/** A note for the agents about another message (its edit, a reaction to it): never a line. */
+export function isNote(e) {
+  return Boolean(e && (e.editOf || e.reactionOf));
 }
 
 /** A pass that belongs to a round: these fold together. Other decisions stand alone. */

@@ -1,8 +1,9 @@
 // Who this browser is on the feed. There are no accounts: each browser makes a random key once and
 // keeps it (localStorage); the server records a one-way tag of it on every message the browser
 // sends, and tells the page its own tag (/api/info). Messages carrying that tag are this reader's
-// own (drawn on the right); everyone else's sit on the left with their name and a colour. The
-// name is asked for before the first message and kept in this browser too.
+// own (drawn on the right), and so are reactions whose `byKey` it is; everyone else's messages sit
+// on the left with their name and a colour. The name is asked for before the first message and
+// kept in this browser too.
 import { $, colorFor, show } from './dom.js';
 
 const KEY_KEY = 'chorus.clientKey';
@@ -39,6 +40,11 @@ export function clientKey() {
 
 export function setOwnTag(tag) {
   ownTag = typeof tag === 'string' && tag ? tag : null;
+}
+
+/** True for a reaction this browser made: its `byKey` is this browser's tag (/api/info `client`). */
+export function isOwnReaction(r) {
+  return Boolean(ownTag && r && r.byKey === ownTag);
 }
 
 /** True for entries this browser sent. */

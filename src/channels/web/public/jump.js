@@ -42,7 +42,8 @@ export async function jumpTo(feed, groupId, id, isCurrent) {
 /** A "Show newer messages" line after every loaded entry whose next seq is not loaded. */
 export function markGaps(feed, groupId, isCurrent) {
   for (const old of feed.list.querySelectorAll('li.gap')) old.remove();
-  const seqs = [...feed.entries.values()].map((e) => e.seq).sort((a, b) => a - b);
+  // Notes for the agents are loaded too, never drawn: no hole where one sits.
+  const seqs = [...feed.entries.values()].map((e) => e.seq).concat([...feed.noteSeqs]).sort((a, b) => a - b);
   for (let i = 0; i + 1 < seqs.length; i++) {
     const after = seqs[i];
     if (seqs[i + 1] <= after + 1) continue;
