@@ -4,7 +4,7 @@
  * server) and hands its copy of a human message to the router, which dedupes copies; an update is
  * confirmed (polling: the offset moves; webhook: answered 200) only after the router recorded it.
  * Outbound: each reply goes through the speaking agent's own bot, the system voice through the bot
- * a command was addressed to (or the first participant's bot).
+ * a command was addressed to (or the first participant's bot). Reactions both ways: reactions.ts.
  */
 import type { Message, ChatMemberUpdated } from 'grammy/types';
 import type { Bot } from 'grammy';
