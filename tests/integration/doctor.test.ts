@@ -66,9 +66,11 @@ describe('chorus doctor', () => {
   it('a sound set-up: every check passes and the exit code is 0', async () => {
     const tg = await FakeTelegram.start();
     cleanup.push(() => tg.close());
-    tg.addBot({ token: TOKENS.analyst, username: 'chorus_analyst_bot', firstName: 'Analyst' });
+    const analystBot = tg.addBot({ token: TOKENS.analyst, username: 'chorus_analyst_bot', firstName: 'Analyst' });
     const group = tg.createGroup('Research');
     tg.addBotToChat(group.id, TOKENS.analyst, MAYA);
+    // An admin: Telegram sends people's reactions only to admin bots (a member-only bot is a warning).
+    tg.setAdmins(group.id, [analystBot.id]);
     const model = await startFakeAnthropic({ apiKey: ANTHROPIC_KEY, models: ['claude-opus-4-5', 'claude-haiku-4-5'] });
     cleanup.push(() => model.close());
     const discord = await new FakeDiscord({ token: 'discord-good-token' }).start();
@@ -97,7 +99,7 @@ groups:
     expect(line(lines, '✔', 'model claude-opus-4-5')).toMatch(/answered in \d+ ms/);
     expect(line(lines, '✔', 'model claude-opus-4-5 price')).toMatch(/\$5 input \/ \$25 output/);
     expect(line(lines, '✔', 'telegram analyst')).toMatch(/@chorus_analyst_bot answers; privacy mode is off/);
-    expect(line(lines, '✔', `telegram analyst in "Research" (${group.id})`)).toMatch(/member and reads every message/);
+    expect(line(lines, '✔', `telegram analyst in "Research" (${group.id})`)).toMatch(/is an admin and reads every message/);
     expect(line(lines, '✔', 'discord')).toMatch(/logged in as .*Message Content intent is granted/);
     expect(line(lines, '✔', `discord #general (${general})`)).toMatch(/manage its webhooks/);
     // Read-only: the doctor made no webhook, sent nothing and closed its gateway session.
@@ -158,6 +160,8 @@ groups:
     expect(line(lines, '!', `telegram writer in "Research" (${group.id})`)).toMatch(/privacy mode on/);
     expect(line(lines, '✘', `telegram writer in "Side room" (${other.id})`)).toMatch(/cannot see this chat.*fix: add @chorus_writer_bot to the group/);
     expect(line(lines, '✔', `telegram analyst in "Side room" (${other.id})`)).toBeDefined();
+    // No bot is an admin of either group: Telegram sends them no reactions.
+    expect(line(lines, '!', `telegram analyst in "Side room" (${other.id})`)).toMatch(/@chorus_analyst_bot is not an admin, and no other agent's bot in this group is: .*reactions.*fix: make @chorus_analyst_bot an admin to see reactions/);
 
     expect(line(lines, '✔', 'model claude-opus-4-5')).toBeDefined();
     expect(line(lines, '✘', 'model claude-nonexistent-9')).toMatch(/does not serve this model.*fix: set llm\.summary_model to a model the endpoint serves/);

@@ -4,49 +4,31 @@
  * server) and hands its copy of a human message to the router, which dedupes copies; an update is
  * confirmed (polling: the offset moves; webhook: answered 200) only after the router recorded it.
  * Outbound: each reply goes through the speaking agent's own bot, the system voice through the bot
- * a command was addressed to (or the first participant's bot).
+ * a command was addressed to (or the first participant's bot). Reactions both ways: reactions.ts.
  */
 import type { Message, ChatMemberUpdated } from 'grammy/types';
-import type { ChorusConfig } from '../../config/schema.js';
-import type { Channel, ChannelCapabilities, ChannelHost, ConnectionGate, DeadLetters, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
-import type { ChannelPartStatus, ChannelStatus } from '../../core/readModels.js';
+import type { Bot } from 'grammy';
+import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
+import type { ChannelStatus } from '../../core/readModels.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
-import { BoundedMap } from '../../core/lib/BoundedMap.js';
 import { AdminCache } from './admins.js';
-import { AgentBot, botWarnings } from './bots.js';
+import { AgentBot, botWarnings, channelStatus, reactionWarnings } from './bots.js';
 import { typingLoop } from './typing.js';
 import { describeError, apiErrorCode } from './errors.js';
-import { isBasicGroupId, membershipDirection, normalizeMessage, parseChatId, messageKey, updateChatKey, type BotDirectory } from './normalize.js';
+import { isBasicGroupId, membershipDirection, normalizeMessage, parseChatId, updateChatKey, type BotDirectory } from './normalize.js';
 import { sendText, TELEGRAM_LIMIT } from './sender.js';
-import type { HttpMounts } from '../web/mounts.js';
 import { createWebhookHandler, webhookEndpoint } from './webhook.js';
 import { MalformedUpdateError, checkUpdateShape, deadLetterKeeper } from './deadLetters.js';
 import { ApprovalButtons, approvalKeyboard } from './approvals.js';
+import { BasicGroupIds } from './basicIds.js';
+import { TelegramReactions } from './reactions.js';
+import type { TelegramChannelOptions } from './options.js';
 
-type TelegramConfig = ChorusConfig['channels']['telegram'];
-/** Tests may build the channel by hand without the webhook keys: polling is the default. */
-type TelegramConfigInput = Omit<TelegramConfig, 'mode' | 'webhook'> & Partial<Pick<TelegramConfig, 'mode' | 'webhook'>>;
-
-export interface TelegramChannelOptions {
-  config: TelegramConfigInput;
-  agents: AgentDef[];
-  logger: Logger;
-  /** getUpdates long-poll timeout; shorter in tests is fine, Telegram allows up to 50. */
-  pollTimeoutSeconds?: number;
-  /** Webhook mode: where the endpoints are served (the web channel's HTTP server). */
-  mounts?: HttpMounts | undefined;
-  /** Webhook mode: how often each bot's getWebhookInfo is checked (default one minute). */
-  webhookCheckMs?: number | undefined;
-  /** Polling mode with several instances: each bot's long poll is held by one instance (a lease). */
-  connections?: ConnectionGate | undefined;
-  /** Where updates that can never be handed over are kept; without it, in their log line. */
-  deadLetters?: DeadLetters | undefined;
-}
+export type { TelegramChannelOptions } from './options.js';
 
 /** How long start() waits for the bots before letting the rest of Chorus go on. */
 const START_WAIT_MS = 5000;
-const BASIC_IDS_KEPT = 2000;
 
 export class TelegramChannel implements Channel {
   readonly kind = 'telegram' as const;
@@ -71,8 +53,8 @@ export class TelegramChannel implements Channel {
   private readonly rekeys = new Map<string, Promise<void>>();
   /** Agents whose bots we saw in a chat (updates, joins): candidates for the system voice. */
   private readonly present = new Map<number, Set<string>>();
-  /** Basic groups: `${chatId}|${messageKey}` → agent → that bot's own message id (for replies). */
-  private readonly basicIds = new BoundedMap<string, Map<string, number>>(BASIC_IDS_KEPT);
+  /** Basic groups: each bot's own ids of recent messages (replies, reactions). */
+  private readonly basic = new BasicGroupIds();
   /**
    * Webhook mode: POSTed updates of one chat are handed over one at a time, in the order their
    * bodies arrived (Telegram may deliver on parallel connections; polling hands them over in
@@ -84,11 +66,14 @@ export class TelegramChannel implements Channel {
   private webhookTimer: NodeJS.Timeout | undefined;
   /** Approve / Deny buttons under requests for approval, and their presses. */
   private readonly approvals: ApprovalButtons;
+  /** People's reactions in, agents' reactions out. */
+  private readonly reactions: TelegramReactions;
 
   constructor(private readonly opts: TelegramChannelOptions) {
     this.log = opts.logger.child({ channel: 'telegram' });
     this.approvals = new ApprovalButtons({ log: this.log, host: () => this.host, running: () => this.running, bot: (id) => this.readyBot(id), isAdmin: (c, u) => this.isAdmin(c, u) });
     this.admins = new AdminCache(opts.config.admins, this.log);
+    this.reactions = new TelegramReactions({ log: this.log, host: () => this.host, basic: this.basic });
     const apiRoot = opts.config.api_root.replace(/\/+$/, '');
     const wh = opts.config.mode === 'webhook' ? opts.config.webhook : undefined;
     if (wh && (!wh.url || !wh.secret_token || !opts.mounts)) {
@@ -114,6 +99,7 @@ export class TelegramChannel implements Channel {
       ab.bot.on('message', (ctx) => this.onMessage(ab, ctx.message));
       ab.bot.on('my_chat_member', (ctx) => this.onMembership(ab, ctx.myChatMember));
       ab.bot.on('callback_query', (ctx) => this.approvals.press(ab, ctx.callbackQuery));
+      ab.bot.on('message_reaction', (ctx) => this.reactions.received(ab, ctx.update.update_id, ctx.messageReaction));
       this.bots.push(ab);
       if (endpoint && settings) {
         const handler = createWebhookHandler({
@@ -183,14 +169,7 @@ export class TelegramChannel implements Channel {
    * polling that keeps failing (another instance polling the same token: 409) makes it not ready.
    */
   status(): ChannelStatus {
-    const bots: Record<string, ChannelPartStatus> = {};
-    for (const b of this.bots) bots[b.agent.id] = b.health();
-    for (const [agentId, why] of this.skipped) bots[agentId] = { ok: false, state: 'skipped', error: why };
-    const parts = Object.values(bots);
-    if (parts.length === 0) return { ok: false, state: 'no_bots', error: 'no agent has a telegram.token', bots };
-    const failing = parts.filter((p) => !p.ok).length;
-    if (!this.running && !this.starting) return { ok: false, state: 'stopped', bots };
-    return failing === 0 ? { ok: true, state: 'ready', bots } : { ok: false, state: 'degraded', error: `${failing} of ${parts.length} bots not working`, bots };
+    return channelStatus(this.bots, this.skipped, this.running || this.starting !== undefined);
   }
 
   async stop(): Promise<void> {
@@ -221,7 +200,7 @@ export class TelegramChannel implements Channel {
     if (msg.chat.type !== 'private') this.notePresent(msg.chat.id, b.agent.id, true);
     let result;
     try {
-      if (msg.chat.type === 'group') this.noteBasicId(msg, b.agent.id);
+      if (msg.chat.type === 'group') this.basic.noteSeen(msg, b.agent.id);
       result = normalizeMessage(msg, b.agent.id, this.directory, (chatId, id) => host.agentForPostedMessage('telegram', chatId, id));
     } catch (err) {
       // A message we cannot read must not block the bot's queue: kept as a dead letter, confirmed.
@@ -232,6 +211,8 @@ export class TelegramChannel implements Channel {
       return;
     }
     const inbound = result.message;
+    // Which bots are admins (warnings: reactions reach only those): read once per chat, then kept by my_chat_member.
+    if (!inbound.isPrivate) this.refreshAdmins({ channel: 'telegram', chatId: inbound.chatId, viaAgentId: b.agent.id }, Infinity);
     const res = await host.receive(inbound);
     // A host that refuses while we are shutting down, or whose store cannot write, has not recorded
     // it: leave it unconfirmed so Telegram hands it over again.
@@ -241,6 +222,8 @@ export class TelegramChannel implements Channel {
 
   private async onMembership(b: AgentBot, u: ChatMemberUpdated): Promise<void> {
     const host = this.host;
+    // Promoted or demoted: Telegram sends reactions only to admin bots (warnings).
+    if (u.chat.type !== 'private') this.admins.noteBot(u.chat.id, u.new_chat_member);
     const dir = membershipDirection(u);
     if (!host || !dir || u.chat.type === 'private' || u.chat.type === 'channel') return;
     this.notePresent(u.chat.id, b.agent.id, dir === 'joined');
@@ -283,13 +266,6 @@ export class TelegramChannel implements Channel {
     else set.delete(agentId);
   }
 
-  private noteBasicId(msg: Message, agentId: string): void {
-    const key = `${msg.chat.id}|${messageKey(msg)}`;
-    let m = this.basicIds.get(key);
-    if (!m) this.basicIds.set(key, (m = new Map()));
-    m.set(agentId, msg.message_id);
-  }
-
   // ------------------------------------------------------------------------------------------
   // Outbound
 
@@ -314,7 +290,7 @@ export class TelegramChannel implements Channel {
   private replyId(chat: ChatRef, tgId: number, agentId: string, replyTo: string | undefined): number | undefined {
     if (replyTo === undefined) return undefined;
     if (/^\d+$/.test(replyTo)) return isBasicGroupId(tgId) ? undefined : Number(replyTo);
-    return this.basicIds.get(`${parseChatId(chat.chatId).tgId}|${replyTo}`)?.get(agentId);
+    return this.basic.ownIdOfKey(parseChatId(chat.chatId).tgId, agentId, replyTo);
   }
 
   /** `approval`: the agent's request for approval carries the Approve / Deny buttons (the system voice never does). */
@@ -325,6 +301,7 @@ export class TelegramChannel implements Channel {
     const ids = await this.queues.run(chat.chatId, () =>
       sendText(b.bot, { chatId: t.tgId, threadId: t.threadId, replyTo: this.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard }, text, hooks),
     );
+    if (isBasicGroupId(t.tgId)) this.basic.notePosted(t.tgId, b.agent.id, ids);
     // Its buttons go away once the call is decided (see approvals.ts).
     if (approval && keyboard && ids.length) this.approvals.posted(chat.chatId, approval.id, { agentId: b.agent.id, tgChatId: this.target(chat).tgId, messageId: ids.at(-1)! });
     return { ids: ids.map(String) };
@@ -339,13 +316,7 @@ export class TelegramChannel implements Channel {
   async postAsSystem(chat: ChatRef, text: string, opts?: PostOptions): Promise<PostedMessage> {
     this.approvals.systemLine(chat, text);
     const { tgId, dmAgentId } = this.target(chat);
-    const order = [
-      dmAgentId,
-      chat.viaAgentId,
-      ...(this.host?.findGroup('telegram', chat.chatId)?.participants ?? []),
-      ...(this.present.get(tgId) ?? []),
-    ];
-    const candidates = [...new Set(order)].map((id) => this.readyBot(id)).filter((b): b is AgentBot => b !== undefined);
+    const candidates = this.botsOf(chat, tgId, dmAgentId);
     if (candidates.length === 0) throw new Error(`no Telegram bot can post in chat ${chat.chatId}`);
     let lastErr: unknown;
     for (const b of candidates) {
@@ -374,26 +345,50 @@ export class TelegramChannel implements Channel {
     return remove;
   }
 
-  /** Agents' reactions are recorded (the web page shows them); this channel does not show them yet. */
-  react = async (): Promise<boolean> => false;
+  /** Through the agent's own bot; false when Telegram cannot show it (see reactions.ts). */
+  async react(chat: ChatRef, agent: AgentDef, platformMessageId: string, emoji: string, on: boolean): Promise<boolean> {
+    const { tgId } = this.target(chat);
+    const own = isBasicGroupId(tgId) ? this.basic.ownId(tgId, agent.id, platformMessageId) : /^\d+$/.test(platformMessageId) ? Number(platformMessageId) : undefined;
+    return this.reactions.show(this.readyBot(agent.id), agent.id, tgId, own, emoji, on);
+  }
+
   async isAdmin(chat: ChatRef, userId: string): Promise<boolean> {
     if (this.opts.config.admins.includes(userId)) return true;
     const { tgId, dmAgentId } = this.target(chat);
     // In a private chat the user is the only human: they manage their own DM.
     if (dmAgentId !== undefined) return String(tgId) === userId;
-    const ids = [chat.viaAgentId, ...(this.host?.findGroup('telegram', chat.chatId)?.participants ?? []), ...(this.present.get(tgId) ?? [])];
-    const bots = [...new Set(ids)].map((id) => this.readyBot(id)).filter((b): b is AgentBot => b !== undefined);
-    if (bots.length === 0) bots.push(...this.bots.filter((b) => b.me !== undefined && b.status !== 'unauthorized'));
     try {
-      return await this.admins.isAdmin(tgId, userId, bots.map((b) => b.bot));
+      return await this.admins.isAdmin(tgId, userId, this.chatBots(chat, tgId));
     } catch (err) {
       this.log.warn({ chatId: chat.chatId, err: describeError(err), code: apiErrorCode(err) }, 'telegram: admin check failed');
       return false;
     }
   }
 
+  /** The working bots of a chat's agents: `first`, the one it came through, participants, bots seen there. */
+  private botsOf(chat: ChatRef, tgId: number, first?: string): AgentBot[] {
+    const ids = [first, chat.viaAgentId, ...(this.host?.findGroup('telegram', chat.chatId)?.participants ?? []), ...(this.present.get(tgId) ?? [])];
+    return [...new Set(ids)].map((id) => this.readyBot(id)).filter((b): b is AgentBot => b !== undefined);
+  }
+
+  /** Bots that can ask about a chat: those in it first, any working one otherwise. */
+  private chatBots(chat: ChatRef, tgId: number): Bot[] {
+    const bots = this.botsOf(chat, tgId);
+    return (bots.length ? bots : this.bots.filter((b) => b.me !== undefined && b.status !== 'unauthorized')).map((b) => b.bot);
+  }
+
+  /** Read the chat's admin list in the background when it is older than `maxAgeMs` (default a minute). */
+  private refreshAdmins(chat: ChatRef, maxAgeMs?: number): void {
+    const { tgId } = this.target(chat);
+    this.admins.refresh(tgId, this.chatBots(chat, tgId), maxAgeMs);
+  }
+
   warnings(chat: ChatRef, participants: readonly string[]): string[] {
     // A private chat has one bot in it, which answered to be there.
-    return parseChatId(chat.chatId).dmAgentId !== undefined ? [] : botWarnings(this.opts.agents, this.bots, participants);
+    if (parseChatId(chat.chatId).dmAgentId !== undefined) return [];
+    const { tgId } = this.target(chat);
+    // What is known now; a list over a minute old is read again for the next time.
+    this.refreshAdmins(chat);
+    return [...botWarnings(this.opts.agents, this.bots, participants), ...reactionWarnings(this.opts.agents, this.bots, participants, (b) => this.admins.botIsAdmin(tgId, b.me!.id))];
   }
 }

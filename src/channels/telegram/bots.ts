@@ -7,7 +7,7 @@ import { autoRetry } from '@grammyjs/auto-retry';
 import { Bot } from 'grammy';
 import type { UserFromGetMe, WebhookInfo } from 'grammy/types';
 import type { ConnectionGate, Logger } from '../../core/ports.js';
-import type { ChannelPartStatus } from '../../core/readModels.js';
+import type { ChannelPartStatus, ChannelStatus } from '../../core/readModels.js';
 import type { AgentDef } from '../../core/types.js';
 import { apiErrorCode, describeError } from './errors.js';
 import { UpdatePoller } from './poller.js';
@@ -220,6 +220,18 @@ export class AgentBot {
   }
 }
 
+/** The channel's `/readyz` part: connected when every agent's bot works (`skipped`: agents left out, with why). */
+export function channelStatus(list: readonly AgentBot[], skipped: ReadonlyMap<string, string>, running: boolean): ChannelStatus {
+  const bots: Record<string, ChannelPartStatus> = {};
+  for (const b of list) bots[b.agent.id] = b.health();
+  for (const [agentId, why] of skipped) bots[agentId] = { ok: false, state: 'skipped', error: why };
+  const parts = Object.values(bots);
+  if (parts.length === 0) return { ok: false, state: 'no_bots', error: 'no agent has a telegram.token', bots };
+  const failing = parts.filter((p) => !p.ok).length;
+  if (!running) return { ok: false, state: 'stopped', bots };
+  return failing === 0 ? { ok: true, state: 'ready', bots } : { ok: false, state: 'degraded', error: `${failing} of ${parts.length} bots not working`, bots };
+}
+
 /** What `/group list` should say about an agent's bot in a group chat, if anything. */
 export function botWarning(agent: AgentDef, b: AgentBot | undefined): string | undefined {
   if (!b) return `${agent.name} has no Telegram bot (agents[].telegram.token), so it cannot post here.`;
@@ -239,5 +251,30 @@ export function botWarnings(agents: readonly AgentDef[], bots: readonly AgentBot
     const agent = agents.find((a) => a.id === id);
     const line = agent ? botWarning(agent, bots.find((x) => x.agent.id === id)) : undefined;
     return line ? [line] : [];
+  });
+}
+
+/**
+ * What `/group list` should say about reactions in a group chat: Telegram sends them only to bots
+ * that are chat admins, so when none of the participants' bots is one, Chorus sees none there; a
+ * bot that is not one while another is sees none itself. `isAdmin` says what is known (undefined:
+ * not yet; nothing is said about it).
+ */
+export function reactionWarnings(agents: readonly AgentDef[], bots: readonly AgentBot[], participants: readonly string[], isAdmin: (b: AgentBot) => boolean | undefined): string[] {
+  const known = participants
+    .map((id) => bots.find((b) => b.agent.id === id && b.me !== undefined && b.status !== 'unauthorized'))
+    .filter((b): b is AgentBot => b !== undefined)
+    .map((b) => ({ b, admin: isAdmin(b) }));
+  const handle = (b: AgentBot) => `@${b.me!.username}`;
+  const admins = known.filter((k) => k.admin === true).map((k) => handle(k.b));
+  const others = known.filter((k) => k.admin === false).map((k) => k.b);
+  if (others.length === 0) return [];
+  if (admins.length === 0) {
+    const list = others.map(handle).join(', ');
+    return [`${list} ${others.length > 1 ? 'are not admins' : 'is not an admin'} of this chat, and Telegram sends people's reactions only to admin bots: make ${handle(others[0]!)} an admin to see reactions.`];
+  }
+  return others.map((b) => {
+    const name = agents.find((a) => a.id === b.agent.id)?.name ?? b.agent.id;
+    return `${name}'s bot ${handle(b)} is not an admin of this chat, so Telegram sends it no reactions (Chorus sees them through ${admins.join(', ')}); make ${handle(b)} an admin to see reactions through it too.`;
   });
 }

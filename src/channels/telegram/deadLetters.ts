@@ -66,6 +66,21 @@ function callbackProblem(q: unknown): string | null {
   return null;
 }
 
+function reactionListProblem(list: unknown): boolean {
+  // Kinds other than emoji (custom, paid, ones added later) are skipped, not read.
+  return !Array.isArray(list) || list.some((r) => !isObj(r) || typeof r.type !== 'string' || (r.type === 'emoji' && typeof r.emoji !== 'string'));
+}
+
+function reactionProblem(r: unknown): string | null {
+  if (!isObj(r)) return 'message_reaction is not an object';
+  const chat = chatProblem(r.chat, 'message_reaction');
+  if (chat) return chat;
+  for (const k of ['message_id', 'date']) if (!isInt(r[k])) return `message_reaction.${k} is not a whole number`;
+  if (r.user !== undefined ? !(isObj(r.user) && isInt(r.user.id)) : !(isObj(r.actor_chat) && isInt(r.actor_chat.id))) return 'message_reaction has neither a user nor an actor_chat with a numeric id';
+  for (const k of ['old_reaction', 'new_reaction']) if (reactionListProblem(r[k])) return `message_reaction.${k} is not a list of reactions`;
+  return null;
+}
+
 /** Throws MalformedUpdateError when a part of the update Chorus reads is missing or of the wrong type. */
 export function checkUpdateShape(u: Update): void {
   const raw = u as unknown as Obj;
@@ -76,6 +91,7 @@ export function checkUpdateShape(u: Update): void {
     if (!isObj(m)) problem = 'my_chat_member is not an object';
     else problem = chatProblem(m.chat, 'my_chat_member') ?? (['old_chat_member', 'new_chat_member'].find((k) => !(isObj(m[k]) && typeof (m[k] as Obj).status === 'string')) ? 'my_chat_member has no old or new status' : null);
   } else if (raw.callback_query !== undefined) problem = callbackProblem(raw.callback_query);
+  else if (raw.message_reaction !== undefined) problem = reactionProblem(raw.message_reaction);
   if (problem) throw new MalformedUpdateError(problem);
 }
 

@@ -74,7 +74,8 @@ function authorOf(msg: Message): { id: string; name: string } | undefined {
   return { id: String(u.id), name: userName(u) };
 }
 
-function userName(u: User): string {
+/** A person's display name, cleaned (see authorOf). */
+export function userName(u: User): string {
   return cleanDisplayName([u.first_name, u.last_name].filter(Boolean).join(' ')) || cleanDisplayName(u.username ?? '') || `user ${u.id}`;
 }
 
@@ -218,6 +219,6 @@ export function normalizePress(q: CallbackQuery, viaAgentId: string, now: number
 
 /** The chat an update belongs to: updates of one chat are handed over one at a time; other chats run alongside. */
 export function updateChatKey(u: Update): string {
-  const chat = u.message?.chat ?? u.my_chat_member?.chat ?? u.callback_query?.message?.chat;
+  const chat = u.message?.chat ?? u.my_chat_member?.chat ?? u.callback_query?.message?.chat ?? u.message_reaction?.chat;
   return chat ? String(chat.id) : `update:${u.update_id}`;
 }

@@ -20,7 +20,7 @@ import type { Store } from '../ports.js';
 import type { RunningGroups } from '../peers.js';
 import type { EntryEdit } from '../records.js';
 import type { Reaction, TranscriptEntry } from '../types.js';
-import { UserError } from '../errors.js';
+import { StoreUnavailableError, UserError } from '../errors.js';
 import type { KeyedQueue } from '../lib/KeyedQueue.js';
 import { RateLimiter } from '../router/RateLimiter.js';
 import { reactionNoteText } from '../session/reactionNotes.js';
@@ -73,6 +73,9 @@ export class Reactions {
     const name = cleanDisplayName(r.by.name) || 'someone';
     return this.d.serial.run(groupId, async () => {
       const g = this.d.groups.require(groupId);
+      // After a failed write its memory may be ahead of the store (this reaction there, unrecorded):
+      // refused until it is read back, and not counted against the rate limit (a redelivery comes again).
+      if (!this.d.groups.usable(g)) throw new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write; try again`);
       const now = this.d.now();
       const rateKey = `${g.id}\n${r.rateKey ?? key}`;
       if (!this.rate.allow(rateKey, now)) {

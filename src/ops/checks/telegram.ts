@@ -2,14 +2,16 @@
  * Doctor checks of the Telegram bots, through grammY against `channels.telegram.api_root`: each
  * agent's token (getMe), its privacy mode, its webhook (getWebhookInfo: in webhook mode whether it
  * points at us and Telegram's last delivery error; in polling mode a stray webhook), and for each
- * group Chorus knows on Telegram whether the bot is in it and can read it. Read-only calls:
- * nothing is sent, no update is confirmed.
+ * group Chorus knows on Telegram whether the bot is in it and can read it, and whether it is an
+ * admin there: Telegram sends people's reactions only to admin bots, so a group where none of the
+ * agents' bots is one shows Chorus no reactions. Read-only calls: nothing is sent, no update is
+ * confirmed.
  */
 import { Api, GrammyError } from 'grammy';
 import type { ChorusConfig } from '../../config/schema.js';
 import { describeError } from '../../channels/telegram/errors.js';
 import { webhookEndpoint } from '../../channels/telegram/webhook.js';
-import { fail, ok, warn, type Finding } from '../findings.js';
+import { fail, info, ok, warn, type Finding } from '../findings.js';
 
 /** A group chat Chorus has (declared in the config or found in data_dir). */
 export interface TelegramChat {
@@ -21,11 +23,19 @@ export interface TelegramChat {
 /** Groups checked per bot at most; a doctor run should stay short. */
 const MAX_CHATS = 100;
 
+/** A bot found in a group: whether it is an admin there (the only bots Telegram sends reactions to). */
+interface Seat {
+  agentId: string;
+  bot: string;
+  admin: boolean;
+}
+
 export async function checkTelegram(config: ChorusConfig, chats: readonly TelegramChat[]): Promise<Finding[]> {
   const tg = config.channels.telegram;
   if (!tg.enabled) return [];
   const apiRoot = tg.api_root.replace(/\/+$/, '');
   const seen = new Map<string, string>();
+  const seats = new Map<string, Seat[]>();
   const perAgent = config.agents.map(async (agent, i): Promise<Finding[]> => {
     const subject = `telegram ${agent.id}`;
     const token = agent.telegram?.token.trim();
@@ -33,9 +43,23 @@ export async function checkTelegram(config: ChorusConfig, chats: readonly Telegr
     const other = seen.get(token);
     if (other) return [fail(subject, `uses the same bot token as "${other}", so it is skipped`, `give agents[${i}] its own bot from @BotFather`)];
     seen.set(token, agent.id);
-    return checkBot(new Api(token, { apiRoot }), token, agent.id, i, apiRoot, chats.filter((c) => c.participants.includes(agent.id)), expectedWebhook(tg, agent.id, token));
+    return checkBot(new Api(token, { apiRoot }), token, agent.id, i, apiRoot, chats.filter((c) => c.participants.includes(agent.id)), expectedWebhook(tg, agent.id, token), seats);
   });
-  return (await Promise.all(perAgent)).flat();
+  return [...(await Promise.all(perAgent)).flat(), ...chats.flatMap((c) => reactionFindings(c, seats.get(c.chatId) ?? []))];
+}
+
+/** Per group: the bots in it that are not admins, and whether reactions reach Chorus at all there. */
+function reactionFindings(chat: TelegramChat, seats: readonly Seat[]): Finding[] {
+  const sorted = [...seats].sort((a, b) => a.agentId.localeCompare(b.agentId));
+  const admins = sorted.filter((s) => s.admin).map((s) => s.bot);
+  return sorted
+    .filter((s) => !s.admin)
+    .map((s) => {
+      const subject = `telegram ${s.agentId} in "${chat.title}" (${chat.chatId})`;
+      return admins.length
+        ? info(subject, `${s.bot} is not an admin, so Telegram sends it no reactions; Chorus sees them through ${admins.join(', ')}`)
+        : warn(subject, `${s.bot} is not an admin, and no other agent's bot in this group is: Telegram sends people's reactions only to admin bots, so Chorus sees none here`, `make ${s.bot} an admin to see reactions (one admin bot per group is enough)`);
+    });
 }
 
 /** The webhook URL Chorus sets for this bot in webhook mode (null in polling mode). */
@@ -53,6 +77,7 @@ async function checkBot(
   apiRoot: string,
   chats: readonly TelegramChat[],
   webhookUrl: string | null,
+  seats: Map<string, Seat[]>,
 ): Promise<Finding[]> {
   const subject = `telegram ${agentId}`;
   let me;
@@ -84,6 +109,8 @@ async function checkBot(
     const s = `telegram ${agentId} in ${where}`;
     try {
       const member = await api.getChatMember(chat.chatId, me.id, AbortSignal.timeout(15_000) as Parameters<Api['getChatMember']>[2]);
+      const present = member.status !== 'left' && member.status !== 'kicked' && !(member.status === 'restricted' && !member.is_member);
+      if (present) seats.set(chat.chatId, [...(seats.get(chat.chatId) ?? []), { agentId, bot, admin: member.status === 'administrator' || member.status === 'creator' }]);
       if (member.status === 'left' || member.status === 'kicked') {
         out.push(fail(s, `${bot} is not in the group (${member.status})`, `add ${bot} to the group again, or remove ${agentId} from it with /group remove ${agentId}`));
       } else if (member.status === 'restricted' && !member.can_send_messages) {

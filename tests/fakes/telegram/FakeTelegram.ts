@@ -12,15 +12,21 @@
  *
  * Inline keyboards (buttons.ts): `press` queues a `callback_query` to the bot that sent the
  * message, `answers` and `edits` record answerCallbackQuery and editMessageReplyMarkup.
+ *
+ * Reactions (reactions.ts): `humanReacts` queues a `message_reaction` update to the chat's admin
+ * bots only (`setAdmins`, `promoteBot`); `setMessageReaction` checks Telegram's emoji set and
+ * records what each bot set (`reactions.set`, `reactions.shownBy`).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { detectEntities, EntityParseError, parseHtml, parseMarkdownV2, type FakeEntity } from './entities.js';
 import { FakeState, type BotRec, type ChatRec, type MsgRec } from './state.js';
 import { FakeButtons, readKeyboard, type InlineKeyboard } from './buttons.js';
+import { FakeReactions, type FakeReaction } from './reactions.js';
 
 export type { BotRec, ChatRec, MsgRec } from './state.js';
 export type { CallbackAnswer, InlineKeyboard, MarkupEdit } from './buttons.js';
+export type { BotReactionSet, FakeReaction } from './reactions.js';
 
 export type FakeUser = {
   id: number;
@@ -91,6 +97,8 @@ export class FakeTelegram {
   readonly posted: Posted[] = [];
   /** Inline keyboards: presses, answered callback queries (`answers`), markup edits (`edits`), the answer window's clock (`now`). */
   readonly buttons = new FakeButtons(this.state);
+  /** Reactions: bots' setMessageReaction calls (`reactions.set`) and what they show (`reactions.shownBy`). */
+  readonly reactions = new FakeReactions(this.state);
   private readonly injected: Injected[] = [];
   private readonly faults: InjectedFault[] = [];
   /** Every transport fault the fake produced, in order (what the client had to cope with). */
@@ -162,8 +170,38 @@ export class FakeTelegram {
   createTopic(chatId: number, name: string): number {
     return this.state.createTopic(chatId, name);
   }
+  /** The chat's administrators (people's and bots' user ids), as they are; no update is sent. */
   setAdmins(chatId: number, userIds: number[]): void {
     this.state.chat(chatId).admins = new Set(userIds);
+  }
+  /**
+   * `by` makes a bot of the chat an administrator (or, `admin: false`, takes it back): as on
+   * Telegram, the bot gets a `my_chat_member` update (member → administrator).
+   */
+  promoteBot(chatId: number, token: string, by: FakeUser, admin = true): void {
+    const chat = this.state.chat(chatId);
+    const bot = this.state.bots.get(token)!;
+    if (!chat.bots.has(token) || chat.admins.has(bot.id) === admin) return;
+    if (admin) chat.admins.add(bot.id);
+    else chat.admins.delete(bot.id);
+    const member = (status: string) => ({ status, user: this.state.botUser(bot), ...(status === 'administrator' ? { can_be_edited: false, can_manage_chat: true } : {}) });
+    this.state.push(bot, {
+      my_chat_member: {
+        chat: this.state.apiChat(chat), from: { is_bot: false, ...by }, date: Math.floor(Date.now() / 1000),
+        old_chat_member: member(admin ? 'member' : 'administrator'), new_chat_member: member(admin ? 'administrator' : 'member'),
+      },
+    });
+  }
+  /**
+   * `user` (or an anonymous admin) changes their reactions on a message — by its id as people see
+   * it, or by its key — from `before` to `after`. A `message_reaction` update goes to each bot
+   * that is an admin of the chat (in a private chat, to its bot); returns those bots' usernames.
+   */
+  humanReacts(chatId: number, user: FakeUser | 'anonymous', message: number | { key: number }, before: FakeReaction[], after: FakeReaction[]): string[] {
+    const chat = this.state.chat(chatId);
+    const msg = typeof message === 'number' ? chat.messages.find((m) => this.state.idFor(m, 'human') === message) : chat.messages.find((m) => m.key === message.key);
+    if (!msg) throw new Error(`fake telegram: no message ${JSON.stringify(message)} in chat ${chatId}`);
+    return this.reactions.react(msg, user, before, after);
   }
   addBotToChat(chatId: number, token: string, by: FakeUser): void {
     this.state.setMembership(chatId, token, true, by);
@@ -400,10 +438,13 @@ export class FakeTelegram {
         return this.buttons.answer(bot, p);
       case 'editMessageReplyMarkup':
         return this.buttons.editMarkup(bot, p);
+      case 'setMessageReaction':
+        return this.reactions.setMessageReaction(bot, p);
       case 'getChatAdministrators': {
         const chat = this.state.findChat(p.chat_id);
         if (!chat) return fail(400, 'Bad Request: chat not found');
-        const result = [...chat.admins].map((id) => ({ status: 'administrator', user: { id, is_bot: false, first_name: `user${id}` } }));
+        const bot = (id: number) => [...this.state.bots.values()].find((b) => b.id === id);
+        const result = [...chat.admins].map((id) => ({ status: 'administrator', user: bot(id) ? this.state.botUser(bot(id)!) : { id, is_bot: false, first_name: `user${id}` } }));
         return { ok: true, result };
       }
       case 'getChatMember': {
