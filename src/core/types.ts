@@ -340,6 +340,8 @@ export interface PlatformReaction {
   emoji: string;
   /** Added (true) or taken back. */
   on: boolean;
+  /** A private chat with one agent's bot (its group is that agent's): the agent. */
+  dmAgentId?: string | undefined;
 }
 
 export interface Reaction {

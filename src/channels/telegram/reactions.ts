@@ -78,7 +78,8 @@ export class TelegramReactions {
     if (!p) {
       p = (async () => {
         try {
-          for (const c of changes) await host.reacted({ channel: 'telegram', chatId, platformMessageId, by, emoji: c.emoji, on: c.on });
+          const dmAgentId = u.chat.type === 'private' ? agent : undefined;
+          for (const c of changes) await host.reacted({ channel: 'telegram', chatId, platformMessageId, by, emoji: c.emoji, on: c.on, dmAgentId });
           this.done.add(key);
         } finally {
           this.inflight.delete(key);

@@ -22,7 +22,7 @@ export interface PlatformReactionDeps {
 }
 
 export async function platformReaction(d: PlatformReactionDeps, r: PlatformReaction): Promise<void> {
-  const g = d.groups.find(r.channel, r.chatId);
+  const g = d.groups.find(r.channel, r.chatId, r.dmAgentId);
   if (!g || g.state.archived) return;
   const entry = await entryOfPost(d.groups, g, r.platformMessageId);
   if (!entry) {
