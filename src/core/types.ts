@@ -256,7 +256,7 @@ export interface PromptRef {
 /** The ask of a turn as recorded (the prompt's `Ask`). */
 export type PromptAsk =
   | { kind: 'addressed'; by?: string | null | undefined; how?: 'mention' | 'sticky' | 'rotation' | 'selected' | undefined }
-  | { kind: 'voluntary' }
+  | { kind: 'voluntary'; react?: { by: string | null } | undefined }
   | { kind: 'reaction'; by: string }
   | { kind: 'forced'; lastHuman: { name: string; text: string | null } | null }
   | { kind: 'direct' };
