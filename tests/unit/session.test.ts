@@ -83,7 +83,7 @@ describe('prompts', () => {
     expect(addressed).toMatch(/## Your turn\nYou were addressed directly by Maya: answer\. \[PASS\] and \[REACT …\] are not available for this turn\.$/);
     const reaction = h.llm.callsFor('writer')[0]!.messages.at(-1)!.content;
     expect(reaction).toMatch(/## Your turn\nAnalyst addressed you directly: answer\. \[PASS\] and \[REACT …\] are not available for this turn\.$/);
-    expect(voluntary).toMatch(/## Your turn\nYou were not addressed\. Reply only if you can add something; otherwise reply with exactly \[PASS\]\. \[REACT …\] is not available for this turn\.$/);
+    expect(voluntary).toMatch(/## Your turn\nYou were not addressed\. Reply only if you can add something; otherwise reply with exactly \[PASS\], or react to the newest message from Maya with exactly \[REACT 👍\] \(any single emoji\)\.$/);
     for (const c of h.llm.calls.filter((x) => x.purpose === 'turn' && x.mustReply)) expect(c.messages.at(-1)!.content).not.toContain('otherwise reply with exactly');
   });
 
