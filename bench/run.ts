@@ -23,6 +23,7 @@ import { storageRun } from './scenarios/storage.js';
 import { cacheRun, voluntaryRun } from './scenarios/tokens.js';
 import { toolOverheadRun, toolTokensRun } from './scenarios/tools.js';
 import { voluntaryRoundRun } from './scenarios/rounds.js';
+import { NOISY_ROOM_SCRIPT, noisyRoomRun } from './scenarios/reactions.js';
 import { makeRssData, type SoakPoint, type ThroughputResult } from './scenarios/memory.js';
 import { postgresRuns } from './scenarios/postgres.js';
 import { CLUSTER_FULL, CLUSTER_QUICK, clusterRuns } from './scenarios/cluster.js';
@@ -140,6 +141,8 @@ export const TARGETS: Record<string, Target> = {
   voluntary_round_latency_ratio_parallel: { op: '<=', value: 2.2, note: 'the same, voluntary_execution parallel; goal 2: two waves at the default 4 slots per group' },
   voluntary_round_latency_ratio_parallel_one_wave: { op: '<=', value: 2, note: 'parallel with max_concurrency 32: 8 slots per group, one wave' },
   voluntary_round_calls_parallel_first_two: { op: 'report', note: 'calls when the first 2 candidates reply (sequential: 2)' },
+  noisy_room_agent_messages_reactions_off: { op: 'report', note: `agent messages for ${NOISY_ROOM_SCRIPT.length} unaddressed messages, 8 agents, hybrid, scripted provider, reacting off` },
+  noisy_room_agent_messages_reactions_on: { op: 'report', note: 'the same script with reacting on: acknowledgements become reactions' },
   throughput_msgs_per_s: { op: '>=', value: 3000, note: 'fsync always' },
   throughput_msgs_per_s_nofsync: { op: 'report', note: 'fsync never' },
   // The same scenarios on the PostgreSQL store (one instance, a local throwaway server); absent when no server can run.
@@ -301,6 +304,13 @@ export async function runBench(p: Profile, log: Log = () => undefined): Promise<
     parallel_first_two_ms: firstTwo.ms.map((x) => round(x, 1)),
     parallel_first_two_cancelled: firstTwo.cancelled,
   };
+
+  log(`noisy room (${NOISY_ROOM_SCRIPT.length} unaddressed messages, 8 agents, hybrid, scripted provider, reacting off vs on)`);
+  const quiet = await noisyRoomRun({ reactions: true });
+  const noisy = await noisyRoomRun({ reactions: false });
+  raw['noisy_room_agent_messages_reactions_off'] = [noisy.agentMessages];
+  raw['noisy_room_agent_messages_reactions_on'] = [quiet.agentMessages];
+  details['noisy_room'] = { messages: NOISY_ROOM_SCRIPT.length, off: { agent_messages: noisy.agentMessages, reactions: noisy.reactions, model_calls: noisy.calls }, on: { agent_messages: quiet.agentMessages, reactions: quiet.reactions, model_calls: quiet.calls } };
 
   const tp = p.throughput;
   for (const fsync of ['always', 'never'] as const) {

@@ -195,6 +195,8 @@ export interface LlmRequest {
   groupId?: string | undefined;
   /** Whether this turn must be answered (addressed) or may pass (voluntary). */
   mustReply?: boolean | undefined;
+  /** Whether the prompt offers reacting with `[REACT 👍]` this turn (voluntary, with a person's message). */
+  mayReact?: boolean | undefined;
   /**
    * Tools the model may call, always in the same order so they stay in the cached prefix (providers
    * put them before the system prompt, as the APIs order the cache).

@@ -256,7 +256,7 @@ export interface PromptRef {
 /** The ask of a turn as recorded (the prompt's `Ask`). */
 export type PromptAsk =
   | { kind: 'addressed'; by?: string | null | undefined; how?: 'mention' | 'sticky' | 'rotation' | 'selected' | undefined }
-  | { kind: 'voluntary' }
+  | { kind: 'voluntary'; react?: { by: string | null } | undefined }
   | { kind: 'reaction'; by: string }
   | { kind: 'forced'; lastHuman: { name: string; text: string | null } | null }
   | { kind: 'direct' };
@@ -271,7 +271,7 @@ export type ReplyCut = 'bytes' | 'max_tokens' | 'timeout' | 'stopped';
 export type TurnReason = 'addressed' | 'voluntary' | 'reaction' | 'sticky' | 'rotation' | 'selected' | 'direct';
 
 /** Quiet decision lines: why an agent did or did not speak. */
-export type DecisionType = 'pass' | 'cooldown' | 'cap' | 'error' | 'muted' | 'depth' | 'batch' | 'selector' | 'discarded' | 'stopped' | 'budget' | 'cut';
+export type DecisionType = 'pass' | 'react' | 'cooldown' | 'cap' | 'error' | 'muted' | 'depth' | 'batch' | 'selector' | 'discarded' | 'stopped' | 'budget' | 'cut';
 
 /** One line of a group's transcript. */
 export interface TranscriptEntry {
@@ -290,8 +290,8 @@ export interface TranscriptEntry {
   /** For human messages: the platform id, so replies can thread to it. */
   platformMessageId?: string | undefined;
   threadId?: string | undefined;
-  /** For decision lines. */
-  decision?: { type: DecisionType; agentId?: string | undefined; detail?: string | undefined; prompt?: PromptRef | undefined } | undefined;
+  /** For decision lines; `emoji`: an agent's reaction (`react`), remembered in its history as `[REACT <emoji>]`. */
+  decision?: { type: DecisionType; agentId?: string | undefined; detail?: string | undefined; prompt?: PromptRef | undefined; emoji?: string | undefined } | undefined;
   /** Agent replies and system notices: has the channel posted it yet? Re-posted after a crash. */
   delivery?: 'pending' | 'posted' | 'failed' | undefined;
   /** Platform message ids of the posted chunks (for reply-to-agent addressing). */

@@ -4,8 +4,20 @@
  * message touches one of the agent's handles or keywords — or it is a greeting or a question to
  * the room, which the group's first agent (by handle) answers, so a newcomer's "hello everyone"
  * shows a conversation rather than a row of passes.
+ *
+ * A message people would react to — news ("we shipped it"), thanks, an exclamation — is
+ * acknowledged by about half of the agents that would pass (seeded by the agent and the message,
+ * so the same message always gets the same answers): where the turn offers reacting (`mayReact`)
+ * with `[REACT 🎉]` (or another fitting emoji), so the demo room shows reactions. With
+ * `reactions: false` they say so in a short message instead — what an agent that cannot react
+ * does; the noisy-room bench (bench/scenarios/reactions.ts) compares the two.
  */
 import type { LlmProvider, LlmRequest, LlmResponse } from '../core/ports.js';
+
+export interface ScriptedOptions {
+  /** React where a turn offers it (default); false: acknowledge in a message instead. */
+  reactions?: boolean | undefined;
+}
 
 const TEMPLATES = [
   (name: string, topic: string, role: string) => `${name} here (demo mode). On “${topic}”: as ${role}, I would want a closer look before giving a real answer.`,
@@ -15,6 +27,11 @@ const TEMPLATES = [
 
 export class ScriptedProvider implements LlmProvider {
   readonly name = 'scripted';
+  private readonly reactions: boolean;
+
+  constructor(opts: ScriptedOptions = {}) {
+    this.reactions = opts.reactions ?? true;
+  }
 
   async complete(req: LlmRequest): Promise<LlmResponse> {
     const text = this.reply(req);
@@ -39,7 +56,12 @@ export class ScriptedProvider implements LlmProvider {
       const words = [agent.id, agent.name, ...agent.aliases].map((w) => w.replace(/^@/, '').toLowerCase());
       const hay = topic.toLowerCase();
       const touched = words.some((w) => new RegExp(`(^|[^\\p{L}\\p{N}])${escape(w)}([^\\p{L}\\p{N}]|$)`, 'u').test(hay));
-      if (!touched && !(opensConversation(topic) && firstInGroup(agent.id, req.system))) return '[PASS]';
+      if (!touched && !(opensConversation(topic) && firstInGroup(agent.id, req.system))) {
+        if (!acknowledgeable(topic) || hash(`ack\n${agent.id}\n${topic}`) % 2 !== 0) return '[PASS]';
+        const emoji = emojiFor(agent.id, topic);
+        if (!this.reactions) return `Noted ${emoji} (${agent.name}, canned demo reply)`;
+        return req.mayReact ? `[REACT ${emoji}]` : '[PASS]';
+      }
     }
     const role = roleOf(agent.persona, agent.name) ?? `the group's ${agent.name.toLowerCase()}`;
     // Quote without "@" so a canned reply never addresses anyone (no reaction chains in the demo).
@@ -48,6 +70,20 @@ export class ScriptedProvider implements LlmProvider {
     const pick = TEMPLATES[hash(agent.id + topic) % TEMPLATES.length]!;
     return pick(agent.name, short, role);
   }
+}
+
+const THANKS = /(^|[^\p{L}])(thanks|thank you|thx|cheers|merci|danke|gracias)([^\p{L}]|$)/iu;
+const NEWS = /(^|[^\p{L}])(shipped|launched|released|merged|fixed|done|finished|signed|approved|good news|great news|welcome)([^\p{L}]|$)/iu;
+
+/** A message people would react to: thanks, news, an exclamation (not a question). */
+function acknowledgeable(topic: string): boolean {
+  return !/\?\s*$/.test(topic) && (THANKS.test(topic) || NEWS.test(topic) || /!\s*$/.test(topic));
+}
+
+/** A fitting emoji for acknowledging `topic` (all in Telegram's set of reactions). */
+function emojiFor(agentId: string, topic: string): string {
+  if (THANKS.test(topic)) return '🙏';
+  return ['🎉', '👍', '🔥', '👏'][hash(`emoji\n${agentId}\n${topic}`) % 4]!;
 }
 
 const GREETING = /(^|[^\p{L}])(hello|hi|hey|hiya|howdy|greetings|good (morning|afternoon|evening)|hallo|bonjour|hola|ciao)([^\p{L}]|$)/iu;

@@ -27,7 +27,7 @@
  * duplicate deliveries
  * (the same platform id again, also two copies at once), messages sent while a round runs, and a
  * fake clock that moves (cooldowns, model-call time limits, a new UTC day for the budget). The
- * scripted model replies, passes, mentions another agent (reactions), fails, returns an empty
+ * scripted model replies, passes, reacts with an emoji, mentions another agent (reactions), fails, returns an empty
  * reply, is cut at max_tokens, or holds its answer mid-stream until released (so messages batch,
  * `/stop` cuts a streaming reply, a clock jump times it out); summaries (small `history_turns`)
  * succeed or fail; checkpoints come every few records.
@@ -102,7 +102,7 @@ const { config: CONFIG } = parseConfigText(YAML, 'test');
 // ---------------------------------------------------------------------------------------------
 // The model: per agent a script of outcomes, used in order (cycling)
 
-type TurnPlan = 'reply' | 'mention' | 'pass' | 'fail' | 'empty' | 'cut' | 'hold';
+type TurnPlan = 'reply' | 'mention' | 'pass' | 'react' | 'fail' | 'empty' | 'cut' | 'hold';
 type SummaryPlan = 'ok' | 'fail';
 
 interface Script {
@@ -161,6 +161,9 @@ class ScriptLlm implements LlmProvider {
         return this.res(req, `@${other} what do you think? (${id} ${n})`, n);
       case 'pass':
         return this.res(req, '[PASS]', n);
+      case 'react':
+        // A voluntary turn reacts to the round's message (an edit and a note with the outcome); an addressed one answers with the emoji.
+        return this.res(req, `[REACT ${n % 2 ? '🎉' : '👍'}]`, n);
       case 'empty':
         return this.res(req, '', n);
       case 'fail':
@@ -263,7 +266,7 @@ const inputArb: fc.Arbitrary<Input> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ k: fc.constant('react' as const), of: fc.nat(200), emoji: fc.constantFrom('👍', '🎉', '👀'), who: fc.constantFrom('Maya', 'Sam'), on: chance(0.7) }) },
 );
 
-const turnPlanArb = fc.constantFrom<TurnPlan>('reply', 'reply', 'mention', 'pass', 'pass', 'fail', 'empty', 'cut', 'hold');
+const turnPlanArb = fc.constantFrom<TurnPlan>('reply', 'reply', 'mention', 'pass', 'pass', 'react', 'fail', 'empty', 'cut', 'hold');
 const scriptArb: fc.Arbitrary<Script> = fc.record({
   turns: fc.record({
     analyst: fc.array(turnPlanArb, { minLength: 1, maxLength: 6 }),

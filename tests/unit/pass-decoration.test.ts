@@ -15,7 +15,7 @@ const offered = { agent: ANALYST, mayPass: true };
 describe('decoration-only replies', () => {
   it('posts 5,000 backticks answered to an @mention, and passes them where passing is offered', () => {
     const ticks = '`'.repeat(5000);
-    expect(judgeReply(ticks, addressed)).toEqual({ pass: false, text: ticks, foreignLabels: [] });
+    expect(judgeReply(ticks, addressed)).toEqual({ pass: false, text: ticks, foreignLabels: [], reaction: null });
     expect(judgeReply(ticks, offered).pass).toBe(true);
     expect(judgeReply('  ...  ', addressed)).toMatchObject({ pass: false, text: '...' });
   });

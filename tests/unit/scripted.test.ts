@@ -1,4 +1,4 @@
-/** The offline demo provider (SPEC §8): deterministic, persona-flavoured, passes unless touched. */
+/** The offline demo provider (SPEC §8): deterministic, persona-flavoured, passes unless touched, sometimes reacts. */
 import { describe, expect, it } from 'vitest';
 import { ScriptedProvider } from '../../src/llm/ScriptedProvider.js';
 import type { AgentDef } from '../../src/core/types.js';
@@ -37,6 +37,33 @@ describe('ScriptedProvider', () => {
     expect(await volunteer(analyst, [writer], 'hello everyone')).toBe(await volunteer(analyst, [writer], 'hello everyone'));
     // "this" or "high" are not greetings.
     expect(await volunteer(analyst, [writer], 'this is high time')).toBe('[PASS]');
+  });
+
+  it('voluntary: where reacting is offered, about half of the agents that would pass react to news or thanks with a fitting emoji, the same way every time', async () => {
+    // Aaron comes first by handle: he, not Analyst, answers questions to the room.
+    const system = 'persona\n\n## Group chat: Lobby\nOther participants:\n- Aaron (@aaron): You are Aaron.';
+    const offer = (q: ScriptedProvider, text: string, mayReact: boolean) => q.complete({ purpose: 'turn', model: 'm', system, messages: [{ role: 'user', content: turn(text) }], agent: analyst, mustReply: false, mayReact }).then((r) => r.text);
+    const all = (q: ScriptedProvider, make: (i: number) => string, mayReact = true) => Promise.all(Array.from({ length: 30 }, (_, i) => offer(q, make(i), mayReact)));
+    const news = (i: number) => `we shipped build ${i}`;
+    const answers = await all(p, news);
+    const reactions = answers.filter((a) => a.startsWith('[REACT '));
+    expect(reactions.length).toBeGreaterThan(5);
+    expect(reactions.length).toBeLessThan(25);
+    expect(answers.filter((a) => !a.startsWith('[REACT ')).every((a) => a === '[PASS]')).toBe(true);
+    for (const r of reactions) expect(r).toMatch(/^\[REACT (🎉|👍|🔥|👏)\]$/u);
+    expect(await all(p, news)).toEqual(answers);
+    // Thanks get 🙏; plain statements and questions get no reaction; not offered, nothing reacts.
+    const thanks = await all(p, (i) => `thanks for the notes on plan ${i}`);
+    expect(new Set(thanks.filter((a) => a !== '[PASS]'))).toEqual(new Set(['[REACT 🙏]']));
+    expect(new Set(await all(p, (i) => `the launch plan, take ${i}`))).toEqual(new Set(['[PASS]']));
+    expect(new Set(await all(p, (i) => `is build ${i} done?`))).toEqual(new Set(['[PASS]']));
+    expect(new Set(await all(p, news, false))).toEqual(new Set(['[PASS]']));
+    // With reacting turned off (the noisy-room comparison) those turns acknowledge in a message.
+    const spoken = await all(new ScriptedProvider({ reactions: false }), news);
+    expect(spoken.filter((a) => a !== '[PASS]')).toHaveLength(reactions.length);
+    for (const a of spoken.filter((x) => x !== '[PASS]')) expect(a).toMatch(/^Noted .+ \(Analyst, canned demo reply\)$/u);
+    // Addressed turns never react.
+    expect((await ask('we shipped build 1', true)).text).not.toContain('[REACT');
   });
 
   it('streams the reply word by word', async () => {

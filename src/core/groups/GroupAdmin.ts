@@ -50,7 +50,8 @@ export interface GroupAdminDeps {
 
 export class GroupAdmin implements GatewayApi {
   private readonly editor: MessageEditor;
-  private readonly reactions: Reactions;
+  /** People's reactions, and agents' (`byAgent`, for the rounds). */
+  readonly reactions: Reactions;
 
   constructor(private readonly d: GroupAdminDeps) {
     // Edits, deletions and reactions of one group's entries run one after another.

@@ -12,13 +12,15 @@
  * not changes nothing. Changes of one group's entries run one after another, with edits and
  * deletions (MessageEditor), so each reads the state the previous one left.
  *
- * Who reacts is the caller's: the web API today (a browser's client tag); Telegram and Discord
- * reactions and an agent's `[REACT 👍]` (byKey `agent:<id>`) come through `react` the same way.
+ * Who reacts is the caller's: the web API (a browser's client tag), Telegram and Discord reactions
+ * (platformReactions.ts). An agent's `[REACT 👍]` (byKey `agent:<id>`) comes through `byAgent`,
+ * in the same queue, recorded together with the agent's turn (core/router/agentReaction.ts); its
+ * note carries the agent's id, so the agent's own mailbox skips it.
  */
 import type { ReactionRequest } from '../gatewayApi.js';
 import type { Store } from '../ports.js';
 import type { RunningGroups } from '../peers.js';
-import type { EntryEdit } from '../records.js';
+import type { EntryEdit, GroupDoc } from '../records.js';
 import type { Reaction, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError } from '../errors.js';
 import type { KeyedQueue } from '../lib/KeyedQueue.js';
@@ -93,23 +95,57 @@ export class Reactions {
         throw new UserError(`a message takes at most ${MAX_EMOJI_PER_ENTRY} different emoji`, 'too_many_reactions', 409);
       }
       const reactions = r.on ? [...list, { emoji, by: name, byKey: key, at: now }] : list.filter((x) => !mine(x));
-      let notes = entry.editNotes ?? [];
-      if (r.on && notes.length < MAX_NOTES) {
-        const note = this.d.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: reactionNoteText(name, emoji, entry.authorName, entry.text), reactionOf: { id: entry.id, emoji, by: name }, ts: now });
-        notes = [...notes, note.seq];
-      }
-      // The whole edit state: an edited message's text and time stay as they are.
-      const ed: EntryEdit = {
-        seq: entry.seq,
-        at: now,
-        ...(entry.editedAt !== undefined ? { text: entry.text, editedAt: entry.editedAt } : {}),
-        ...(notes.length ? { notes } : {}),
-        reactions,
-      };
-      this.d.groups.edit(g, ed);
+      const ed = this.change(g, entry, now, reactions, r.on ? { emoji, by: name } : null);
       await this.d.groups.commit(g).durable;
       return edited(entry, ed);
     });
+  }
+
+  /**
+   * Agent `agent` reacts `emoji` (one emoji, already checked) to entry `entryId`, in the queue
+   * people's reactions, edits and deletions of the group go through. The reaction and its note
+   * are left as pending changes; `write` then records the agent's turn, synchronously up to its
+   * commit, so both are one record. `write` is told `added`, `there` (the agent had reacted so
+   * before: nothing changes) or null: not taken — the entry is gone or not in this group any
+   * more, takes no reactions or no other emoji — and nothing is left pending. No rate limit: an
+   * agent reacts at most once a turn.
+   */
+  byAgent<T>(g: GroupDoc, entryId: string, agent: { id: string; name: string }, emoji: string, write: (how: 'added' | 'there' | null) => Promise<T>): Promise<T> {
+    return this.d.serial.run(g.id, async () => {
+      const found = await entryToChange(this.d, g.id, entryId).catch(() => null);
+      const entry = found?.g === g && this.d.groups.usable(g) && !notReactable(found.entry) ? found.entry : null;
+      if (!entry) return write(null);
+      const key = `agent:${agent.id}`;
+      const list = entry.reactions ?? [];
+      if (list.some((x) => x.byKey === key && x.emoji === emoji)) return write('there');
+      if (!list.some((x) => x.emoji === emoji) && new Set(list.map((x) => x.emoji)).size >= MAX_EMOJI_PER_ENTRY) return write(null);
+      const now = this.d.now();
+      this.change(g, entry, now, [...list, { emoji, by: agent.name, byKey: key, at: now }], { emoji, by: agent.name, agentId: agent.id });
+      return write('added');
+    });
+  }
+
+  /**
+   * The entry's reactions are now `reactions`: the edit, and a note for the agents when one was
+   * added (`added`), as pending changes of the group. Returns the edit.
+   */
+  private change(g: GroupDoc, entry: TranscriptEntry, now: number, reactions: Reaction[], added: { emoji: string; by: string; agentId?: string } | null): EntryEdit {
+    let notes = entry.editNotes ?? [];
+    if (added && notes.length < MAX_NOTES) {
+      const { emoji, by, agentId } = added;
+      const note = this.d.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', ...(agentId ? { agentId } : {}), text: reactionNoteText(by, emoji, entry.authorName, entry.text), reactionOf: { id: entry.id, emoji, by }, ts: now });
+      notes = [...notes, note.seq];
+    }
+    // The whole edit state: an edited message's text and time stay as they are.
+    const ed: EntryEdit = {
+      seq: entry.seq,
+      at: now,
+      ...(entry.editedAt !== undefined ? { text: entry.text, editedAt: entry.editedAt } : {}),
+      ...(notes.length ? { notes } : {}),
+      reactions,
+    };
+    this.d.groups.edit(g, ed);
+    return ed;
   }
 }
 

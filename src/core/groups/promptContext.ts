@@ -10,6 +10,7 @@ import type { Store } from '../ports.js';
 import type { AgentDef, PromptRef, TranscriptEntry } from '../types.js';
 import { UserError } from '../errors.js';
 import { buildSystemPrompt, PASS_TOKEN } from '../session/prompt.js';
+import { reactToken } from '../text/reactToken.js';
 import { historyHash, partHash, rebuildUserTurn, sentSummary, shownText } from '../session/promptRef.js';
 import { isObservable } from './groupReads.js';
 import { seqOfId } from './evolve.js';
@@ -27,14 +28,20 @@ export interface PromptContextDeps {
   group: { id: string; title: string; participants: readonly string[] };
 }
 
-/** The prompt reference a turn's entry carries: a reply's `meta.prompt`, a pass line's `decision.prompt`. */
+/** The prompt reference a turn's entry carries: a reply's `meta.prompt`, a pass or reaction line's `decision.prompt`. */
 function refOf(e: TranscriptEntry): PromptRef | undefined {
   return e.kind === 'agent' ? e.meta?.prompt : e.decision?.prompt;
 }
 
-/** The turns of `agentId` that entered its history: its replies and its pass lines. */
+/** The turns of `agentId` that entered its history: its replies, its pass lines and its reaction lines. */
 function isTurnOf(e: TranscriptEntry, agentId: string): boolean {
-  return (e.kind === 'agent' && e.agentId === agentId) || (e.kind === 'decision' && e.decision?.type === 'pass' && e.decision.agentId === agentId);
+  return (e.kind === 'agent' && e.agentId === agentId) || (e.kind === 'decision' && (e.decision?.type === 'pass' || e.decision?.type === 'react') && e.decision.agentId === agentId);
+}
+
+/** What the agent's history holds for one of its turns. */
+function turnText(e: TranscriptEntry): string {
+  if (e.kind === 'agent') return e.text;
+  return e.decision?.type === 'react' && e.decision.emoji ? reactToken(e.decision.emoji) : PASS_TOKEN;
 }
 
 export async function promptContext(d: PromptContextDeps, entryId: string): Promise<PromptContext> {
@@ -120,7 +127,7 @@ async function historyOf(store: Store, groupId: string, entry: TranscriptEntry, 
   for (const t of turns) {
     const ref = refOf(t);
     const user = ref ? (await observed(ref, agentId, read)).userTurn : null;
-    messages.push({ role: 'user', content: user, entryId: t.id }, { role: 'assistant', content: t.kind === 'agent' ? t.text : PASS_TOKEN, entryId: t.id });
+    messages.push({ role: 'user', content: user, entryId: t.id }, { role: 'assistant', content: turnText(t), entryId: t.id });
   }
   return messages.slice(-count || messages.length);
 }

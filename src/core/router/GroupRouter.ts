@@ -144,6 +144,7 @@ export class GroupRouter implements ChannelHost {
       models: opts.llmSettings,
       shutdown: this.shutdownController.signal,
       recorder: this.recorder,
+      reactions: this.gateway.reactions,
       typing: (g, a, active) => this.outbox.setTyping(g, a, active),
       tools: opts.tools ?? noTools,
       redact: opts.redact ?? ((text) => text),

@@ -70,6 +70,22 @@ export class Outbox {
     }
   }
 
+  /**
+   * Show an agent's reaction on a platform message natively (`Channel.react`). False when the
+   * channel cannot (a platform's fixed set of emoji, a setting) or is not running: the reaction
+   * stays recorded and the web page shows it. Never throws.
+   */
+  async react(g: GroupDoc, agent: AgentDef, platformMessageId: string, emoji: string, threadId?: string): Promise<boolean> {
+    const channel = this.channels.get(g.channel);
+    if (!channel) return false;
+    try {
+      return await channel.react(this.chatOf(g, threadId), agent, platformMessageId, emoji, true);
+    } catch (err) {
+      this.logger.warn({ group: g.id, agent: agent.id, err: describeError(err) }, 'channel could not show a reaction');
+      return false;
+    }
+  }
+
   /** Answer a command in a chat that has no group (e.g. /help before /group create). */
   async replyInChat(msg: InboundMessage, text: string): Promise<void> {
     const channel = this.channels.get(msg.channel);

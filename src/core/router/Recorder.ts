@@ -7,7 +7,7 @@
  * its own.
  */
 import type { GroupDoc, RoundRecord } from '../records.js';
-import type { DecisionType, TranscriptEntry } from '../types.js';
+import type { AgentDef, DecisionType, TranscriptEntry } from '../types.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { Outbox } from './Outbox.js';
 
@@ -84,6 +84,16 @@ export class Recorder {
       seen: opts.seen,
     });
     return entry!;
+  }
+
+  /**
+   * Show a recorded reaction of `agent` on `entry` in its chat (its record is the entry's edit,
+   * already durable): true when the channel shows it natively; false when it cannot (the web page
+   * shows it from the transcript) or the entry has no platform message.
+   */
+  async showReaction(g: GroupDoc, agent: AgentDef, entry: TranscriptEntry, emoji: string): Promise<boolean> {
+    if (!entry.platformMessageId) return false;
+    return this.outbox.react(g, agent, entry.platformMessageId, emoji, entry.threadId);
   }
 
   /** Post entries a crash or an outage left undelivered, oldest first. */

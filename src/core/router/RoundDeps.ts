@@ -10,6 +10,7 @@ import type { AgentDef } from '../types.js';
 import type { EventHub } from '../events.js';
 import type { Metrics } from '../metrics.js';
 import type { GroupManager } from '../groups/GroupManager.js';
+import type { Reactions } from '../groups/Reactions.js';
 import type { Recorder } from './Recorder.js';
 import type { HandleIndex } from './mentions.js';
 import type { LlmGate } from './LlmGate.js';
@@ -32,6 +33,8 @@ export interface RoundDeps {
   shutdown: AbortSignal;
   /** The one path that records, persists, publishes and delivers entries. */
   recorder: Recorder;
+  /** Agents' `[REACT 👍]`: recorded in the queue people's reactions go through (agentReaction.ts). */
+  reactions: Pick<Reactions, 'byAgent'>;
   /** Show or hide the typing indicator for an agent. */
   typing(g: GroupDoc, agent: AgentDef, active: boolean): void;
   /** The agents' tools (MCP servers); a host with none when no `tools:` are configured. */

@@ -1,5 +1,5 @@
 /**
- * What one round did — who answered, passed or failed, tokens and cost — and the one info line
+ * What one round did — who answered, reacted, passed or failed, tokens and cost — and the one info line
  * the round logs from it when it ends. Turns add to the tally; the round writes the line.
  */
 import type { Logger } from '../ports.js';
@@ -10,6 +10,8 @@ import type { Usage } from '../types.js';
 export interface RoundTally {
   answered: string[];
   passed: string[];
+  /** Agents that reacted to the round's message instead of replying. */
+  reacted: string[];
   failed: Array<{ agent: string; reason: string }>;
   tokens: { input: number; output: number; cacheRead: number; cacheWrite: number };
   costUsd: number;
@@ -18,7 +20,7 @@ export interface RoundTally {
 }
 
 export function newTally(): RoundTally {
-  return { answered: [], passed: [], failed: [], tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, costUsd: 0, costUnknown: false };
+  return { answered: [], passed: [], reacted: [], failed: [], tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, costUsd: 0, costUnknown: false };
 }
 
 /** Count one model call's tokens and cost. */
@@ -38,6 +40,7 @@ export function countCall(tally: RoundTally, res: { usage: Usage; costUsd?: numb
 export function logRound(logger: Logger, g: GroupDoc, round: RoundRecord, t: RoundTally, ms: number): void {
   const trigger = round.forced ? 'ask' : round.addressed.length > 0 ? 'mention' : 'open';
   const parts = [t.answered.length ? `${t.answered.join(', ')} answered` : 'nobody answered'];
+  if (t.reacted.length) parts.push(`${t.reacted.join(', ')} reacted`);
   if (t.passed.length) parts.push(`${t.passed.join(', ')} passed`);
   if (t.failed.length) parts.push(`${t.failed.map((f) => f.agent).join(', ')} failed`);
   logger.info(
@@ -50,6 +53,7 @@ export function logRound(logger: Logger, g: GroupDoc, round: RoundRecord, t: Rou
       addressed: round.addressed,
       answered: t.answered,
       passed: t.passed,
+      ...(t.reacted.length ? { reacted: t.reacted } : {}),
       failed: t.failed,
       latencyMs: Math.round(ms),
       tokens: t.tokens,

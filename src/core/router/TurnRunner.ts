@@ -1,8 +1,9 @@
 /**
  * One agent's turn in a round: the checks that may skip it (already answered,
  * mute, caps, cooldown, budget), the prompt fitted to the model's context window, the model call,
- * then a pass, a discard or the delivered reply with its reactions. Each outcome is written in one
- * record together with the round's progress (see RoundRunner), so a restart answers nothing twice.
+ * then a pass, an emoji reaction (agentReaction.ts), a discard or the delivered reply with the
+ * turns its mentions cause. Each outcome is written in one record together with the round's
+ * progress (see RoundRunner), so a restart answers nothing twice.
  */
 import type { GroupDoc, PlannedTurn, RoundRecord } from '../records.js';
 import type { AgentDef, ReplyCut, TranscriptEntry, Usage } from '../types.js';
@@ -26,6 +27,7 @@ import { PromptRefs } from '../session/promptRef.js';
 import type { PromptRef } from '../types.js';
 import type { ToolStep } from '../toolTypes.js';
 import { AwaitingApproval, ToolTurn, addUsage, fitSteps, type ToolTurnResult } from './toolTurn.js';
+import { recordAgentReaction } from './agentReaction.js';
 
 /** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */
 const HUMAN_CAUSED = new Set<PlannedTurn['reason']>(['addressed', 'sticky', 'rotation', 'direct']);
@@ -122,7 +124,10 @@ export class TurnRunner {
     const seenUpTo = g.nextSeq - 1;
     const mailbox = await groups.mailbox(g, session);
     const observations = mailbox.entries.filter((e) => e.seq <= seenUpTo);
-    const ask = this.askFor(g, round, t, session.cursor);
+    // Reacting is offered on a voluntary turn whose round has a person's message to react to.
+    const trigger = this.trigger(g, round);
+    const reactTo = t.reason === 'voluntary' && trigger && !trigger.deleted ? trigger : undefined;
+    const ask = this.askFor(g, round, t, session.cursor, reactTo);
     const participants = g.participants.map((p) => this.d.agents.get(p)).filter((a): a is AgentDef => !!a);
     const system = buildSystemPrompt(agent, { title: g.title, participants, handles: (id) => this.d.handles.handlesOf(id) });
     const model = agent.model ?? this.d.models.model;
@@ -174,6 +179,7 @@ export class TurnRunner {
           agent,
           groupId: g.id,
           mustReply,
+          mayReact: !!reactTo,
           onDelta: ctl.stream
             ? (chunk: string) => {
                 const text = streamFilter(chunk);
@@ -222,7 +228,7 @@ export class TurnRunner {
     setTyping(false);
     if (ctl.stop.aborted) return this.cancelledTurn(g, round, t, ctl, stopped?.kept); // answered just as /stop came
 
-    const verdict = judgeReply(res.text, { agent, others, mayPass: !mustReply, streamed: streamFilter.streamed });
+    const verdict = judgeReply(res.text, { agent, others, mayPass: !mustReply, streamed: streamFilter.streamed, mayReact: !!reactTo });
     const pass = verdict.pass;
     const text = verdict.text;
     if (verdict.foreignLabels.length > 0) {
@@ -233,6 +239,26 @@ export class TurnRunner {
       if (rest !== null) this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text: rest });
     }
     if (!groups.usable(g)) return; // reloaded after a failed write while the model was answering
+    const answer = res;
+    // The turn's outcome in the agent's session, usage and the round's queue.
+    const turn = (said: string) => {
+      if (tools.length > 0) groups.toolChange(g, { t: 'tools-done', turn: turnId }); // its tool steps are in the transcript
+      groups.recordTurn(g, agent.id, [{ role: 'user', content: prompt!.userTurn }, { role: 'assistant', content: said }], seenUpTo, answer);
+      groups.addGroupUsage(g, agent.id, answer);
+      drop(this.d, g, round, t);
+      countCall(tally, answer);
+    };
+    const passed = () => {
+      turn(PASS_TOKEN);
+      this.d.metrics.passed(agent.id);
+      tally.passed.push(agent.id);
+      // The pass line carries the turn's reference: a later turn's history is rebuilt from it.
+      const line = decision(this.d, 'pass', agent.id, `${agent.name} passed`, round.id);
+      const recorded = this.d.recorder.record(g, { entries: [{ ...line, decision: { ...line.decision!, prompt: refOf(false) } }] }).then(() => undefined);
+      ctl.decided();
+      return recorded;
+    };
+    if (verdict.reaction && reactTo) return recordAgentReaction(this.d, { g, round, agent, emoji: verdict.reaction, trigger: reactTo, tally, turn, passed, ref: () => refOf(false), decided: () => ctl.decided() });
     if (!pass && text && t.reason === 'voluntary' && (enoughReplies(g, round) || !round.queue.includes(t))) {
       // A parallel batch asked more agents than it needed: the replies before this one in
       // candidate order filled it (or a reaction replaced this turn). Not shown, not remembered:
@@ -243,22 +269,8 @@ export class TurnRunner {
       ctl.decided();
       return recorded;
     }
-    // The turn's tool calls are done: their steps are in the transcript.
-    if (tools.length > 0) groups.toolChange(g, { t: 'tools-done', turn: turnId });
-    groups.recordTurn(g, agent.id, [{ role: 'user', content: prompt!.userTurn }, { role: 'assistant', content: pass || !text ? PASS_TOKEN : text }], seenUpTo, res);
-    groups.addGroupUsage(g, agent.id, res);
-    drop(this.d, g, round, t);
-    countCall(tally, res);
-
-    if (pass || !text) {
-      this.d.metrics.passed(agent.id);
-      tally.passed.push(agent.id);
-      // The pass line carries the turn's reference: a later turn's history is rebuilt from it.
-      const line = decision(this.d, 'pass', agent.id, `${agent.name} passed`, round.id);
-      const recorded = this.d.recorder.record(g, { entries: [{ ...line, decision: { ...line.decision!, prompt: refOf(false) } }] }).then(() => undefined);
-      ctl.decided();
-      return recorded;
-    }
+    if (pass || !text) return passed();
+    turn(text);
 
     const ref = refOf(true);
     // "details" shows the whole turn: its tool steps' calls too.
@@ -325,9 +337,9 @@ export class TurnRunner {
     return id ? this.d.groups.entryAt(g, seqOfId(id)) : undefined;
   }
 
-  private askFor(g: GroupDoc, round: RoundRecord, t: PlannedTurn, cursor: number): Ask {
+  private askFor(g: GroupDoc, round: RoundRecord, t: PlannedTurn, cursor: number, reactTo: TranscriptEntry | undefined): Ask {
     if (t.reason === 'direct') return { kind: 'direct' };
-    if (t.reason === 'voluntary') return { kind: 'voluntary' };
+    if (t.reason === 'voluntary') return { kind: 'voluntary', ...(reactTo ? { react: { by: reactTo.authorName } } : {}) };
     if (t.reason === 'reaction') return { kind: 'reaction', by: this.d.agents.get(t.by ?? '')?.name ?? 'Another participant' };
     if (round.forced && t.reason === 'addressed' && round.triggerIds.length === 0) {
       // `/ask agent` without text: answer the last human message, quoted if already seen.

@@ -2,7 +2,9 @@
  * Pass detection and reply clean-up. The rules live in core/text/passScrubber (one
  * engine for the stream and the posted reply); this module is the router's view of them.
  * Fail-closed: the token is recognised after folding (full-width, zero-width, spaced out), every
- * occurrence is removed, and a reply that is only decoration around it is a pass.
+ * occurrence is removed, and a reply that is only decoration around it is a pass. The reaction
+ * token `[REACT 👍]` is removed the same way; a reply that posts nothing but carried one reacts
+ * where reacting is offered (a voluntary turn with a message to react to).
  */
 import { scrubReply, type ScrubOptions, type ScrubVerdict, type Speaker } from '../text/passScrubber.js';
 
@@ -32,6 +34,13 @@ export interface JudgeOptions {
    * can no longer happen, so this only settles rounding differences).
    */
   streamed?: boolean | undefined;
+  /**
+   * Whether reacting (`[REACT 👍]`) was offered: a voluntary turn whose round has a person's
+   * message. Where it was not, a reply that is only the token is a pass where passing is offered,
+   * and on an addressed turn the emoji is the answer: a person asked, and what the agent said is
+   * posted (as a reply of only decoration is), never the token.
+   */
+  mayReact?: boolean | undefined;
 }
 
 /** The scrubber settings for one turn: shared by its stream filter and its verdict. */
@@ -45,9 +54,11 @@ export function passRules(o: JudgeOptions): ScrubOptions {
   };
 }
 
-/** The router's decision on one reply: pass or the text to post. */
+/** The router's decision on one reply: a reaction, a pass, or the text to post. */
 export function judgeReply(text: string, o: JudgeOptions): ScrubVerdict {
-  return scrubReply(text, passRules(o));
+  const v = scrubReply(text, passRules(o));
+  if (v.reaction === null || o.mayReact) return v;
+  return o.mayPass ? { ...v, reaction: null } : { ...v, pass: false, text: v.reaction, reaction: null };
 }
 
 /** True when the reply means "I stay silent" where passing is offered. Empty replies count. */

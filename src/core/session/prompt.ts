@@ -7,9 +7,12 @@ import { cleanDisplayName } from '../text/displayName.js';
 import { foldForMatching } from '../text/normalize.js';
 import { observedStep } from '../text/toolText.js';
 import { foldReactionNotes } from './reactionNotes.js';
+import { reactToken } from '../text/reactToken.js';
 import type { AgentDef, TranscriptEntry } from '../types.js';
 
 export const PASS_TOKEN = '[PASS]';
+/** The reaction token as the prompt shows it (core/text/reactToken.ts). */
+export const REACT_EXAMPLE = reactToken('👍');
 
 /** Inputs for the stable system prefix. */
 export interface GroupContext {
@@ -40,8 +43,8 @@ export function buildSystemPrompt(agent: AgentDef, group: GroupContext): string 
     'To address someone, write their handle, e.g. @' + (others[0]?.id ?? 'name') + '. Only address another participant when you need them.',
     'Write only your own message: no name label, no "[Name]" prefix, no <message> tags.',
     // Said once for every turn so the prefix stays byte-identical (cached); whether this turn
-    // may pass is said in the user turn's ask.
-    `When you were not addressed and have nothing meaningful to add, reply with exactly ${PASS_TOKEN}; it will not be shown. When you were addressed, always answer.`,
+    // may pass or react is said in the user turn's ask.
+    `When you were not addressed and have nothing meaningful to add, reply with exactly ${PASS_TOKEN}; it will not be shown. When you were not addressed and would only acknowledge the newest message (agree, thank, show you saw it), you may instead reply with exactly ${REACT_EXAMPLE} (any single emoji in place of 👍) when your turn offers it; it is shown as your reaction on that message, not as a message. When you were addressed, always answer.`,
   ].join('\n');
 }
 
@@ -117,14 +120,15 @@ export type Ask =
    * (sticky follow-up, round-robin rotation, the selector).
    */
   | { kind: 'addressed'; by?: string | null | undefined; how?: 'mention' | 'sticky' | 'rotation' | 'selected' | undefined }
-  | { kind: 'voluntary' }
+  /** `react`: reacting is offered, to the newest message of the round (from `by`); absent: not offered. */
+  | { kind: 'voluntary'; react?: { by: string | null } | undefined }
   | { kind: 'reaction'; by: string }
   /** `text` is set when the message is not in the mailbox (the agent saw it in an earlier turn). */
   | { kind: 'forced'; lastHuman: { name: string; text: string | null } | null }
   | { kind: 'direct' };
 
-/** Said with every turn that must be answered, so a model never takes the pass token as allowed. */
-const NO_PASS = `${PASS_TOKEN} is not available for this turn.`;
+/** Said with every turn that must be answered, so a model never takes the pass or reaction token as allowed. */
+const NO_PASS = `${PASS_TOKEN} and [REACT …] are not available for this turn.`;
 
 /**
  * The user turn: drained mailbox (reaction notes folded), then the ask. `omitted` observations
@@ -152,8 +156,7 @@ export function buildUserTurn(shown: readonly TranscriptEntry[], ask: Ask, omitt
 function askInstruction(ask: Ask): string {
   switch (ask.kind) {
     case 'addressed': {
-      // Outside any block: no angle brackets from a typed name, so it cannot open one.
-      const by = ask.by ? cleanDisplayName(ask.by).replace(/[<>\uFF1C\uFF1E]/g, '') || null : null;
+      const by = askName(ask.by);
       switch (ask.how) {
         case 'sticky':
           return `${by ?? 'The person you were talking with'} is following up on your conversation: answer. ${NO_PASS}`;
@@ -171,11 +174,20 @@ function askInstruction(ask: Ask): string {
       return ask.lastHuman
         ? `You were asked to answer the last message from ${ask.lastHuman.name}: answer. ${NO_PASS}${ask.lastHuman.text !== null ? `\n${messageBlock(ask.lastHuman.name, 'human', ask.lastHuman.text)}` : ''}`
         : `You were asked to speak: answer. ${NO_PASS}`;
-    case 'voluntary':
-      return `You were not addressed. Reply only if you can add something; otherwise reply with exactly ${PASS_TOKEN}.`;
+    case 'voluntary': {
+      const pass = `You were not addressed. Reply only if you can add something; otherwise reply with exactly ${PASS_TOKEN}`;
+      if (!ask.react) return `${pass}. [REACT …] is not available for this turn.`;
+      const by = askName(ask.react.by);
+      return `${pass}, or react to the newest message${by ? ` from ${by}` : ''} with exactly ${REACT_EXAMPLE} (any single emoji).`;
+    }
     case 'direct':
       return '';
   }
+}
+
+/** A person's name as an ask says it: outside any block, so no angle brackets that could open one. */
+function askName(name: string | null | undefined): string | null {
+  return name ? cleanDisplayName(name).replace(/[<>\uFF1C\uFF1E]/g, '') || null : null;
 }
 
 /** Heading of the running summary, after the stable prefix (see `summaryBlock`). */

@@ -26,6 +26,11 @@
  *    characters of real text have arrived (after that no token can make the turn a pass), stops
  *    for good when a leading token makes it a pass, and never releases a partial token. The router
  *    then decides with `streamed` in mind, so streamed text is always posted.
+ * 6. **The reaction token** `[REACT 👍]` (reactToken.ts) is matched and removed like `[PASS]`
+ *    (rules 1, 2, 3 and 5: never streamed, never posted) but is not a pass token: next to text it
+ *    is stripped and the text is the reply, wherever it stands. A reply that posts nothing (rule 4)
+ *    and carried one reacts (`reaction`: the last one's emoji); where reacting is not offered the
+ *    router decides what that means (core/router/pass.ts).
  *
  * Everything is linear in the input: each character is folded once, pushed and popped at most
  * once, and looked at a bounded number of times by the label matcher.
@@ -70,6 +75,8 @@ export interface ScrubVerdict {
   text: string;
   /** Names of other participants whose label the reply started with (stripped). */
   foreignLabels: string[];
+  /** A reply that posts nothing (`pass`) but carried `[REACT x]`: the emoji (the last one's). */
+  reaction: string | null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,6 +164,7 @@ export class PassScrubber {
   private marks: number[] = []; // offsets into the joined output where a token was removed
   private real = 0; // characters of real text in the body
   private trailing = false; // a token came after the last real character
+  private reaction: string | null = null; // the last reaction token's emoji
   private shown = 0; // out[] entries already streamed
   private verdict: ScrubVerdict | null = null;
   private tailOrig = ''; // invisible characters that end the text, added once the lead-in is settled
@@ -166,7 +174,7 @@ export class PassScrubber {
     this.leadingTokenPasses = opts.leadingTokenPasses ?? true;
     this.fillerMax = opts.fillerMax ?? PASS_FILLER_DEFAULT;
     this.decorationPasses = opts.decorationPasses ?? true;
-    const stage: Sink = { char: (f, o) => this.char(f, o), run: (f, o) => this.run(f, o), mark: () => this.mark(), tail: (o) => (this.tailOrig += o) };
+    const stage: Sink = { char: (f, o) => this.char(f, o), run: (f, o) => this.run(f, o), mark: (r) => this.mark(r), tail: (o) => (this.tailOrig += o) };
     this.folder = new Folder(new TokenRemover(stage));
   }
 
@@ -186,7 +194,7 @@ export class PassScrubber {
         const kept = (this.lo.join('') + this.tailOrig).trim();
         if (kept) {
           this.out = [kept];
-          this.verdict = { pass: false, text: kept, foreignLabels: [] };
+          this.verdict = { pass: false, text: kept, foreignLabels: [], reaction: null };
           return this.verdict;
         }
       }
@@ -196,7 +204,7 @@ export class PassScrubber {
       }
       const text = this.isPass() ? '' : finalText(this.out.join(''), this.marks);
       // Tidying can leave nothing ("[PA**[PASS]**SS]"): that is a pass too.
-      this.verdict = { pass: text === '', text, foreignLabels: [...this.foreign] };
+      this.verdict = { pass: text === '', text, foreignLabels: [...this.foreign], reaction: text === '' ? this.reaction : null };
     }
     return this.verdict;
   }
@@ -256,18 +264,23 @@ export class PassScrubber {
     }
   }
 
-  private mark(): void {
+  /** A token was removed here: `[PASS]` (`react` undefined) or `[REACT x]` (its emoji, or null). */
+  private mark(react?: string | null): void {
+    const pass = react === undefined;
+    if (react) this.reaction = react;
     if (!this.inBody) {
+      // "pass [REACT 👍]": still the bare word alone, the token gone.
+      if (!pass && this.bare >= 0) return;
       // A token ends any label or bare "pass" still being read: settle what is pending first.
       if (this.bare >= 0) this.startBody(this.bare);
       else this.classify(true);
     }
     if (this.inBody) {
       this.marks.push(this.outLen);
-      this.trailing = true;
+      if (pass) this.trailing = true;
       return;
     }
-    this.leadToken = true;
+    if (pass) this.leadToken = true;
     this.lastMarker = this.seg = this.lf.length;
   }
 

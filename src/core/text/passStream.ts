@@ -1,7 +1,7 @@
 /**
  * Streamed text (delta events) arrives before the router knows whether a reply is a pass. The
- * literal `[PASS]` token must never reach a channel, and nothing streamed may turn out
- * to be a pass. The filter runs the same scrubber as the posted reply (passScrubber.ts): tokens
+ * literal `[PASS]` token must never reach a channel — nor `[REACT 👍]`, whose possible start
+ * (`[REA`) is held back the same way — and nothing streamed may turn out to be a pass. The filter runs the same scrubber as the posted reply (passScrubber.ts): tokens
  * are removed wherever they are (also split across chunks, nested, full-width or zero-width),
  * the lead-in is held until it is known to be text, and, where a trailing token could still make
  * the turn a pass, text is held until that can no longer happen.

@@ -3,9 +3,11 @@
  * time, every `[PASS]` removed from it — also one that removing another forms — with the original
  * characters carried along, so folding never rewrites what is posted; and the tidying of the
  * places a token was removed from. Rules 1 and 2 of the filter live here; the character classes
- * are shared with its lead-in and body stage.
+ * are shared with its lead-in and body stage. The reaction token `[REACT 👍]` (reactToken.ts) is
+ * found and removed by the same automaton, and reported with its emoji.
  */
 import { removeInvisible } from './normalize.js';
+import { ARG_MAX, REACT_WORD, isArgChar, reactArgument } from './reactToken.js';
 
 // ---------------------------------------------------------------------------------------------
 // Character classes
@@ -63,17 +65,52 @@ const FOLDS = new Map<number, string>();
 // ---------------------------------------------------------------------------------------------
 // Stage 1: token removal (stack reduction over folded characters, carrying the originals)
 
-/** The token, state by state; whitespace is allowed after `[` and between the parts. */
+/**
+ * The tokens, state by state; whitespace is allowed after `[` and between the parts. 0: nothing;
+ * 1: `[`; 2–5: `[p` … `[pass`; REACT + 1…5: `[r` … `[react`; ARG + n: n argument characters.
+ */
 const PATTERN = '[pass]';
 const ACCEPT = PATTERN.length;
+const REACT = 10;
+const ARG = 20;
+const ACCEPT_REACT = ARG + ARG_MAX + 1;
 
+/** The state after folded character `f` in state `prev`. */
+function step(prev: number, f: string): number {
+  if (prev > 0 && isWs(f)) return prev;
+  const c = f.toLowerCase();
+  if (prev === 1) {
+    if (c === 'p') return 2;
+    if (c === REACT_WORD[0]) return REACT + 1;
+  } else if (prev > 1 && prev < ACCEPT) {
+    if (c === PATTERN[prev]) return prev + 1;
+  } else if (prev > REACT && prev < REACT + REACT_WORD.length) {
+    if (c === REACT_WORD[prev - REACT]) return prev + 1;
+  } else if (prev === REACT + REACT_WORD.length || prev > ARG) {
+    if (f === ']') return ACCEPT_REACT;
+    const n = prev > ARG ? prev - ARG : 0;
+    if (n < ARG_MAX && isArgChar(f)) return ARG + n + 1;
+  }
+  return f === '[' ? 1 : 0;
+}
+
+/**
+ * A removed token, for the next stage: a pass token (`react` undefined) or a reaction token with
+ * its emoji (null when its argument is not one emoji).
+ */
 export interface Sink {
   char(folded: string, orig: string): void;
   /** A run of ASCII characters none of which can be part of a token: `orig` is `prefix + folded`. */
   run(folded: string, orig: string): void;
-  mark(): void;
+  mark(react?: string | null): void;
   /** Originals that fold to nothing and end the text (a variation selector, flag tags, ZWJ). */
   tail(orig: string): void;
+}
+
+/** Tokens removed right after a held character: a pass token, and the last reaction's emoji. */
+interface Removed {
+  pass: boolean;
+  react: string | null | undefined;
 }
 
 /**
@@ -87,24 +124,29 @@ export class TokenRemover {
   private ho: string[] = []; // original text it stands for
   private hs: number[] = []; // automaton state after it
   private hstart: number[] = []; // where the partial token alive after it began
-  private hmark: boolean[] = []; // a token was removed right after it
+  private hmark: Array<Removed | undefined> = []; // tokens removed right after it
 
   constructor(private readonly sink: Sink) {}
 
   push(f: string, o: string): void {
     const n = this.hf.length;
     if (n === 0 && f !== '[') return this.sink.char(f, o); // nothing can start here
-    const prev = n ? this.hs[n - 1]! : 0;
-    let s: number;
-    if (prev > 0 && isWs(f)) s = prev;
-    else if (f.toLowerCase() === PATTERN[prev]) s = prev + 1;
-    else s = f === '[' ? 1 : 0;
+    const s = step(n ? this.hs[n - 1]! : 0, f);
 
-    if (s === ACCEPT) {
+    if (s === ACCEPT || s === ACCEPT_REACT) {
       const start = this.hstart[n - 1]!;
+      // The emoji: the argument's original characters, with the invisible ones the `]` carries.
+      let react: string | null | undefined;
+      if (s === ACCEPT_REACT) {
+        let raw = '';
+        for (let i = start; i < n; i++) if (this.hs[i]! > ARG) raw += this.ho[i]!;
+        react = reactArgument(raw + o.slice(0, -1));
+      }
       this.truncate(start);
-      if (start > 0) this.hmark[start - 1] = true;
-      else this.sink.mark();
+      if (start === 0) return this.sink.mark(react);
+      const held = (this.hmark[start - 1] ??= { pass: false, react: undefined });
+      if (s === ACCEPT) held.pass = true;
+      else held.react = react ?? (held.react === undefined ? null : held.react);
       return;
     }
     if (s === 0) {
@@ -116,7 +158,7 @@ export class TokenRemover {
     this.ho.push(o);
     this.hs.push(s);
     this.hstart.push(s === 1 && f === '[' ? n : this.hstart[n - 1]!);
-    this.hmark.push(false);
+    this.hmark.push(undefined);
   }
 
   /**
@@ -153,7 +195,9 @@ export class TokenRemover {
   flush(): void {
     for (let i = 0; i < this.hf.length; i++) {
       this.sink.char(this.hf[i]!, this.ho[i]!);
-      if (this.hmark[i]) this.sink.mark();
+      const m = this.hmark[i];
+      if (m?.pass) this.sink.mark();
+      if (m && m.react !== undefined) this.sink.mark(m.react);
     }
     this.truncate(0);
   }
@@ -268,7 +312,7 @@ export function finalText(text: string, marks: number[]): string {
   return result.trim();
 }
 
-/** `text` with every pass token removed (folded matching, original characters kept). */
+/** `text` with every pass and reaction token removed (folded matching, original characters kept). */
 export function removeTokens(text: string): string {
   const parts: string[] = [];
   const folder = new Folder(new TokenRemover({ char: (_f, o) => void parts.push(o), run: (_f, o) => void parts.push(o), mark: () => {}, tail: (o) => void parts.push(o) }));
@@ -277,7 +321,7 @@ export function removeTokens(text: string): string {
   return parts.join('');
 }
 
-/** True when `text`, folded, contains the pass token anywhere. */
+/** True when `text`, folded, contains a pass or reaction token anywhere. */
 export function containsToken(text: string): boolean {
   let found = false;
   const folder = new Folder(new TokenRemover({ char: () => {}, run: () => {}, mark: () => void (found = true), tail: () => {} }));
