@@ -42,7 +42,7 @@ describe('telegram: people\'s reactions (real app)', () => {
   });
 
   /** The app, and a group of three whose bots `admins` are chat admins (promoted as on Telegram). */
-  async function boot(admins: AgentId[], opts: { mode?: 'polling' | 'webhook'; logger?: CapturingLogger } = {}) {
+  async function boot(admins: AgentId[], opts: { mode?: 'polling' | 'webhook'; logger?: CapturingLogger; strategy?: string; llm?: FakeLlm } = {}) {
     fake = await FakeTelegram.start();
     for (const id of IDS) fake.addBot({ token: TOKENS[id], username: USERNAMES[id], firstName: agentDef(id).name });
     dataDir = await mkdtemp(join(tmpdir(), 'chorus-tg-reactions-'));
@@ -53,12 +53,12 @@ log_level: silent
 llm: { provider: scripted }
 agents:
 ${agents}
-group_defaults: { cooldown_seconds: 0, voluntary_timeout_seconds: 20, agent_reply_timeout_seconds: 20, reply_strategy: mention_only }
+group_defaults: { cooldown_seconds: 0, voluntary_timeout_seconds: 20, agent_reply_timeout_seconds: 20, reply_strategy: ${opts.strategy ?? 'mention_only'} }
 channels:
   web: ${webhook ? '{ enabled: true, host: 127.0.0.1, port: 0, auth_token: "reactions-web-token" }' : '{ enabled: false }'}
   telegram: { enabled: true, api_root: "${fake.apiRoot}"${webhook ? `, mode: webhook, webhook: { url: "${PUBLIC}", path: /hooks/telegram, secret_token: "${SECRET}" }` : ''} }
 `;
-    llm = new FakeLlm({ replies: { analyst: ['AAPL beat estimates.', 'Glad it helped.'] } });
+    llm = opts.llm ?? new FakeLlm({ replies: { analyst: ['AAPL beat estimates.', 'Glad it helped.'] } });
     store = new MemoryStore();
     const a = await createApp({ config: parseConfigText(yaml, 'test').config, llm, logger: opts.logger ?? silentLogger, store });
     app = a;
@@ -118,6 +118,18 @@ channels:
     await waitUntil(() => fake!.postsIn(chatId).some((p) => p.text === 'Glad it helped.') || undefined, 'the second reply');
     const prompt = JSON.stringify(llm.callsFor('analyst')[1]!.messages);
     expect(prompt).toContain('Maya reacted 👍 to Analyst\'s message: \\"AAPL beat estimates.\\"');
+  });
+
+  it('an agent that answers a voluntary turn with [REACT 👍] reacts through its own bot: nothing is posted as text, the reaction is on Maya\'s message', async () => {
+    const model = new FakeLlm({ replies: { writer: (q) => (q.mustReply ? 'ok' : '[REACT 👍]') }, fallback: (q) => (q.mustReply ? 'ok' : '[PASS]') });
+    const { chatId, groupId } = await boot(['analyst', 'writer', 'critic'], { strategy: 'hybrid', llm: model });
+    const before = fake!.postsIn(chatId).length;
+    const said = fake!.humanSays(chatId, MAYA, 'We shipped the release tonight!');
+    const shown = await waitUntil(() => fake!.reactions.set.find((r) => r.key === said.key), 'the writer\'s reaction on Telegram');
+    expect(shown).toMatchObject({ bot: USERNAMES.writer, emoji: ['👍'] });
+    await app!.router.idle();
+    expect(fake!.postsIn(chatId).slice(before).map((p) => p.text)).toEqual([]);
+    expect(await reactionsOn(groupId, 'We shipped the release tonight!')).toEqual([['👍', 'Writer', 'agent:writer']]);
   });
 
   it('changing 👍 to 🎉 takes 👍 back and adds 🎉; a heart comes in as the web page writes it (❤️); custom and paid reactions are skipped', async () => {
