@@ -29,7 +29,7 @@ describe('a voluntary [REACT 🎉]', () => {
     // Offered, and asked as such.
     const call = h.llm.callsFor('analyst')[0]!;
     expect(call.mayReact).toBe(true);
-    expect(call.messages.at(-1)!.content).toContain('or react to the newest message from Maya with exactly [REACT 👍]');
+    expect(call.messages.at(-1)!.content).toContain('or react to the newest message from Maya with exactly [REACT <emoji>], one emoji in place of <emoji>.');
 
     // The reaction, by the agent, on the trigger.
     expect(trigger.reactions).toEqual([{ emoji: '🎉', by: 'Analyst', byKey: 'agent:analyst', at: expect.any(Number) }]);
@@ -119,7 +119,7 @@ describe('an addressed turn cannot react', () => {
     await h.say('@analyst can you take this one?');
     const call = h.llm.callsFor('analyst')[0]!;
     expect(call.mayReact).toBe(false);
-    expect(call.messages.at(-1)!.content).toMatch(/\[PASS\] and \[REACT …\] are not available for this turn\.$/);
+    expect(call.messages.at(-1)!.content).toMatch(/\[PASS\] and \[REACT <emoji>\] are not available for this turn\.$/);
     expect(h.channel.posts.map((p) => ({ agentId: p.agentId, text: p.text }))).toEqual([{ agentId: 'analyst', text: '👍' }]);
     expect(h.channel.reactions).toEqual([]);
     expect(humanMessage(h, '@analyst can you take this one?').reactions).toBeUndefined();

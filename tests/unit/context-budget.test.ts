@@ -47,7 +47,7 @@ describe('fitting a prompt (pure)', () => {
     // Visible, never silent: how many, from whom, and how the newest of them began.
     expect(p.userTurn).toContain(`(${p.folded} earlier messages from Maya and Critic not shown in full; the newest of them began: `);
     expect(p.userTurn).toContain(`Maya: "Message ${p.folded - 1}: we should look again at the…"`.replace('Maya', p.folded % 2 ? 'Maya' : 'Critic'));
-    expect(p.userTurn).toMatch(/## Your turn\nYou were addressed directly by Maya: answer\. \[PASS\] and \[REACT …\] are not available for this turn\.$/);
+    expect(p.userTurn).toMatch(/## Your turn\nYou were addressed directly by Maya: answer\. \[PASS\] and \[REACT <emoji>\] are not available for this turn\.$/);
   });
 
   it('one message longer than the whole budget is cut with a marker, not left out', () => {

@@ -127,8 +127,13 @@ export type Ask =
   | { kind: 'forced'; lastHuman: { name: string; text: string | null } | null }
   | { kind: 'direct' };
 
-/** Said with every turn that must be answered, so a model never takes the pass or reaction token as allowed. */
-const NO_PASS = `${PASS_TOKEN} and [REACT …] are not available for this turn.`;
+/**
+ * Said with every turn that must be answered, so a model never takes the pass or reaction token as
+ * allowed. ASCII on purpose, like the rest of the ask: an agent's history keeps every user turn, and
+ * V8 stores a string holding one character past Latin-1 at two bytes per character, all of it — an
+ * ellipsis or an emoji here doubled the memory every group's history takes.
+ */
+const NO_PASS = `${PASS_TOKEN} and [REACT <emoji>] are not available for this turn.`;
 
 /**
  * The user turn: drained mailbox (reaction notes folded), then the ask. `omitted` observations
@@ -176,9 +181,10 @@ function askInstruction(ask: Ask): string {
         : `You were asked to speak: answer. ${NO_PASS}`;
     case 'voluntary': {
       const pass = `You were not addressed. Reply only if you can add something; otherwise reply with exactly ${PASS_TOKEN}`;
-      if (!ask.react) return `${pass}. [REACT …] is not available for this turn.`;
+      if (!ask.react) return `${pass}. [REACT <emoji>] is not available for this turn.`;
       const by = askName(ask.react.by);
-      return `${pass}, or react to the newest message${by ? ` from ${by}` : ''} with exactly ${REACT_EXAMPLE} (any single emoji).`;
+      // The system prompt shows the token with a real emoji; here it stays ASCII (see NO_PASS).
+      return `${pass}, or react to the newest message${by ? ` from ${by}` : ''} with exactly [REACT <emoji>], one emoji in place of <emoji>.`;
     }
     case 'direct':
       return '';
