@@ -7,6 +7,7 @@
  * character boundary, with a visible marker, and the uncut size is reported — so a 1 MB answer is
  * never copied whole again, nor logged, recorded or sent to a model.
  */
+import { cutUtf8 } from '../core/text/utf8.js';
 
 /** The parts of a tools/call result this host reads (the SDK's CallToolResult has more). */
 export interface ToolResultLike {
@@ -62,18 +63,6 @@ export class CappedText {
     if (!this.full) return { content: body, bytes: this.total };
     return { content: `${body}\n… [cut: ${count(this.total)} bytes, showing the first ${count(this.kept)}]`, bytes: this.total };
   }
-}
-
-/** The longest start of `s` that fits in `maxBytes` UTF-8 bytes without splitting a character. */
-export function cutUtf8(s: string, maxBytes: number): string {
-  if (maxBytes <= 0) return '';
-  // A character is at most 4 bytes: only the first maxBytes characters can matter.
-  const buf = Buffer.from(s.length > maxBytes ? s.slice(0, maxBytes) : s, 'utf8');
-  if (buf.length <= maxBytes) return buf.toString('utf8');
-  let end = maxBytes;
-  // Continuation bytes are 10xxxxxx: step back to the first byte of the character being cut.
-  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
-  return buf.subarray(0, end).toString('utf8');
 }
 
 function placeholder(part: Record<string, unknown> & { type: string }): string {

@@ -1,15 +1,13 @@
 /**
- * The tool host of a config without `tools:`: no agent has tools, and the MCP SDK (a quarter of a
- * second to load) is never loaded.
+ * The tool host of a config without `tools:`: the core's host with no tools (no agent has any),
+ * plus nothing to start, stop or report — and the MCP SDK (a quarter of a second to load) is never
+ * loaded.
  */
+import { noTools as none } from '../core/router/toolTurn.js';
 import type { ToolServers } from './types.js';
 
 export const noTools: ToolServers = {
-  toolsFor: () => [],
-  call: (req) => {
-    const content = `no MCP server "${req.server}" is configured under tools:`;
-    return Promise.resolve({ outcome: 'unavailable', content, bytes: Buffer.byteLength(content, 'utf8') });
-  },
+  ...none,
   status: () => [],
   resolveName: () => undefined,
   missingTools: () => [],

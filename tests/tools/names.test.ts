@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { selectTools, missingEntries } from '../../src/tools/agentTools.js';
-import { cutUtf8, renderResult } from '../../src/tools/content.js';
+import { renderResult } from '../../src/tools/content.js';
+import { cutUtf8 } from '../../src/core/text/utf8.js';
 import { ToolNames } from '../../src/tools/names.js';
 import type { ListedTool } from '../../src/tools/types.js';
 

@@ -22,7 +22,10 @@ import type { RoundDeps } from './RoundDeps.js';
 /** The tool host when no MCP servers are configured: no agent has tools. */
 export const noTools: ToolHost = {
   toolsFor: () => [],
-  call: async ({ server }) => ({ outcome: 'unavailable', content: `the MCP server "${server}" is not configured`, bytes: 0 }),
+  call: async ({ server }) => {
+    const content = `no MCP server "${server}" is configured under tools:`;
+    return { outcome: 'unavailable', content, bytes: content.length };
+  },
 };
 
 /** One model call of the loop, with what the loop adds to the request. */
@@ -33,8 +36,6 @@ export interface ToolTurnResult {
   res: LlmResponse & { latencyMs: number };
   /** Usage of the first call, whose prompt is the fitted one (context calibration learns from it). */
   first: Usage;
-  /** Calls that asked for tools, before the answer. */
-  steps: number;
   stepUsage: Usage;
   stepCostUsd: number | null;
 }
@@ -81,7 +82,6 @@ export class ToolTurn {
   async run(s: ToolTurnScope, call: StepCall): Promise<ToolTurnResult> {
     const specs = s.tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema }));
     let first: Usage | undefined;
-    let steps = 0;
     let stepUsage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
     let stepCostUsd: number | null = 0;
     for (;;) {
@@ -91,9 +91,8 @@ export class ToolTurn {
       const choice = done.length >= s.g.config.max_tool_steps ? 'none' : 'auto';
       const res = await call({ tools: specs, toolChoice: choice, toolSteps: s.fit(done) });
       first ??= res.usage;
-      if (choice === 'none' || !res.toolCalls?.length) return { res, first, steps, stepUsage, stepCostUsd };
+      if (choice === 'none' || !res.toolCalls?.length) return { res, first, stepUsage, stepCostUsd };
       // A step, not the answer: its cost is counted now, with its calls' record.
-      steps++;
       stepUsage = addUsage(stepUsage, res.usage);
       stepCostUsd = stepCostUsd === null || res.costUsd == null ? null : stepCostUsd + res.costUsd;
       this.d.groups.addGroupUsage(s.g, s.agent.id, res);
@@ -248,17 +247,29 @@ export function addUsage(a: Usage, b: Usage): Usage {
   return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens, cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens, cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens };
 }
 
-/** Shrink the longest results of `steps` until `tokens(steps)` is at most `room`, each cut marked. */
+/**
+ * Shrink the longest results of `steps` until `tokens(steps)` is at most `room`. Each cut is made
+ * from the whole result (one marker, naming its whole size); no result is cut below 256 bytes.
+ */
 export function fitSteps(steps: ToolStep[], room: number, tokens: (text: string) => number): ToolStep[] {
   const size = (xs: ToolStep[]) => xs.reduce((n, st) => n + tokens(st.text) + st.calls.reduce((m, c) => m + tokens(JSON.stringify(c.input)), 0) + st.results.reduce((m, r) => m + tokens(r.content), 0), 0);
+  /** `step:result` → bytes it is cut to. */
+  const cuts = new Map<string, number>();
+  const shaped = () => (cuts.size === 0 ? steps : steps.map((st, i) => ({ ...st, results: st.results.map((r, j) => (cuts.has(`${i}:${j}`) ? { ...r, content: cutWithMarker(r.content, cuts.get(`${i}:${j}`)!, 'cut to fit the context window') } : r)) })));
   let out = steps;
   for (let guard = 0; guard < 64 && size(out) > room; guard++) {
-    let longest: { i: number; j: number; len: number } | null = null;
-    out.forEach((st, i) => st.results.forEach((r, j) => (longest === null || r.content.length > longest.len ? (longest = { i, j, len: r.content.length }) : null)));
-    const l = longest as { i: number; j: number; len: number } | null;
-    if (!l || l.len <= 512) break;
-    const bytes = Math.max(256, Math.floor(utf8Length(out[l.i]!.results[l.j]!.content) / 2));
-    out = out.map((st, i) => (i !== l.i ? st : { ...st, results: st.results.map((r, j) => (j !== l.j ? r : { ...r, content: cutWithMarker(r.content, bytes, 'cut to fit the context window') })) }));
+    let longest: { key: string; bytes: number } | null = null;
+    steps.forEach((st, i) =>
+      st.results.forEach((r, j) => {
+        const key = `${i}:${j}`;
+        const bytes = cuts.get(key) ?? utf8Length(r.content);
+        if (!longest || bytes > longest.bytes) longest = { key, bytes };
+      }),
+    );
+    const l = longest as { key: string; bytes: number } | null;
+    if (!l || l.bytes <= 512) break;
+    cuts.set(l.key, Math.max(256, Math.floor(l.bytes / 2)));
+    out = shaped();
   }
   return out;
 }
