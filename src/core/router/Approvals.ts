@@ -42,8 +42,7 @@ export class Approvals {
     const verdict = approve ? 'approved' : 'denied';
     this.groups.toolChange(g, { t: 'tool', id: call.id, set: { approval: verdict, decidedBy: who.name } });
     const line = `${approve ? '✅' : '⛔'} ${who.name} ${verdict} ${call.server}.${call.tool} (${call.id})`;
-    const toolDecision = { id: call.id, approved: approve, by: who.name };
-    await this.recorder.record(g, { entries: [{ kind: 'system', authorId: 'system', authorName: 'Chorus', text: line, hiddenFromAgents: true, delivery: 'pending', toolDecision }] });
+    await this.recorder.notice(g, line, { toolDecision: { id: call.id, approved: approve, by: who.name } });
     this.onDecided(g);
     return line;
   }

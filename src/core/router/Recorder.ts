@@ -65,7 +65,7 @@ export class Recorder {
   }
 
   /** A system-voice line in the chat: recorded, posted, never shown to agents. */
-  async notice(g: GroupDoc, text: string, opts: { decision?: DecisionType; agentId?: string; viaAgentId?: string; threadId?: string; round?: RoundRecord; seen?: string } = {}): Promise<TranscriptEntry> {
+  async notice(g: GroupDoc, text: string, opts: { decision?: DecisionType; agentId?: string; viaAgentId?: string; threadId?: string; round?: RoundRecord; seen?: string; toolDecision?: TranscriptEntry['toolDecision'] } = {}): Promise<TranscriptEntry> {
     const [entry] = await this.record(g, {
       entries: [
         {
@@ -79,6 +79,7 @@ export class Recorder {
           roundId: opts.round?.id,
           viaAgentId: opts.viaAgentId,
           decision: opts.decision ? { type: opts.decision, agentId: opts.agentId, detail: text } : undefined,
+          toolDecision: opts.toolDecision,
         },
       ],
       seen: opts.seen,
