@@ -2,6 +2,7 @@
  * createApp(deps) wires config, store, provider, router and channels together. No I/O happens at
  * import time; `start()` loads state and opens the channels, `stop()` closes them and flushes.
  */
+import { FileKeeper } from './files/FileKeeper.js';
 import { resolve } from 'node:path';
 import type { ChorusConfig } from './config/schema.js';
 import { configDeprecations, idleTimeoutSeconds, replyTimeoutSeconds, summaryModelOf } from './config/schema.js';
@@ -79,8 +80,19 @@ export function agentsFromConfig(config: ChorusConfig): AgentDef[] {
     telegram: a.telegram?.token.trim() ? { token: a.telegram.token.trim() } : undefined,
     discord: a.discord,
     contextTokens: a.context_tokens ?? null,
+    vision: visionOf(config.llm.provider, a.vision, a.model ?? config.llm.model),
     ...(a.tools?.length ? { tools: [...a.tools] } : {}),
   }));
+}
+
+/**
+ * Whether an agent's model can see: as set, else every Claude model can (Anthropic), an
+ * OpenAI-compatible server's model is not assumed to, and the scripted provider describes what it got.
+ */
+export function visionOf(provider: ChorusConfig['llm']['provider'], set: boolean | null | undefined, model: string): boolean {
+  if (typeof set === 'boolean') return set;
+  if (provider === 'openai') return false;
+  return provider === 'scripted' || /^claude-/i.test(model);
 }
 
 /** The configured provider, or the scripted one with the reason (no key). */
@@ -132,11 +144,13 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
       maxConcurrencyPerGroup: config.llm.max_concurrency_per_group ?? shares.perGroup,
       maxConcurrencyPerAgent: config.llm.max_concurrency_per_agent ?? shares.perAgent,
       maxReplyBytes: config.llm.max_reply_bytes,
+      maxImagesInPrompt: config.llm.max_images_in_prompt,
       idleTimeoutMs: idleTimeoutSeconds(config.llm) * 1000,
       replyTimeoutMs: replyTimeoutSeconds(config.llm) * 1000,
     },
     validateConfig: validateGroupConfig,
     store,
+    files: new FileKeeper(store, config.limits),
     peers: cluster,
     clock,
     metrics,

@@ -162,6 +162,8 @@ const agentSchema = z
     discord: z.object({ avatar_url: z.string().url().nullable().default(null) }).strict().optional(),
     // MCP servers (all their tools) or `server.tool` names from `tools:` this agent may call.
     tools: agentToolsSchema,
+    // The model can see images; unset: yes for Claude models, no for provider openai (see visionOf).
+    vision: z.boolean().nullish(),
   })
   .strict();
 
@@ -255,6 +257,9 @@ export const configSchema = z
          * (`DEFAULT_MAX_REPLY_BYTES`).
          */
         max_reply_bytes: z.number().int().min(1024).max(1024 * 1024).optional(),
+        // The newest this many images and PDFs of a prompt go to a model that can see in full; older ones as a line.
+        // Absent: 4 (DEFAULT_MAX_IMAGES). Optional so configs built in code stay valid without it.
+        max_images_in_prompt: z.number().int().min(0).max(100).optional(),
         prices: z.record(z.string(), priceSchema).default({}),
       })
       .strict()
@@ -270,6 +275,9 @@ export const configSchema = z
         max_message_chars: z.number().int().min(1).max(100000).default(8000),
         // A tool's answer is cut to this many UTF-8 bytes (with a visible marker) before the model sees it.
         max_tool_result_bytes: maxToolResultBytesSchema,
+        // A file is held in memory while it is checked and kept: 100 MB at most.
+        max_file_bytes: z.number().int().min(1024).max(100 * 1024 * 1024).default(10 * 1024 * 1024),
+        max_files_per_message: z.number().int().min(1).max(20).default(4),
       })
       .strict()
       .prefault({}),

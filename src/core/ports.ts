@@ -8,6 +8,7 @@ import type { ToolCall, ToolSpec, ToolStep } from './toolTypes.js';
 import type { GroupCheckpoint, GroupRecord } from './records.js';
 import type { ChannelStatus, ClusterStatus, GroupView, SearchCursor, UnreadableGroup } from './readModels.js';
 import type { GatewayApi } from './gatewayApi.js';
+import type { Attachment, Files, StoredFile } from './fileTypes.js';
 
 export type { GatewayApi, ReactionRequest } from './gatewayApi.js';
 
@@ -45,6 +46,11 @@ export interface PostOptions {
    * adds Approve / Deny to it (Telegram's inline keyboard); the text already names the commands.
    */
   approval?: { groupId: string; id: string } | undefined;
+  /**
+   * Files to post with the text, under the same identity (Telegram `sendPhoto` / `sendDocument`,
+   * a Discord webhook upload). The channel reads their bytes through `ChannelHost.files`.
+   */
+  attachments?: readonly Attachment[] | undefined;
 }
 
 /** What the platform assigned to a post: one id per chunk, in order. */
@@ -79,6 +85,8 @@ export interface ChannelHost {
    * chat without a group or an emoji it does not take is ignored (logged).
    */
   reacted(r: PlatformReaction): Promise<void>;
+  /** Keep the files of an inbound message before handing it over; read kept files to post them. */
+  files: Files;
   /** Group management and live events, for channels that offer a UI/API (the web feed). */
   gateway: GatewayApi;
   logger: Logger;
@@ -206,6 +214,11 @@ export interface LlmRequest {
   toolChoice?: 'auto' | 'none' | undefined;
   /** This turn's earlier model ↔ tool round trips, sent after `messages` in order. */
   toolSteps?: readonly ToolStep[] | undefined;
+  /**
+   * Reads the bytes of the files in `messages[].attachments`. A provider sends a file it cannot
+   * read (null) as its line instead.
+   */
+  readFile?: ((id: string) => Promise<StoredFile | null>) | undefined;
 }
 
 /** What a model call gave back. */
@@ -308,6 +321,14 @@ export interface Store {
    * deletion of an entry has a single place to be honoured. Optional: a store without it cannot search.
    */
   searchEntries(req: SearchRequest): Promise<SearchFound[]>;
+  /**
+   * Keep a file's bytes under `meta.id` (their SHA-256); resolves once they are durable, before any
+   * record names them. Keeping bytes already kept changes nothing (the first name stays). Files are
+   * never deleted. Throws StoreUnavailableError when it could not keep them (nothing half-kept).
+   */
+  putFile(meta: Attachment, bytes: Uint8Array): Promise<void>;
+  /** A kept file, or null when none has this id (a file whose write was cut short is none). */
+  readFile(id: string): Promise<StoredFile | null>;
   /** Try a small durable write; throws StoreUnavailableError when the store cannot write. */
   checkWritable(): Promise<void>;
   /**

@@ -2,6 +2,7 @@
  * The port to the agents' tools: the MCP servers, as the core sees them (implemented in
  * src/tools). Its own file beside ports.ts, which holds the channel, store and model ports.
  */
+import type { Attachment } from './fileTypes.js';
 import type { ToolOutcome, ToolSpec } from './toolTypes.js';
 
 /** A tool an agent may call, as the tool host describes it. */
@@ -24,6 +25,11 @@ export interface ToolCallResult {
   content: string;
   /** Size in bytes of the whole answer before the cut. */
   bytes: number;
+  /**
+   * Images (and PDFs) the tool returned, already kept (`Files.keep`): the agent posts them with its
+   * reply under its own identity. Their lines stand in `content` for the model.
+   */
+  attachments?: Attachment[] | undefined;
 }
 
 /** The MCP servers, as the core sees them. */

@@ -3,6 +3,7 @@
  * by any Store and sent over any wire without conversion.
  */
 import type { ToolStepView } from './toolTypes.js';
+import type { Attachment, PromptAttachment } from './fileTypes.js';
 
 /** The platforms a group can live on. */
 export type ChannelKind = 'telegram' | 'discord' | 'web';
@@ -32,6 +33,11 @@ export interface AgentDef {
    * Empty or unset: the agent has no tools.
    */
   tools?: string[] | undefined;
+  /**
+   * `agents[].vision`: the model can see, so images (and PDFs, Anthropic) are sent to it in full;
+   * otherwise each file reads as one line. Decided at config load (see src/config).
+   */
+  vision?: boolean | undefined;
 }
 
 /** A group's daily limits (UTC day); at 80% the chat is warned, at 100% model calls stop until midnight. */
@@ -129,6 +135,11 @@ export interface InboundMessage {
    * for limits.
    */
   clientTag?: string | undefined;
+  /**
+   * Files sent with the message, already kept durably (`Files.keep`) before the message is handed
+   * over. With files, `text` may be empty.
+   */
+  attachments?: Attachment[] | undefined;
 }
 
 /**
@@ -323,6 +334,8 @@ export interface TranscriptEntry {
   tool?: ToolStepView | undefined;
   /** The system line saying a person decided on a tool call that waited for approval. */
   toolDecision?: { id: string; approved: boolean; by: string } | undefined;
+  /** Files the message carries (a person's upload, an image an agent's tool made), in order. */
+  attachments?: Attachment[] | undefined;
 }
 
 /**
@@ -357,4 +370,9 @@ export interface Reaction {
 export interface ChatTurn {
   role: 'user' | 'assistant';
   content: string;
+  /**
+   * User turns of an agent that can see: files sent in full after the text, in order. The text
+   * always carries each file's line (`attachmentLine`) too, so dropping one keeps the words the same.
+   */
+  attachments?: PromptAttachment[] | undefined;
 }

@@ -19,6 +19,7 @@ import type { Logger, SearchFound, SearchRequest, Store, StoredGroup } from '../
 import type { GroupCheckpoint, GroupRecord } from '../core/records.js';
 import type { UnreadableGroup } from '../core/readModels.js';
 import type { TranscriptEntry } from '../core/types.js';
+import type { Attachment, StoredFile } from '../core/fileTypes.js';
 import { StoreFormatError, StoreUnavailableError, describeError } from '../core/errors.js';
 import { FencedError, type LogBackend } from './LogBackend.js';
 
@@ -229,6 +230,16 @@ export class GroupCommit<P> implements Store {
   searchEntries(req: SearchRequest): Promise<SearchFound[]> {
     if (req.terms.length === 0 || req.groupIds.length === 0 || req.limit <= 0) return Promise.resolve([]);
     return this.backend.searchEntries(req);
+  }
+
+  /** Files are not part of any group's batch: a message names its files only once they are kept. */
+  putFile(meta: Attachment, bytes: Uint8Array): Promise<void> {
+    if (this.closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
+    return this.backend.putFile(meta, bytes);
+  }
+
+  readFile(id: string): Promise<StoredFile | null> {
+    return this.backend.readFile(id);
   }
 
   checkWritable(): Promise<void> {

@@ -9,6 +9,7 @@
 import type { SearchFound, SearchRequest, StoredGroup } from '../core/ports.js';
 import type { GroupRecord } from '../core/records.js';
 import type { TranscriptEntry } from '../core/types.js';
+import type { Attachment, StoredFile } from '../core/fileTypes.js';
 import { StoreUnavailableError } from '../core/errors.js';
 
 /**
@@ -58,6 +59,10 @@ export interface LogBackend<P> {
   readEntries(groupId: string, range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]>;
   /** See `Store.searchEntries`: only durable entries, newest first. */
   searchEntries(req: SearchRequest): Promise<SearchFound[]>;
+  /** See `Store.putFile`: durable when resolved, whole or not at all, never replaced once kept. */
+  putFile(meta: Attachment, bytes: Uint8Array): Promise<void>;
+  /** See `Store.readFile`. */
+  readFile(id: string): Promise<StoredFile | null>;
   /** A small durable write; throws StoreUnavailableError when the place takes no writes. */
   checkWritable(): Promise<void>;
   close(): Promise<void>;

@@ -6,6 +6,7 @@
 import type { SearchFound, SearchRequest, Store, StoredGroup } from '../../src/core/ports.js';
 import type { GroupCheckpoint, GroupDoc, GroupRecord, RoundRecord, SessionDoc } from '../../src/core/records.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
+import type { Attachment, StoredFile } from '../../src/core/fileTypes.js';
 import { StoreUnavailableError } from '../../src/core/errors.js';
 import { emptyGroup, evolve, headOf } from '../../src/core/groups/evolve.js';
 import { afterCursor, newestFirst, searchTokens, searchable, tokensMatch } from '../../src/core/text/search.js';
@@ -28,6 +29,20 @@ export class MemoryStore implements Store {
   failWrites: string | null = null;
   private readonly failed = new Set<string>();
   private lastError: string | null = null;
+
+  /** Kept files by id (the SHA-256 of their bytes); the first name stays. */
+  readonly files = new Map<string, StoredFile>();
+
+  async putFile(meta: Attachment, bytes: Uint8Array): Promise<void> {
+    await Promise.resolve();
+    if (this.failWrites) throw new StoreUnavailableError(`cannot keep file ${meta.id}: ${this.failWrites}`);
+    if (!this.files.has(meta.id)) this.files.set(meta.id, { meta: { ...meta }, bytes: Uint8Array.from(bytes) });
+  }
+
+  async readFile(id: string): Promise<StoredFile | null> {
+    const f = this.files.get(id);
+    return f ? { meta: { ...f.meta }, bytes: Uint8Array.from(f.bytes) } : null;
+  }
 
   async open() {
     return { groups: [...this.logs.keys()].map((id) => this.stored(id)), unreadable: [] };

@@ -7,6 +7,9 @@ import type { ChannelHost, GatewayApi } from '../../src/core/ports.js';
 import type { GroupView } from '../../src/core/readModels.js';
 import type { AgentDef, ChannelKind, ChatRef, InboundMessage, PlatformReaction, ReceiveResult } from '../../src/core/types.js';
 import { silentLogger } from './logger.js';
+import { MemoryStore } from './memory-store.js';
+import { FileKeeper } from '../../src/files/FileKeeper.js';
+import type { Files } from '../../src/core/fileTypes.js';
 
 export class RecordingHost implements ChannelHost {
   readonly received: InboundMessage[] = [];
@@ -17,6 +20,9 @@ export class RecordingHost implements ChannelHost {
   private readonly seen = new Set<string>();
   private waiters: Array<() => void> = [];
   logger = silentLogger;
+  /** Files adapters keep, in memory with the real checks (src/files/FileKeeper.ts). */
+  readonly fileStore = new MemoryStore();
+  readonly files: Files = new FileKeeper(this.fileStore);
 
   /** Only the web channel uses the gateway; adapter tests of other channels never should. */
   get gateway(): GatewayApi {

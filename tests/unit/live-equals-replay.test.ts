@@ -60,6 +60,7 @@
  * Run longer or reproduce: CHORUS_PBT_RUNS=<n> (per store), CHORUS_PBT_SEED=<seed> (fast-check
  * prints the seed and path of a failure).
  */
+import type { Attachment } from '../../src/core/fileTypes.js';
 import fc from 'fast-check';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -491,6 +492,12 @@ class Tap implements Store {
   }
   reopen(groupId: string): Promise<StoredGroup> {
     return this.inner.reopen(groupId);
+  }
+  putFile(meta: Attachment, bytes: Uint8Array): Promise<void> {
+    return this.inner.putFile(meta, bytes);
+  }
+  readFile(id: string) {
+    return this.inner.readFile(id);
   }
   checkpoint(groupId: string, cp: GroupCheckpoint): Promise<void> {
     // Serialised by the store at once: a clone now is what it writes.

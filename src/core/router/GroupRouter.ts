@@ -6,6 +6,7 @@
  */
 import type { Channel, ChannelHost, Clock, GatewayApi, LlmProvider, Logger, Peers, Store } from '../ports.js';
 import type { ToolHost } from '../toolPorts.js'; // the agents' tools (src/tools)
+import { noFiles, type Files } from '../fileTypes.js';
 import type { GroupDoc } from '../records.js';
 import type { GroupView, RegenerateResult, StopResult } from '../readModels.js';
 import { RunningGroups, noPeers } from '../peers.js';
@@ -42,7 +43,7 @@ export interface RouterOptions {
   limits: { user_messages_per_minute: number; max_message_chars: number; reactions_per_minute?: number | undefined };
   llm: LlmProvider;
   /** Model settings; the per-group/per-agent shares and the reply limit default to none / 32 KiB (see LlmGate). */
-  llmSettings: { model: string; summaryModel: string | null; maxTokens: number; contextTokens?: number | null | undefined; defaultContextTokens?: number | undefined } & GateSettings;
+  llmSettings: import('./RoundDeps.js').ModelSettings & GateSettings;
   validateConfig: ConfigValidator;
   store: Store;
   clock: Clock;
@@ -59,6 +60,8 @@ export interface RouterOptions {
    * the cluster hands it (`hosting`). Without peers it runs every group.
    */
   peers?: Peers | undefined;
+  /** Keeping and reading files (src/files/FileKeeper.ts); without it none is taken (`noFiles`). */
+  files?: Files | undefined;
   /** The agents' tools, and what keeps secrets out of the room's view of their calls. */
   tools?: ToolHost | undefined;
   redact?: ((text: string) => string) | undefined;
@@ -74,6 +77,7 @@ export class GroupRouter implements ChannelHost {
   readonly recorder: Recorder;
   /** Group management and live events for user interfaces (the web feed's API). */
   readonly gateway: GroupAdmin;
+  readonly files: Files;
   readonly logger: Logger;
   private readonly channels = new Map<ChannelKind, Channel>();
   /** Each group's rounds (and redeliveries), one at a time. */
@@ -112,6 +116,7 @@ export class GroupRouter implements ChannelHost {
     });
     this.outbox = new Outbox(this.channels, this.agentMap, this.events, opts.logger);
     this.recorder = new Recorder(this.groups, this.outbox);
+    this.files = opts.files ?? noFiles(opts.store);
     this.gateway = new GroupAdmin({
       groups: this.groups,
       agents: opts.agents,
@@ -142,6 +147,7 @@ export class GroupRouter implements ChannelHost {
       metrics: this.metrics,
       logger: opts.logger,
       models: opts.llmSettings,
+      files: this.files,
       shutdown: this.shutdownController.signal,
       recorder: this.recorder,
       reactions: this.gateway.reactions,
@@ -303,9 +309,6 @@ export class GroupRouter implements ChannelHost {
       await this.queues.onIdleAll();
     }
   }
-
-  // -------------------------------------------------------------------------------------------
-  // Inbound
 
   async receive(msg: InboundMessage): Promise<ReceiveResult> {
     return this.receiveAs(msg, false);

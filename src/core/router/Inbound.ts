@@ -239,7 +239,8 @@ export class Inbound {
     if (msg.text.length > max) {
       return { code: 'too_long', text: `⚠ ${msg.author.name}, that message is too long (${msg.text.length} characters; the limit is ${max}). Nothing was sent to the agents.` };
     }
-    if (!msg.text.trim()) return { code: 'empty', text: '⚠ Empty messages are ignored.' };
+    // A photo without a caption is a message: files stand in for the text.
+    if (!msg.text.trim() && !msg.attachments?.length) return { code: 'empty', text: '⚠ Empty messages are ignored.' };
     if (!this.rate.allow(this.rateKey(g, msg), this.d.now())) {
       return { code: 'rate_limited', text: `⚠ ${msg.author.name}, you are sending messages faster than ${this.d.limits.user_messages_per_minute} a minute; please wait a moment.` };
     }
@@ -272,5 +273,6 @@ export function humanEntry(msg: InboundMessage, command: boolean): NewEntry {
     hiddenFromAgents: command || undefined,
     replyTo: msg.replyToEntryId,
     clientTag: msg.clientTag,
+    attachments: msg.attachments?.length ? msg.attachments : undefined,
   };
 }

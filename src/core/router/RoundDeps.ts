@@ -7,6 +7,7 @@ import type { Clock, Logger } from '../ports.js';
 import type { ToolHost } from '../toolPorts.js';
 import type { GroupDoc } from '../records.js';
 import type { AgentDef } from '../types.js';
+import type { Files } from '../fileTypes.js';
 import type { EventHub } from '../events.js';
 import type { Metrics } from '../metrics.js';
 import type { GroupManager } from '../groups/GroupManager.js';
@@ -16,6 +17,20 @@ import type { HandleIndex } from './mentions.js';
 import type { LlmGate } from './LlmGate.js';
 
 /** What a round needs from the router. */
+/**
+ * The model settings of turns. `summaryModel` null: each agent's own model summarises its history.
+ * `contextTokens`: `llm.context_tokens`; `defaultContextTokens`: the provider's default window (see
+ * contextBudget). `maxImagesInPrompt`: `llm.max_images_in_prompt` (absent: DEFAULT_MAX_IMAGES).
+ */
+export interface ModelSettings {
+  model: string;
+  summaryModel: string | null;
+  maxTokens: number;
+  contextTokens?: number | null | undefined;
+  defaultContextTokens?: number | undefined;
+  maxImagesInPrompt?: number | undefined;
+}
+
 export interface RoundDeps {
   groups: GroupManager;
   agents: ReadonlyMap<string, AgentDef>;
@@ -25,11 +40,9 @@ export interface RoundDeps {
   events: EventHub;
   metrics: Metrics;
   logger: Logger;
-  /**
-   * `summaryModel` null: each agent's own model summarises its history. `contextTokens`:
-   * `llm.context_tokens`; `defaultContextTokens`: the provider's default window (see contextBudget).
-   */
-  models: { model: string; summaryModel: string | null; maxTokens: number; contextTokens?: number | null | undefined; defaultContextTokens?: number | undefined };
+  models: ModelSettings;
+  /** Kept files: the bytes a turn's images are read from when the request is sent. */
+  files: Pick<Files, 'read'>;
   shutdown: AbortSignal;
   /** The one path that records, persists, publishes and delivers entries. */
   recorder: Recorder;

@@ -5,6 +5,7 @@
  * only then is any of it reported durable. A write that fails is cut back to the last whole
  * record, so the next record starts on a clean line and nothing refused can reappear at a start.
  */
+import type { Attachment, StoredFile } from '../../core/fileTypes.js';
 import { mkdir, open, readdir, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger, SearchFound, SearchRequest, StoredGroup } from '../../core/ports.js';
@@ -238,6 +239,14 @@ export class FileBackend implements LogBackend<FileAppend> {
       if (entry?.seq === p.seq && !entry.deleted) out.push({ groupId: p.groupId, entry });
     }
     return out;
+  }
+
+  async putFile(_meta: Attachment, _bytes: Uint8Array): Promise<void> {
+    throw new StoreUnavailableError('files are not kept yet');
+  }
+
+  async readFile(_id: string): Promise<StoredFile | null> {
+    return null;
   }
 
   async checkWritable(): Promise<void> {

@@ -10,6 +10,7 @@
  * the server rolled a batch back for one group's sake (a second writer took its record number),
  * each group is tried alone, so only that one is refused.
  */
+import type { Attachment, StoredFile } from '../../core/fileTypes.js';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { Logger, SearchFound, SearchRequest, StoredGroup } from '../../core/ports.js';
@@ -203,6 +204,14 @@ export class PgBackend implements LogBackend<PgAppend> {
 
   searchEntries(req: SearchRequest): Promise<SearchFound[]> {
     return searchEntries(this.o.pool, req);
+  }
+
+  async putFile(_meta: Attachment, _bytes: Uint8Array): Promise<void> {
+    throw new StoreUnavailableError('files are not kept yet');
+  }
+
+  async readFile(_id: string): Promise<StoredFile | null> {
+    return null;
   }
 
   async checkWritable(): Promise<void> {

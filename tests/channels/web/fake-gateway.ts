@@ -3,6 +3,9 @@
  * dedupe, commands answered by a system line, membership and config changes, and live events.
  * It counts subscribers so tests can check that SSE clients leave no listener behind.
  */
+import { MemoryStore } from '../../helpers/memory-store.js';
+import { FileKeeper } from '../../../src/files/FileKeeper.js';
+import type { Files } from '../../../src/core/fileTypes.js';
 import { UserError } from '../../../src/core/errors.js';
 import type { ChannelHost, GatewayApi } from '../../../src/core/ports.js';
 import type { AroundPage, GatewayEvent, GroupDetail, GroupSummary, GroupView, RegenerateResult, SearchPage, StopResult, TranscriptPage } from '../../../src/core/readModels.js';
@@ -52,6 +55,9 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   scriptedProvider = false;
   readonly received: InboundMessage[] = [];
   readonly logger = silentLogger;
+  /** Files the web channel keeps, in memory with the real checks (src/files/FileKeeper.ts). */
+  readonly fileStore = new MemoryStore();
+  readonly files: Files = new FileKeeper(this.fileStore);
   private readonly groups = new Map<string, FakeGroup>();
   private readonly listeners = new Set<(ev: GatewayEvent) => void>();
   /** Called after a human message is recorded (tests script agent replies here). */
