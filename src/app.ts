@@ -120,13 +120,15 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     models: [...new Set([config.llm.model, ...(summaryModelOf(config.llm) ? [summaryModelOf(config.llm)!] : []), ...agents.map((a) => a.model).filter((m): m is string => !!m)])],
     toolServers: Object.keys(config.tools),
   });
-  const tools = await buildTools(config, agents, logger, clock, metrics);
   // Fair shares of the model-call slots, so one hung model or busy group cannot take them all.
   const shares = defaultShares(config.llm.max_concurrency, agents.length);
   // PostgreSQL: the store and the cluster (leases, inbox, live events between instances) share one pool.
   const pgParts = !opts.store && config.storage.kind === 'postgres' ? await buildPostgres(config, logger, metrics) : undefined;
   const store = opts.store ?? pgParts?.store ?? new FileStore({ dataDir: resolve(config.data_dir), fsync: config.storage.fsync, logger: logger.child({ part: 'store' }) });
   const cluster = pgParts?.cluster;
+  // Files people send and tools return, kept beside the log (content-addressed).
+  const files = new FileKeeper(store, config.limits);
+  const tools = await buildTools(config, agents, logger, clock, metrics, files);
   const deadLetters = countedDeadLetters(pgParts?.deadLetters ?? new FileDeadLetters({ dataDir: resolve(config.data_dir), fsync: config.storage.fsync }), metrics);
   const router = new GroupRouter({
     agents,
@@ -150,7 +152,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     },
     validateConfig: validateGroupConfig,
     store,
-    files: new FileKeeper(store, config.limits),
+    files,
     peers: cluster,
     clock,
     metrics,
@@ -238,10 +240,10 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
  * to load). A server that cannot be reached does not stop the daemon: it is retried, and its tools
  * are offered once it is up.
  */
-async function buildTools(config: ChorusConfig, agents: AgentDef[], logger: Logger, clock: Clock, metrics: PromMetrics): Promise<ToolServers> {
+async function buildTools(config: ChorusConfig, agents: AgentDef[], logger: Logger, clock: Clock, metrics: PromMetrics, files: FileKeeper): Promise<ToolServers> {
   if (Object.keys(config.tools).length === 0) return noTools;
   const { McpHub } = await import('./tools/McpHub.js');
-  return new McpHub({ servers: config.tools, agents, maxResultBytes: config.limits.max_tool_result_bytes, logger: logger.child({ part: 'tools' }), clock, metrics });
+  return new McpHub({ servers: config.tools, agents, maxResultBytes: config.limits.max_tool_result_bytes, logger: logger.child({ part: 'tools' }), clock, metrics, files });
 }
 
 /** Each dead letter kept is counted on `/metrics` (`chorus_dead_letters_total`). */

@@ -3,6 +3,7 @@
  * checkpoints its log holds. Shared by the core, which keeps groups in memory, and the stores,
  * which write and read them.
  */
+import type { Attachment } from './fileTypes.js';
 import type { ChannelKind, ChatTurn, GroupConfig, Reaction, TranscriptEntry, Usage } from './types.js';
 import type { ToolOutcome } from './toolTypes.js';
 
@@ -107,7 +108,8 @@ export interface ToolCallRecord {
   /** Runs begun: 1 once it was recorded as starting, 2 after the one retry a read-only or idempotent call gets. */
   started: number;
   /** How it ended, and what the model was given. */
-  result?: { outcome: ToolOutcome; content: string; bytes: number } | undefined;
+  /** `attachments`: images the tool returned, kept; the agent's reply posts them. */
+  result?: { outcome: ToolOutcome; content: string; bytes: number; attachments?: Attachment[] | undefined } | undefined;
   at: number;
 }
 

@@ -254,6 +254,8 @@ export interface PromptRef {
   ask: PromptAsk;
   /** History messages sent: the agent's own earlier turns (a user and an assistant message each). */
   history: number;
+  /** Ids of the files sent in full (images, PDFs, text files), in the order sent; their lines are in the text. */
+  files?: string[] | undefined;
   /**
    * The running summary: its hash; its text on the first reply that used this version (since a
    * start), else `at`, the seq of the entry that carries it; `cutTo` when the fit shortened it.

@@ -21,7 +21,23 @@ const usage = z.object({
   unpricedCalls: z.number().optional(),
 });
 
-const chatTurn = z.object({ role: z.enum(['user', 'assistant']), content: z.string() });
+/** A file an entry carries (its bytes are kept apart, by id); loose so later fields survive a read. */
+const attachment = z.looseObject({
+  id: z.string(),
+  name: z.string(),
+  type: z.string(),
+  size: z.number(),
+  sha256: z.string(),
+  width: z.number().optional(),
+  height: z.number().optional(),
+});
+
+const chatTurn = z.object({
+  role: z.enum(['user', 'assistant']),
+  content: z.string(),
+  // The files a user turn was sent with in full, and who shared each.
+  attachments: z.array(attachment.extend({ from: z.string() })).optional(),
+});
 
 const reaction = z.object({ emoji: z.string(), by: z.string(), byKey: z.string(), at: z.number() });
 
@@ -36,6 +52,7 @@ const entry = z.looseObject({
   // An undelivered entry in a checkpoint may carry reactions already.
   reactions: z.array(reaction).optional(),
   reactionOf: z.object({ id: z.string(), emoji: z.string(), by: z.string() }).optional(),
+  attachments: z.array(attachment).optional(),
 });
 
 const dayUsage = z.looseObject({
@@ -83,7 +100,7 @@ const toolCall = z.looseObject({
   asked: z.literal(true).optional(),
   decidedBy: z.string().optional(),
   started: z.number().int().min(0),
-  result: z.object({ outcome: toolOutcome, content: z.string(), bytes: z.number() }).optional(),
+  result: z.object({ outcome: toolOutcome, content: z.string(), bytes: z.number(), attachments: z.array(attachment).optional() }).optional(),
   at: z.number(),
 });
 

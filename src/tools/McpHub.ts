@@ -6,6 +6,7 @@
  *
  * Each answer is cut to `maxResultBytes` before anything else sees it (content.ts).
  */
+import type { Files } from '../core/fileTypes.js';
 import { performance } from 'node:perf_hooks';
 import { systemClock } from '../core/clock.js';
 import type { Clock, Logger } from '../core/ports.js';
@@ -27,6 +28,8 @@ export interface McpHubOptions {
   logger: Logger;
   /** `limits.max_tool_result_bytes`; default 64 KiB. */
   maxResultBytes?: number | undefined;
+  /** Where images tools return are kept, so agents can post them; without it they stay lines. */
+  files?: Pick<Files, 'keep' | 'maxPerMessage'> | undefined;
   /** Waits between attempts use it (a test's fake clock makes them step by step). */
   clock?: Clock | undefined;
   backoff?: Partial<BackoffOptions> | undefined;
@@ -108,7 +111,7 @@ export class McpHub implements ToolServers {
     try {
       const link = this.links.get(req.server);
       result = link
-        ? await link.call({ tool: req.tool, input: req.input ?? {}, timeoutMs: req.timeoutMs, signal: req.signal, maxBytes: this.maxBytes })
+        ? await link.call({ tool: req.tool, input: req.input ?? {}, timeoutMs: req.timeoutMs, signal: req.signal, maxBytes: this.maxBytes, files: this.opts.files ? { keeper: this.opts.files, logger: this.log } : undefined })
         : said('unavailable', `no MCP server "${req.server}" is configured under tools:`);
     } catch (err) {
       // callTool maps every failure it knows; this is the promise that call() never throws.

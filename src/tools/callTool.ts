@@ -12,6 +12,9 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolCallResult } from '../core/toolPorts.js';
 import { renderResult, type ToolResultLike } from './content.js';
 import { describe } from './errors.js';
+import { keepToolFiles } from './toolFiles.js';
+import type { Files } from '../core/fileTypes.js';
+import type { Logger } from '../core/ports.js';
 
 export interface CallRequest {
   server: string;
@@ -20,6 +23,8 @@ export interface CallRequest {
   timeoutMs: number;
   signal: AbortSignal;
   maxBytes: number;
+  /** Where images a tool returns are kept (toolFiles.ts); without it they stay lines. */
+  files?: { keeper: Pick<Files, 'keep' | 'maxPerMessage'>; logger: Logger } | undefined;
 }
 
 /** A result this host wrote itself (not the tool's answer). */
@@ -47,7 +52,8 @@ export async function callTool(client: Client, req: CallRequest, hooks: { downRe
   try {
     const result = await client.callTool({ name: req.tool, arguments: req.input }, undefined, { signal: local.signal, timeout: Math.max(1, req.timeoutMs) });
     const { content, bytes } = renderResult(result as ToolResultLike, req.maxBytes);
-    return { outcome: result.isError === true ? 'error' : 'ok', content: content || '(the tool returned nothing)', bytes };
+    const attachments = req.files ? await keepToolFiles(result as ToolResultLike, req.files.keeper, label, req.files.logger) : [];
+    return { outcome: result.isError === true ? 'error' : 'ok', content: content || '(the tool returned nothing)', bytes, ...(attachments.length > 0 ? { attachments } : {}) };
   } catch (err) {
     if (req.signal.aborted) return said('cancelled', `${label} was cancelled`);
     if (err instanceof McpError) {

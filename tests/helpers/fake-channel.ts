@@ -8,6 +8,8 @@ export interface FakePost {
   text: string;
   replyTo?: string | undefined;
   id: string;
+  /** Ids of the files posted with it. */
+  files?: string[] | undefined;
 }
 
 export class FakeChannel implements Channel {
@@ -28,7 +30,7 @@ export class FakeChannel implements Channel {
   async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage> {
     if (this.failPosts) throw new Error('platform down');
     const id = `p${++this.n}`;
-    this.posts.push({ chatId: chat.chatId, agentId: agent.id, text, replyTo: opts?.replyToMessageId, id });
+    this.posts.push({ chatId: chat.chatId, agentId: agent.id, text, replyTo: opts?.replyToMessageId, id, ...(opts?.attachments?.length ? { files: opts.attachments.map((a) => a.id) } : {}) });
     return { ids: [id] };
   }
   readonly reactions: Array<{ chatId: string; agentId: string; messageId: string; emoji: string; on: boolean }> = [];

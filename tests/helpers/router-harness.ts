@@ -14,6 +14,7 @@ import { FakeClock } from './fake-clock.js';
 import { FakeLlm, type FakeLlmOptions } from './fake-llm.js';
 import { silentLogger } from './logger.js';
 import { MemoryStore } from './memory-store.js';
+import { FileKeeper } from '../../src/files/FileKeeper.js';
 
 export const AGENTS_YAML = `
 agents:
@@ -49,6 +50,8 @@ export interface HarnessOptions {
   peers?: Peers;
   /** The agents' tools (default: none). */
   tools?: ToolHost;
+  /** `llm.max_images_in_prompt` (default 4). */
+  maxImages?: number;
 }
 
 export async function makeRouter(opts: HarnessOptions = {}) {
@@ -63,7 +66,7 @@ export async function makeRouter(opts: HarnessOptions = {}) {
     groupDefaults: { ...config.group_defaults, cooldown_seconds: 0, ...opts.group },
     limits: opts.limits ?? { user_messages_per_minute: 1000, max_message_chars: 8000 },
     llm,
-    llmSettings: { model: 'test-model', summaryModel: 'test-small', maxTokens: opts.maxTokens ?? 256, maxConcurrency: opts.maxConcurrency ?? 8, idleTimeoutMs: opts.idleTimeoutMs, replyTimeoutMs: opts.replyTimeoutMs, contextTokens: opts.contextTokens ?? null, defaultContextTokens: opts.defaultContextTokens ?? 200_000 },
+    llmSettings: { model: 'test-model', summaryModel: 'test-small', maxTokens: opts.maxTokens ?? 256, maxConcurrency: opts.maxConcurrency ?? 8, idleTimeoutMs: opts.idleTimeoutMs, replyTimeoutMs: opts.replyTimeoutMs, contextTokens: opts.contextTokens ?? null, defaultContextTokens: opts.defaultContextTokens ?? 200_000, maxImagesInPrompt: opts.maxImages },
     validateConfig: validateGroupConfig,
     store,
     clock,
@@ -71,6 +74,8 @@ export async function makeRouter(opts: HarnessOptions = {}) {
     checkpointEvery: opts.checkpointEvery,
     peers: opts.peers,
     tools: opts.tools,
+    // The real keeper over the test's store: files are checked and kept as in the daemon.
+    files: new FileKeeper(store),
   });
   router.addChannel(channel);
   await router.start();

@@ -61,7 +61,9 @@ export class Outbox {
       if (stepText === null) return { ok: true, ids: [] };
       const text = stepText ?? entry.text;
       const approval = entry.tool?.outcome === 'waiting' ? { groupId: g.id, id: entry.tool.id } : undefined;
-      const res = agent ? await channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval }) : await channel.postAsSystem(chat, text);
+      // Files an agent's tools made go out with its reply, under its identity.
+      const attachments = entry.kind === 'agent' && entry.attachments?.length ? entry.attachments : undefined;
+      const res = agent ? await channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval, attachments }) : await channel.postAsSystem(chat, text);
       if (agent) for (const id of res.ids) this.postedIndex.set(`${g.channel}:${g.chatId}:${id}`, agent.id);
       return { ok: true, ids: res.ids };
     } catch (err) {

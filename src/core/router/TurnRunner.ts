@@ -6,11 +6,12 @@
  * progress (see RoundRunner), so a restart answers nothing twice.
  */
 import type { GroupDoc, PlannedTurn, RoundRecord } from '../records.js';
-import type { AgentDef, ReplyCut, TranscriptEntry, Usage } from '../types.js';
+import type { AgentDef, ChatTurn, ReplyCut, TranscriptEntry, Usage } from '../types.js';
 import { describeError, LlmError } from '../errors.js';
 import { seqOfId } from '../groups/evolve.js';
 import type { NewEntry } from './Recorder.js';
 import { buildSystemPrompt, PASS_TOKEN, type Ask } from '../session/prompt.js';
+import { DEFAULT_MAX_IMAGES } from '../session/promptFiles.js';
 import type { ContextBudgets, FittedPrompt, PromptParts } from '../session/contextBudget.js';
 import { judgeReply, passRules } from './pass.js';
 import { passStreamFilter } from '../text/passStream.js';
@@ -132,7 +133,8 @@ export class TurnRunner {
     const system = buildSystemPrompt(agent, { title: g.title, participants, handles: (id) => this.d.handles.handlesOf(id) });
     const model = agent.model ?? this.d.models.model;
     // Fitted to the model's context window (see contextBudget); what the session records is what was sent.
-    const parts: PromptParts = { system, summary: session.summary, history: session.history, observations, omitted: mailbox.omitted, ask };
+    const files = { vision: agent.vision === true, max: this.d.models.maxImagesInPrompt ?? DEFAULT_MAX_IMAGES };
+    const parts: PromptParts = { system, summary: session.summary, history: session.history, observations, omitted: mailbox.omitted, ask, files };
     let prompt: FittedPrompt | undefined;
     let window = 0;
     const refOf = (carrySummary: boolean): PromptRef => this.refs.make(g.id, agent.id, model, window, parts, prompt!, session.summary, { carrySummary });
@@ -157,7 +159,7 @@ export class TurnRunner {
       ? new StoppedReply(this.d, g, ctl.stop, (text) => {
           // The agent remembers saying it, as everyone saw; usage never arrived (the call was cancelled).
           const usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
-          if (prompt) groups.recordTurn(g, agent.id, [{ role: 'user', content: prompt.userTurn }, { role: 'assistant', content: text }], seenUpTo, { usage, costUsd: null });
+          if (prompt) groups.recordTurn(g, agent.id, [sentTurn(prompt), { role: 'assistant', content: text }], seenUpTo, { usage, costUsd: null });
           return this.replyEntry(g, round, t, agent, text, { model, usage, latencyMs: clock.now() - callStarted, costUsd: null, cut: 'stopped', prompt: prompt ? refOf(true) : undefined });
         })
       : null;
@@ -180,6 +182,7 @@ export class TurnRunner {
           groupId: g.id,
           mustReply,
           mayReact: !!reactTo,
+          readFile: p.files.length > 0 ? (id: string) => this.d.files.read(id) : undefined,
           onDelta: ctl.stream
             ? (chunk: string) => {
                 const text = streamFilter(chunk);
@@ -243,7 +246,7 @@ export class TurnRunner {
     // The turn's outcome in the agent's session, usage and the round's queue.
     const turn = (said: string) => {
       if (tools.length > 0) groups.toolChange(g, { t: 'tools-done', turn: turnId }); // its tool steps are in the transcript
-      groups.recordTurn(g, agent.id, [{ role: 'user', content: prompt!.userTurn }, { role: 'assistant', content: said }], seenUpTo, answer);
+      groups.recordTurn(g, agent.id, [sentTurn(prompt!), { role: 'assistant', content: said }], seenUpTo, answer);
       groups.addGroupUsage(g, agent.id, answer);
       drop(this.d, g, round, t);
       countCall(tally, answer);
@@ -275,7 +278,8 @@ export class TurnRunner {
     const ref = refOf(true);
     // "details" shows the whole turn: its tool steps' calls too.
     const figures = withTools ? { usage: addUsage(res.usage, withTools.stepUsage), costUsd: withTools.stepCostUsd === null || res.costUsd == null ? null : withTools.stepCostUsd + res.costUsd } : { usage: res.usage, costUsd: res.costUsd ?? null };
-    const reply = this.replyEntry(g, round, t, agent, text, { model: res.model, ...figures, latencyMs: res.latencyMs, cut: res.cut, prompt: ref });
+    const made = withTools?.attachments.length ? { attachments: withTools.attachments } : {};
+    const reply = { ...this.replyEntry(g, round, t, agent, text, { model: res.model, ...figures, latencyMs: res.latencyMs, cut: res.cut, prompt: ref }), ...made };
     groups.noteSpoke(g, agent.id, seenUpTo);
     const capped = t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected';
     if (capped) groups.updateRound(g, round, { capped: round.capped + 1, voluntary: round.voluntary + (t.reason === 'voluntary' ? 1 : 0) });
@@ -376,4 +380,9 @@ function cutDetail(name: string, cut: ReplyCut): string {
   if (cut === 'max_tokens') return `${name}'s reply was cut at max_tokens`;
   if (cut === 'timeout') return `${name}'s reply was cut at the time limit (llm.reply_timeout_seconds)`;
   return `${name}'s reply was cut at the size limit (llm.max_reply_bytes)`;
+}
+
+/** The user turn as the session keeps it: the words, and the files sent in full with them. */
+function sentTurn(p: FittedPrompt): ChatTurn {
+  return p.userFiles.length > 0 ? { role: 'user', content: p.userTurn, attachments: p.userFiles } : { role: 'user', content: p.userTurn };
 }

@@ -9,6 +9,7 @@
  * result is not run again — unless the tool says it only reads or is idempotent, and then only
  * once more — and the model is told its outcome is unknown.
  */
+import type { Attachment } from '../fileTypes.js';
 import type { LlmResponse } from '../ports.js';
 import type { ToolHost, ToolInfo } from '../toolPorts.js';
 import type { GroupDoc, RoundRecord, ToolCallRecord } from '../records.js';
@@ -38,6 +39,8 @@ export interface ToolTurnResult {
   first: Usage;
   stepUsage: Usage;
   stepCostUsd: number | null;
+  /** Files the turn's tools returned, in order: posted with the reply under the agent's identity. */
+  attachments: Attachment[];
 }
 
 /** A turn's identity and where its steps are shown. */
@@ -91,7 +94,7 @@ export class ToolTurn {
       const choice = done.length >= s.g.config.max_tool_steps ? 'none' : 'auto';
       const res = await call({ tools: specs, toolChoice: choice, toolSteps: s.fit(done) });
       first ??= res.usage;
-      if (choice === 'none' || !res.toolCalls?.length) return { res, first, stepUsage, stepCostUsd };
+      if (choice === 'none' || !res.toolCalls?.length) return { res, first, stepUsage, stepCostUsd, attachments: this.calls(s).flatMap((c) => c.result?.attachments ?? []) };
       // A step, not the answer: its cost is counted now, with its calls' record.
       stepUsage = addUsage(stepUsage, res.usage);
       stepCostUsd = stepCostUsd === null || res.costUsd == null ? null : stepCostUsd + res.costUsd;
@@ -169,7 +172,7 @@ export class ToolTurn {
     const halt = AbortSignal.any([s.stop, this.d.shutdown]);
     const out = await this.d.tools.call({ server: c.server, tool: c.tool, input: c.input, timeoutMs: s.g.config.tool_timeout_seconds * 1000, signal: halt });
     const content = out.outcome === 'cancelled' && this.d.shutdown.aborted ? 'The call was cancelled because Chorus was shutting down; whether it took effect is unknown.' : out.content;
-    await this.finish(s, c, out.outcome, content, out.bytes);
+    await this.finish(s, c, out.outcome, content, out.bytes, out.attachments);
   }
 
   /** Post the request for approval, once: the flag saying so is in the same record as the request. */
@@ -181,9 +184,10 @@ export class ToolTurn {
   }
 
   /** The call's result: recorded, and shown to the room as one step of the transcript. */
-  private async finish(s: ToolTurnScope, c: ToolCallRecord, outcome: ToolOutcome, raw: string, bytes: number): Promise<void> {
+  private async finish(s: ToolTurnScope, c: ToolCallRecord, outcome: ToolOutcome, raw: string, bytes: number, attachments?: Attachment[]): Promise<void> {
     const content = neutralizeToolText(raw, s.names);
-    this.d.groups.toolChange(s.g, { t: 'tool', id: c.id, set: { result: { outcome, content, bytes } } });
+    const files = attachments?.length ? { attachments } : {};
+    this.d.groups.toolChange(s.g, { t: 'tool', id: c.id, set: { result: { outcome, content, bytes, ...files } } });
     await this.show(s, c, outcome, content, bytes);
   }
 

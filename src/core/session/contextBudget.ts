@@ -155,10 +155,11 @@ export class ContextBudgets {
 
   /**
    * Learn from a call that went through: the provider counted `usage` prompt tokens for the
-   * `units` we sent in `messageCount` messages. Usage of zero (a server that does not count) teaches nothing.
+   * `units` we sent in `messageCount` messages, and files estimated at `fileTokens` (not text:
+   * taken off first). Usage of zero (a server that does not count) teaches nothing.
    */
-  learn(model: string, sent: { units: number; messageCount: number }, usage: Usage): number | undefined {
-    const prompt = usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
+  learn(model: string, sent: { units: number; messageCount: number; fileTokens?: number | undefined }, usage: Usage): number | undefined {
+    const prompt = usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens - (sent.fileTokens ?? 0);
     const overhead = sent.messageCount * PER_MESSAGE + PER_REQUEST;
     if (prompt <= overhead || sent.units <= 0) return undefined;
     const observed = sent.units / (prompt - overhead);

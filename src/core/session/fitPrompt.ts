@@ -12,6 +12,8 @@ import type { ChatTurn, TranscriptEntry } from '../types.js';
 import { digestLine } from './digestLine.js';
 import { buildUserTurn, observationLine, summaryBlock, type Ask } from './prompt.js';
 import { PER_MESSAGE, PER_REQUEST, cutUnits, textUnits } from './tokenEstimate.js';
+import { candidateFiles, historyFiles, takeNewest, type FileAllowance } from './promptFiles.js';
+import type { PromptAttachment } from '../fileTypes.js';
 
 /** Share of the room the mailbox may take when the history wants the rest. */
 const MAILBOX_SHARE = 0.6;
@@ -25,6 +27,8 @@ export interface PromptParts {
   /** Observations not even read (past the mailbox cap). */
   omitted: number;
   ask: Ask;
+  /** Files the agent may be sent in full (see promptFiles.ts); absent: none, each file is its line. */
+  files?: FileAllowance | undefined;
 }
 
 /** A prompt that fits, and what was left out to make it fit. */
@@ -36,6 +40,12 @@ export interface FittedPrompt {
   messages: ChatTurn[];
   /** The user turn as sent (what the session records). */
   userTurn: string;
+  /** The files sent in full after the user turn's text (recorded with it in the session). */
+  userFiles: PromptAttachment[];
+  /** Ids of every file sent in full, history first, in the order sent. */
+  files: string[];
+  /** Their estimated tokens: not text, so left out when the units-per-token ratio is learned. */
+  fileTokens: number;
   /** max_tokens for the reply. */
   maxTokens: number;
   /** Estimated prompt tokens. */
@@ -118,9 +128,12 @@ export function fitPrompt(parts: PromptParts, budget: number, maxTokens: number,
   const digest = digestUnits !== undefined ? digestLine(foldedEntries, parts.omitted, digestUnits) : null;
   const userTurn = buildUserTurn(shownEntries, ask, parts.omitted + folded, digest);
   const userTokens = count(userTurn) + PER_REQUEST;
+  // The newest files come before older history: what was just shared matters more than old turns.
+  const max = parts.files?.max ?? 0;
+  const newFiles = takeNewest(candidateFiles(shownEntries, parts.files), max, budget - systemTokens - summaryTokens - userTokens);
 
   // History: newest turns that still fit after the mailbox, left out oldest first.
-  let left = budget - systemTokens - summaryTokens - userTokens;
+  let left = budget - systemTokens - summaryTokens - userTokens - newFiles.tokens;
   let start = history.length;
   while (start > 0 && historyTokens[start - 1]! <= left) {
     left -= historyTokens[start - 1]!;
@@ -128,15 +141,20 @@ export function fitPrompt(parts: PromptParts, budget: number, maxTokens: number,
   }
   // The history must start with a user turn (and alternate): leave out a leading assistant turn.
   while (start < history.length && history[start]!.role !== 'user') start++;
-  const kept = history.slice(start);
-  const messages: ChatTurn[] = [...kept, { role: 'user', content: userTurn }];
-  const estimatedTokens = systemTokens + summaryTokens + historyTokens.slice(start).reduce((n, t) => n + t, 0) + userTokens;
+  // A kept history turn is sent again with its files while the allowance and the room last.
+  const older = parts.files ? historyFiles(history.slice(start), max - newFiles.files.length, left) : { turns: history.slice(start).map(wordsOnly), tokens: 0, ids: [] };
+  const user: ChatTurn = newFiles.files.length > 0 ? { role: 'user', content: userTurn, attachments: newFiles.files } : { role: 'user', content: userTurn };
+  const messages: ChatTurn[] = [...older.turns, user];
+  const estimatedTokens = systemTokens + summaryTokens + historyTokens.slice(start).reduce((n, t) => n + t, 0) + userTokens + newFiles.tokens + older.tokens;
   const units = textUnits(parts.system) + (summary ? textUnits(summary) : 0) + messages.reduce((n, m) => n + textUnits(m.content), 0);
   return {
     system: parts.system,
     summary,
     messages,
     userTurn,
+    userFiles: newFiles.files,
+    files: [...older.ids, ...newFiles.files.map((f) => f.id)],
+    fileTokens: newFiles.tokens + older.tokens,
     maxTokens,
     estimatedTokens,
     budgetTokens: budget,
@@ -149,4 +167,9 @@ export function fitPrompt(parts: PromptParts, budget: number, maxTokens: number,
     units,
     messageCount: messages.length + (summary ? 2 : 1),
   };
+}
+
+/** A history turn without its files (an agent that is sent none). */
+function wordsOnly(t: ChatTurn): ChatTurn {
+  return t.attachments ? { role: t.role, content: t.content } : t;
 }

@@ -8,6 +8,7 @@ import { foldForMatching } from '../text/normalize.js';
 import { observedStep } from '../text/toolText.js';
 import { foldReactionNotes } from './reactionNotes.js';
 import { reactToken } from '../text/reactToken.js';
+import { textWithFiles } from './promptFiles.js';
 import type { AgentDef, TranscriptEntry } from '../types.js';
 
 export const PASS_TOKEN = '[PASS]';
@@ -67,7 +68,7 @@ export function observationLine(e: TranscriptEntry): string {
   if (e.kind === 'tool' && e.tool) return messageBlock(e.authorName, 'tool', observedStep(e.tool));
   const role = e.kind === 'human' ? 'human' : e.kind === 'system' ? 'system' : 'agent';
   const who = e.kind === 'system' ? 'Chorus' : e.authorName;
-  return messageBlock(who, role, e.text);
+  return messageBlock(who, role, textWithFiles(e));
 }
 
 /** One mailbox block; `from` is cleaned of invisible characters and escaped as an attribute. */
@@ -147,7 +148,7 @@ export function buildUserTurn(shown: readonly TranscriptEntry[], ask: Ask, omitt
   const lines = observations.map(observationLine);
   const note = digest ?? (omitted > 0 ? `(${omitted} earlier message${omitted === 1 ? '' : 's'} not shown)` : null);
   if (ask.kind === 'direct') {
-    const texts = observations.map((o) => o.text);
+    const texts = observations.map(textWithFiles);
     if (note) texts.unshift(note);
     return texts.length > 0 ? texts.join('\n\n') : '(continue)';
   }

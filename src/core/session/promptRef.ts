@@ -51,6 +51,7 @@ export class PromptRefs {
       ...(p.digestUnits !== undefined ? { digestUnits: p.digestUnits } : {}),
       ask: parts.ask,
       history: p.messages.length - 1,
+      ...(p.files.length > 0 ? { files: p.files } : {}),
       ...(summary?.trim() ? { summary: this.summaryRef(groupId, agentId, summary, p.summary, opts.carrySummary) } : {}),
       window: { contextTokens: window, budgetTokens: p.budgetTokens, estimatedTokens: p.estimatedTokens, maxTokens: p.maxTokens },
       hashes: { system: partHash(p.system), history: historyHash(p.messages.slice(0, -1)), user: partHash(p.userTurn) },

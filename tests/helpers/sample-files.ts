@@ -1,0 +1,40 @@
+/**
+ * Real files made in tests: a PNG of any size (a valid image every decoder opens), a Windows
+ * executable's first bytes, and their SHA-256.
+ */
+import { createHash } from 'node:crypto';
+import { crc32, deflateSync } from 'node:zlib';
+
+/** A valid RGB PNG of `width` × `height`, filled with one colour (`seed` varies the bytes). */
+export function samplePng(width = 8, height = 6, seed = 0): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body) >>> 0);
+    return Buffer.concat([len, body, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // RGB
+  const row = Buffer.alloc(1 + width * 3);
+  for (let x = 0; x < width; x++) row.set([(seed * 40 + x) & 255, 90, 200], 1 + x * 3);
+  const raw = Buffer.concat(Array.from({ length: height }, () => row));
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/** The start of a Windows executable (an MZ header pointing at a PE signature), whatever it is named. */
+export function windowsExe(): Buffer {
+  const b = Buffer.alloc(512);
+  b.write('MZ', 0, 'ascii');
+  b.writeUInt32LE(0x80, 0x3c);
+  b.write('PE\0\0', 0x80, 'binary');
+  return b;
+}
+
+export function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
