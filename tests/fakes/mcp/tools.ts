@@ -19,6 +19,7 @@
  *   `notifications/tools/list_changed`.
  * - `fail`: answers `isError: true` with a reason.
  * - `picture`: an image part, a resource part and a text part.
+ * - `chart`: a text part and a real PNG of the width asked for (kept as a file by a host that keeps files).
  * - `structured`: only `structuredContent`, no text.
  * - `noisy {lines}`: writes `lines` lines to stderr (one of them 10,000 characters long).
  * - `titled`: has a title and no description.
@@ -30,6 +31,7 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import { samplePng } from '../../helpers/sample-files.js';
 
 export interface FakeState {
   cancelled: number;
@@ -136,6 +138,12 @@ export function createFakeMcpServer(opts: FakeMcpOptions): McpServer {
       { type: 'text' as const, text: 'here is the label' },
       { type: 'image' as const, mimeType: 'image/png', data: Buffer.alloc(12 * 1024, 1).toString('base64') },
       { type: 'resource' as const, resource: { uri: 'file:///orders/17.pdf', mimeType: 'application/pdf', blob: Buffer.alloc(3000).toString('base64') } },
+    ],
+  }));
+  server.registerTool('chart', { description: 'Draw a chart of an order (a real PNG).', inputSchema: { width: z.number() }, annotations: { readOnlyHint: true } }, ({ width }) => ({
+    content: [
+      { type: 'text' as const, text: `chart ${width} px wide` },
+      { type: 'image' as const, mimeType: 'image/png', data: samplePng(width, 10).toString('base64') },
     ],
   }));
   server.registerTool('structured', { description: 'Structured only.', annotations: { readOnlyHint: true } }, () => ({ content: [], structuredContent: { order: '17', status: 'shipped' } }));
