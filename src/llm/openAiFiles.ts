@@ -21,7 +21,7 @@ export function openAiUserContent(turn: ChatTurn, files: PromptFiles): ContentPa
   for (const a of turn.attachments ?? []) {
     const bytes = bytesOf(files, a);
     if (!bytes) text(`${unshownFile(a, 'the file could not be read')}\n\n`);
-    else if (a.type === 'text/plain') text(`${fileLabel(a)}\n${textOf(bytes)}\n\n`);
+    else if (a.type === 'text/plain') text(`${fileLabel(a)}\n${endLine(textOf(bytes))}\n`);
     else if (a.type === 'application/pdf') text(`${unshownFile(a, 'this model is not sent PDFs')}\n\n`);
     else {
       text(`${fileLabel(a)}\n`);
@@ -30,4 +30,9 @@ export function openAiUserContent(turn: ChatTurn, files: PromptFiles): ContentPa
   }
   text(turn.content);
   return parts;
+}
+
+/** Text ending in a line break (one is added when it has none). */
+function endLine(t: string): string {
+  return t.endsWith('\n') ? t : `${t}\n`;
 }
