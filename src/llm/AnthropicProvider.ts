@@ -8,6 +8,7 @@
  *   system[0]  the stable prefix (persona + group section)       ← breakpoint 1
  *   system[1]  the running summary under its heading, if any     ← breakpoint 2
  *   messages   the session's history, user/assistant alternating, then the turn's tool steps
+ *   history    the last block before the newest turn, when that turn is long ← breakpoint 4
  *   last msg   its last content block                              ← breakpoint 3
  *
  * Breakpoint 1 lets every call with the same persona/group prefix (a fresh session, a call right
@@ -16,8 +17,15 @@
  * the oldest turns out as the conversation grows, which changes the start of `messages`. Breakpoint 3 caches the whole
  * conversation; the next turn of the session appends an assistant and a user message, and the
  * API's lookback finds the previous turn's entry two blocks before its own breakpoint, so only
- * the new turn is written. Nothing that changes per call is added by this provider: the request
- * is a pure function of the `LlmRequest`.
+ * the new turn is written. A newest turn too long for that lookback (many files, many tool steps)
+ * gets breakpoint 4 at the end of the history before it, which finds the previous entry instead.
+ * Nothing that changes per call is added by this provider: the request is a pure function of the
+ * `LlmRequest` and the bytes of its files.
+ *
+ * Files (src/llm/anthropicFiles.ts): a user turn with `attachments` is several blocks — a label and
+ * an `image` or `document` block per file, then the turn's text — and the breakpoint on the last
+ * block of a message lands on that text. Each file is read once per request (`readFile`), however
+ * many turns name it; one that cannot be read or sent is its line again.
  *
  * Tools (src/llm/anthropicTools.ts) come first in that order, so breakpoint 1 caches them together
  * with the system prompt. A turn's earlier tool round trips follow the messages (an assistant
@@ -51,9 +59,11 @@ import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports
 import type { ReplyCut, Usage } from '../core/types.js';
 import type { ToolCall } from '../core/toolTypes.js';
 import { readAnthropicStream } from './anthropicStream.js';
+import { anthropicUserContent, planAnthropicFiles } from './anthropicFiles.js';
 import { anthropicStepMessages, anthropicToolParams } from './anthropicTools.js';
 import { CallController, FailureReporter, ReplyBudget, displayUrl, sdkClientOptions, nonEmpty, providerFailure } from './common.js';
 import { estimateCost } from './pricing.js';
+import { NO_FILES, readPromptFiles, type PromptFiles } from './promptFiles.js';
 import { toolInputOf } from './toolInput.js';
 
 type LlmConfig = ChorusConfig['llm'];
@@ -82,25 +92,39 @@ const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 const EPHEMERAL = { type: 'ephemeral' } as const;
 
 /**
+ * Blocks in the newest turn (its user message and tool steps) from which on the history before it
+ * gets a breakpoint of its own: the API looks about 20 blocks back from a breakpoint for an entry,
+ * and the assistant message before the turn is one more. Kept below that, with room.
+ */
+const LONG_TAIL_BLOCKS = 16;
+
+/**
  * Build the Messages API parameters for one request, with the cache breakpoints described above.
  * Exported for tests and for anyone who wants to see exactly what is sent.
  */
-export function buildAnthropicParams(req: LlmRequest, defaultMaxTokens: number): CreateParams {
+export function buildAnthropicParams(req: LlmRequest, defaultMaxTokens: number, files: PromptFiles = NO_FILES): CreateParams {
   if (req.messages.length === 0) {
     throw new LlmErrorClass('Anthropic: a request needs at least one message', 'bad_request', false);
   }
   const system: TextBlockParam[] = [{ type: 'text', text: nonEmpty(req.system), cache_control: EPHEMERAL }];
   if (req.summary && req.summary.trim()) system.push({ type: 'text', text: req.summary, cache_control: EPHEMERAL });
 
-  const messages: MessageParam[] = req.messages.map((m) => {
-    const block: TextBlockParam = { type: 'text', text: nonEmpty(m.content) };
-    return m.role === 'assistant' ? { role: 'assistant', content: [block] } : { role: 'user', content: [block] };
+  const plan = planAnthropicFiles(req.messages, files);
+  const messages: MessageParam[] = req.messages.map((m, i) => {
+    if (m.role === 'assistant') return { role: 'assistant', content: [{ type: 'text', text: nonEmpty(m.content) }] };
+    if (!m.attachments?.length) return { role: 'user', content: [{ type: 'text', text: nonEmpty(m.content) }] };
+    return { role: 'user', content: anthropicUserContent(m, plan[i]!, files) };
   });
-  messages.push(...anthropicStepMessages(req.toolSteps));
+  const steps = anthropicStepMessages(req.toolSteps);
+  messages.push(...steps);
   // Breakpoint 3: the last block of the last message, a tool_result when the turn has steps.
-  const lastContent = messages[messages.length - 1]!.content as ContentBlockParam[];
-  const lastBlock = lastContent[lastContent.length - 1]!;
-  lastContent[lastContent.length - 1] = { ...lastBlock, cache_control: EPHEMERAL } as ContentBlockParam;
+  markLastBlock(messages[messages.length - 1]!);
+  // Breakpoint 4, only when the newest turn is long (many files, many tool steps): the end of the
+  // history before it, so the previous turn's entry is found even though it now lies beyond the
+  // lookback of breakpoint 3.
+  const history = req.messages.length - 1;
+  const tail = [messages[history]!, ...steps].reduce((n, m) => n + (m.content as ContentBlockParam[]).length, 0);
+  if (history >= 1 && tail >= LONG_TAIL_BLOCKS) markLastBlock(messages[history - 1]!);
 
   return {
     model: req.model,
@@ -109,6 +133,12 @@ export function buildAnthropicParams(req: LlmRequest, defaultMaxTokens: number):
     system,
     messages,
   };
+}
+
+/** Put a breakpoint on the last block of a message. */
+function markLastBlock(m: MessageParam): void {
+  const content = m.content as ContentBlockParam[];
+  content[content.length - 1] = { ...content[content.length - 1]!, cache_control: EPHEMERAL } as ContentBlockParam;
 }
 
 /** Map the API's usage object to ours (missing counters are zero). */
@@ -145,7 +175,7 @@ export class AnthropicProvider implements LlmProvider {
   async complete(req: LlmRequest): Promise<LlmResponse> {
     let params: CreateParams;
     try {
-      params = buildAnthropicParams(req, this.config.max_tokens);
+      params = buildAnthropicParams(req, this.config.max_tokens, await readPromptFiles(req, this.logger));
     } catch (err) {
       throw this.fail(err, req, undefined);
     }

@@ -31,6 +31,11 @@
  * `length`: a reply cut at `max_tokens` may end in the middle of a call's arguments. Tool arguments
  * are not reply text: never passed to `onDelta`, not counted in the byte budget (`max_tokens`
  * bounds them), but counted as activity. A reply cut at the byte budget carries no calls.
+ *
+ * Files (src/llm/openAiFiles.ts): a user turn with `attachments` is sent as content parts (images
+ * as `image_url` data URLs, text files as text, PDFs as their line); every other message stays a
+ * plain string. A server that cannot take images (llama.cpp without `--mmproj`: "image input is
+ * not supported") is a request refused, not a server failing (src/llm/errors.ts).
  */
 import OpenAI from 'openai';
 import type { ChorusConfig } from '../config/schema.js';
@@ -40,7 +45,9 @@ import type { ReplyCut, Usage } from '../core/types.js';
 import type { ToolCall } from '../core/toolTypes.js';
 import { CallController, FailureReporter, ReplyBudget, displayUrl, sdkClientOptions, providerFailure } from './common.js';
 import { ToolCallCollector, firstCallNumber, openAiStepMessages, openAiToolParams, toolCallsOfMessage } from './openAiTools.js';
+import { openAiUserContent } from './openAiFiles.js';
 import { estimateCost } from './pricing.js';
+import { NO_FILES, readPromptFiles, type PromptFiles } from './promptFiles.js';
 import { ThinkFilter, stripThinking } from './thinking.js';
 
 type LlmConfig = ChorusConfig['llm'];
@@ -53,12 +60,17 @@ const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 const NO_KEY = 'no-key';
 
 /** Build the chat completion parameters for one request (exported for tests). */
-export function buildOpenAiParams(req: LlmRequest, defaultMaxTokens: number): ChatParams {
+export function buildOpenAiParams(req: LlmRequest, defaultMaxTokens: number, files: PromptFiles = NO_FILES): ChatParams {
   if (req.messages.length === 0) throw new LlmError('OpenAI-compatible: a request needs at least one message', 'bad_request', false);
   const system = req.summary && req.summary.trim() ? `${req.system}\n\n${req.summary}` : req.system;
   const messages: ChatMessage[] = [];
   if (system.trim()) messages.push({ role: 'system', content: system });
-  for (const m of req.messages) messages.push({ role: m.role, content: m.content });
+  for (const m of req.messages) {
+    // Only a turn with files has content parts: every other message is a plain string, as servers
+    // without vision expect it.
+    if (m.role === 'user' && m.attachments?.length) messages.push({ role: 'user', content: openAiUserContent(m, files) });
+    else messages.push({ role: m.role, content: m.content });
+  }
   messages.push(...openAiStepMessages(req.toolSteps));
   return { model: req.model, max_tokens: req.maxTokens ?? defaultMaxTokens, ...openAiToolParams(req), messages };
 }
@@ -96,7 +108,7 @@ export class OpenAiProvider implements LlmProvider {
   async complete(req: LlmRequest): Promise<LlmResponse> {
     let call: CallController | undefined;
     try {
-      const params = buildOpenAiParams(req, this.config.max_tokens);
+      const params = buildOpenAiParams(req, this.config.max_tokens, await readPromptFiles(req, this.logger));
       let result: Reply;
       call = new CallController(req.signal);
       if (req.onDelta) {

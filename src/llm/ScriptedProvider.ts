@@ -11,6 +11,9 @@
  * with `[REACT 🎉]` (or another fitting emoji), so the demo room shows reactions. With
  * `reactions: false` they say so in a short message instead — what an agent that cannot react
  * does; the noisy-room bench (bench/scenarios/reactions.ts) compares the two.
+ *
+ * A reply to a message with files says what it was shown ("I can see chart.png (800×600).") from
+ * the files the turn carries in full, or mentions the ones its text names by their lines.
  */
 import type { LlmProvider, LlmRequest, LlmResponse } from '../core/ports.js';
 
@@ -51,7 +54,9 @@ export class ScriptedProvider implements LlmProvider {
     if (req.purpose === 'selector') return 'NONE';
     const agent = req.agent;
     if (!agent) return 'ok';
-    const topic = lastHumanLine(last);
+    const named = lastHumanLine(last);
+    // The words of the message, without the lines of its files (a file called hello.png is no greeting).
+    const topic = withoutFileLines(named);
     if (!req.mustReply) {
       const words = [agent.id, agent.name, ...agent.aliases].map((w) => w.replace(/^@/, '').toLowerCase());
       const hay = topic.toLowerCase();
@@ -66,10 +71,46 @@ export class ScriptedProvider implements LlmProvider {
     const role = roleOf(agent.persona, agent.name) ?? `the group's ${agent.name.toLowerCase()}`;
     // Quote without "@" so a canned reply never addresses anyone (no reaction chains in the demo).
     const plain = topic.replace(/^(?:@[\p{L}\p{N}_-]+[\s,:]*)+/u, '').replace(/(^|\s)@(?=[\p{L}\p{N}_])/gu, '$1');
+    const seen = filesSeen(req, named);
+    if (seen && !plain) return `${seen} (${agent.name}, canned demo reply)`;
     const short = plain.length > 80 ? plain.slice(0, 77) + '…' : plain || 'this';
     const pick = TEMPLATES[hash(agent.id + topic) % TEMPLATES.length]!;
-    return pick(agent.name, short, role);
+    const reply = pick(agent.name, short, role);
+    return seen ? `${seen} ${reply}` : reply;
   }
+}
+
+/** A file's line in a turn's text (`attachmentLine`): its kind and what follows it. */
+const FILE_LINE = /\[(image|PDF|text file): ([^\]\n]*)\]/g;
+
+/** The text without file lines; a text without any is returned as it is. */
+function withoutFileLines(text: string): string {
+  const out = text.replace(FILE_LINE, '');
+  return out === text ? text : out.replace(/[ \t]+/g, ' ').replace(/\s*\n\s*/g, '\n').trim();
+}
+
+/**
+ * What the newest turn showed, said as a model that sees would: "I can see chart.png (800×600)."
+ * The files sent in full when there are any; else the files the newest message names by their
+ * lines, which the demo can only mention. Null when it has neither.
+ */
+function filesSeen(req: LlmRequest, topic: string): string | null {
+  const newest = req.messages.at(-1);
+  const shown = newest?.role === 'user' ? (newest.attachments ?? []) : [];
+  if (shown.length) return `I can see ${listed(shown.map((a) => (a.width && a.height ? `${a.name} (${a.width}\u00d7${a.height})` : a.name)))}.`;
+  const named = [...topic.matchAll(FILE_LINE)].map((m) => {
+    const parts = m[2]!.split(', ');
+    // `name[, W×H], size`: the size goes, the pixels stay beside the name.
+    parts.pop();
+    const px = parts.length > 1 && /^\d+\u00d7\d+$/.test(parts.at(-1)!) ? parts.pop()! : null;
+    return px ? `${parts.join(', ')} (${px})` : parts.join(', ');
+  });
+  return named.length ? `I see you shared ${listed(named)}, though in demo mode I cannot open it.` : null;
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(items: string[]): string {
+  return items.length > 1 ? `${items.slice(0, -1).join(', ')} and ${items.at(-1)}` : (items[0] ?? '');
 }
 
 const THANKS = /(^|[^\p{L}])(thanks|thank you|thx|cheers|merci|danke|gracias)([^\p{L}]|$)/iu;

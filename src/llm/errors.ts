@@ -58,6 +58,14 @@ function bodyType(err: ApiErrorShape): string | undefined {
  */
 const MODEL_MISSING = /\bmodel\b[^\n]{0,120}?\b(not found|does not exist|not exist|unknown|no such)\b|\b(unknown|no such|invalid) model\b|^model: /i;
 
+/**
+ * A server refusing images: llama.cpp without a vision projector (500, or 400 in newer builds,
+ * "image input is not supported - hint: … you may need to provide the mmproj"), and the wordings of
+ * other OpenAI-compatible servers and proxies for a model that cannot see. The same request would
+ * be refused again, so it is not retried whatever the status says.
+ */
+const NO_VISION = /image input is not supported|does not support (?:image|vision)|(?:vision|images?) (?:is |are )?not supported|image_url is only supported/i;
+
 /** The message of an API error body: `{error: {message}}`, `{error: "…"}` (Ollama), or `{message}`. */
 function bodyMessage(err: ApiErrorShape): string | undefined {
   const body = err.error;
@@ -72,6 +80,7 @@ function bodyMessage(err: ApiErrorShape): string | undefined {
 
 /** Code and retryability for an HTTP status / API error type (and the error's message, when known). */
 export function classify(status: number | undefined, type: string | undefined, message = ''): { code: string; retryable: boolean } {
+  if (status !== undefined && status >= 400 && NO_VISION.test(message)) return { code: 'bad_request', retryable: false };
   if (type === 'model_not_found' || ((status === 404 || status === 400 || type === 'not_found_error' || type === 'invalid_request_error') && MODEL_MISSING.test(message))) {
     return { code: 'model_not_found', retryable: false };
   }
@@ -126,8 +135,10 @@ export function toLlmError(err: unknown, ctx: ConvertContext): LlmError {
     return make('network', true, `${ctx.provider}: could not connect: ${redact(why, secrets)}`);
   }
   if (typeof e.status === 'number' || bodyType(e) !== undefined) {
-    const { code, retryable } = classify(e.status, bodyType(e), bodyMessage(e) ?? raw.replace(/^\d{3}\s+/, ''));
-    return make(code, retryable, `${ctx.provider}: ${detail}`);
+    const message = bodyMessage(e) ?? raw.replace(/^\d{3}\s+/, '');
+    const { code, retryable } = classify(e.status, bodyType(e), message);
+    const blind = NO_VISION.test(message) ? ' (the model cannot take images: set vision: false for this agent, or serve a model that can see, e.g. llama.cpp with --mmproj)' : '';
+    return make(code, retryable, `${ctx.provider}: ${detail}${blind}`);
   }
   if (err instanceof TypeError && /fetch failed|network|ECONN/i.test(raw)) {
     return make('network', true, `${ctx.provider}: could not connect: ${detail}`);

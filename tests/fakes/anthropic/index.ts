@@ -16,6 +16,10 @@
  * `./tools.ts`). The API's checks of `tools`, `tool_choice` and of `tool_use` / `tool_result`
  * pairs in the messages answer 400 `invalid_request_error` like the real ones.
  *
+ * Files (`./files.ts`): `image` and `document` blocks are decoded and logged per request
+ * (`files`: media type, SHA-256, size) after the API's cheap checks (media type, base64, the bytes
+ * matching the claimed type, 5 MB per image), each refusal a 400 `invalid_request_error`.
+ *
  * Errors use Anthropic's body shape `{type: 'error', error: {type, message}}` with the real
  * statuses (400 invalid_request_error, 401 authentication_error, 429 rate_limit_error with
  * `retry-after`, 500 api_error, 529 overloaded_error) and, mid-stream, an `event: error`.
@@ -70,9 +74,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CacheRequestError, PromptCache, defaultMinCacheTokens, estimateTokens, type CacheOutcome } from './cache.js';
+import { receiveFiles, type ReceivedFile } from './files.js';
 import { toolCallId, toolCallJson, toolJsonPieces, validateToolBlocks, validateTools, type FakeToolCall } from './tools.js';
 
 export * from './cache.js';
+export * from './files.js';
 export * from './tools.js';
 
 /** A successful answer. */
@@ -145,6 +151,8 @@ export interface LoggedRequest {
   closedEarly: boolean;
   /** Cache accounting, for answered (non-error) requests. */
   cache?: CacheOutcome;
+  /** The image and document blocks of the request, decoded (see `./files.ts`), once it passed their checks. */
+  files?: ReceivedFile[];
 }
 
 export interface FakeAnthropicOptions {
@@ -209,6 +217,11 @@ export class FakeAnthropicServer {
   queue(...answers: FakeAnswer[]): this {
     this.queued.push(...answers);
     return this;
+  }
+
+  /** Every file the requests carried, in order (see `./files.ts`). */
+  receivedFiles(): ReceivedFile[] {
+    return this.requests.flatMap((r) => r.files ?? []);
   }
 
   /** Requests to `/v1/messages` only. */
@@ -276,6 +289,9 @@ export class FakeAnthropicServer {
     if (this.opts.models && !this.opts.models.includes(String(body['model']))) return fail({ status: 404, type: 'not_found_error', message: `model: ${String(body['model'])}` });
     const problem = validate(body);
     if (problem) return fail({ status: 400, type: 'invalid_request_error', message: problem });
+    const received = receiveFiles(body);
+    if ('problem' in received) return fail({ status: 400, type: 'invalid_request_error', message: received.problem });
+    entry.files = received.files;
     try {
       this.cache.validate(body);
     } catch (err) {

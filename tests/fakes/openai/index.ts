@@ -20,6 +20,10 @@
  * "exceed_context_size_error", "n_prompt_tokens": P, "n_ctx": N}}` — and logged with `overflow: true`.
  * Each request logs its `promptTokens`.
  *
+ * Content parts (`./files.ts`): `image_url` data URLs are decoded and logged per request
+ * (`images`: media type, SHA-256, size); `noVision` refuses any request with an image the way
+ * llama.cpp does without a vision projector ("image input is not supported", 500 or 400).
+ *
  * Tokens are estimated as `ceil(chars / 4)` per message, plus `templateTokens` per message (default
  * 0) for the chat template's role markers; `cachedTokens` lets a test report a cached share in
  * `usage.prompt_tokens_details.cached_tokens`. Answers are scripted as for the Anthropic fake:
@@ -40,8 +44,10 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { NO_VISION_MESSAGE, receiveImages, type ReceivedImage } from './files.js';
 import { argumentsText, messageToolCalls, toolCallDeltas, validateToolRequest, type OpenAiToolCall, type ToolCallStyle } from './tools.js';
 
+export * from './files.js';
 export * from './tools.js';
 
 export interface OpenAiReply {
@@ -110,6 +116,8 @@ export interface OpenAiLoggedRequest {
   promptTokens: number;
   /** Refused for exceeding `nCtx`. */
   overflow: boolean;
+  /** The `image_url` parts of the request, decoded (see `./files.ts`). */
+  images?: ReceivedImage[];
 }
 
 export interface FakeOpenAiOptions {
@@ -128,6 +136,11 @@ export interface FakeOpenAiOptions {
   nCtx?: number;
   /** Tokens the chat template adds per message (default 0). */
   templateTokens?: number;
+  /**
+   * A model that cannot see, as llama.cpp serves one without `--mmproj`: a request with an image
+   * is refused with its message, status 500 (`true`) or the one given (newer builds answer 400).
+   */
+  noVision?: boolean | { status: number };
 }
 
 const tokens = (s: string) => Math.ceil(s.length / 4);
@@ -156,6 +169,11 @@ export class FakeOpenAiServer {
   /** Responses still in progress (a hanging one counts until its client goes away). */
   get open(): number {
     return this.inProgress;
+  }
+
+  /** Every image the requests carried, in order (see `./files.ts`). */
+  receivedImages(): ReceivedImage[] {
+    return this.requests.flatMap((r) => r.images ?? []);
   }
 
   queue(...answers: OpenAiAnswer[]): this {
@@ -223,6 +241,15 @@ export class FakeOpenAiServer {
     }
     const toolProblem = validateToolRequest(body);
     if (toolProblem) return fail({ status: 400, message: toolProblem.message, type: 'invalid_request_error', code: toolProblem.code, param: toolProblem.param });
+    const received = receiveImages(body);
+    if ('problem' in received) return fail({ status: 400, message: received.problem, type: 'invalid_request_error' });
+    entry.images = received.images;
+    if (this.opts.noVision && received.images.length) {
+      // llama.cpp's body: its own `code` (the status) and a `type` that follows the status.
+      const status = this.opts.noVision === true ? 500 : this.opts.noVision.status;
+      const type = status >= 500 ? 'server_error' : 'invalid_request_error';
+      return fail({ status, body: { error: { code: status, message: NO_VISION_MESSAGE, type } } });
+    }
 
     const perMessage = this.opts.templateTokens ?? 0;
     const toolTokens = body['tools'] ? tokens(JSON.stringify(body['tools'])) : 0;
