@@ -373,8 +373,9 @@ export interface ChatTurn {
   role: 'user' | 'assistant';
   content: string;
   /**
-   * User turns of an agent that can see: files sent in full after the text, in order. The text
-   * always carries each file's line (`attachmentLine`) too, so dropping one keeps the words the same.
+   * User turns of an agent that can see: files sent in full with the turn, in order (providers put
+   * each, labelled, before the text). The text always carries each file's line (`attachmentLine`)
+   * too, so leaving one out keeps the words the same.
    */
   attachments?: PromptAttachment[] | undefined;
 }

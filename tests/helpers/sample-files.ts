@@ -5,8 +5,8 @@
 import { createHash } from 'node:crypto';
 import { crc32, deflateSync } from 'node:zlib';
 
-/** A valid RGB PNG of `width` × `height`, filled with one colour (`seed` varies the bytes). */
-export function samplePng(width = 8, height = 6, seed = 0): Buffer {
+/** A valid RGB PNG of `width` × `height`: rows of one gradient (`seed` varies the bytes), or noise that does not compress. */
+export function samplePng(width = 8, height = 6, seed = 0, noise = false): Buffer {
   const chunk = (type: string, data: Buffer) => {
     const len = Buffer.alloc(4);
     len.writeUInt32BE(data.length);
@@ -22,7 +22,13 @@ export function samplePng(width = 8, height = 6, seed = 0): Buffer {
   ihdr[9] = 2; // RGB
   const row = Buffer.alloc(1 + width * 3);
   for (let x = 0; x < width; x++) row.set([(seed * 40 + x) & 255, 90, 200], 1 + x * 3);
-  const raw = Buffer.concat(Array.from({ length: height }, () => row));
+  let state = (seed + 1) * 2654435761;
+  const noisyRow = () => {
+    const r = Buffer.alloc(1 + width * 3);
+    for (let i = 1; i < r.length; i++) r[i] = (state = (Math.imul(state, 1103515245) + 12345) >>> 0) >>> 24;
+    return r;
+  };
+  const raw = Buffer.concat(Array.from({ length: height }, () => (noise ? noisyRow() : row)));
   return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
 }
 
