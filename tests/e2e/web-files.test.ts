@@ -185,6 +185,36 @@ suite('files on the web page, in Chromium', () => {
     await context.close();
   });
 
+  it('a browser that sends a file over the limit all the same is answered 413 while it is still sending', async () => {
+    const { context, page, errors } = await open();
+    const answers = await page.evaluate(async (sizes) => {
+      const send = (size: number) => new Promise<{ status: number; body: string }>((resolve) => {
+        const form = new FormData();
+        form.append('text', 'too big');
+        form.append('file', new File([new Uint8Array(size).fill(1)], 'huge.png', { type: 'image/png' }));
+        const xhr = new XMLHttpRequest();
+        xhr.open('POST', '/api/groups/lobby/messages');
+        xhr.onload = () => resolve({ status: xhr.status, body: xhr.responseText });
+        xhr.onerror = () => resolve({ status: 0, body: '' });
+        xhr.send(form);
+      });
+      const out = [];
+      for (const size of sizes) out.push(await send(size));
+      return out;
+    }, [3 * MAX_FILE_BYTES, 3 * MAX_FILE_BYTES, 3 * MAX_FILE_BYTES, 24 * MAX_FILE_BYTES]);
+    // Within what a message may carry in all, but one file past the limit: cut at the limit.
+    for (const a of answers.slice(0, 3)) {
+      expect(a.status).toBe(413);
+      expect(JSON.parse(a.body).error).toMatchObject({ code: 'file_too_large', file: 'huge.png', limit: MAX_FILE_BYTES });
+    }
+    // Announced as more than a message may carry: refused before any of it is read.
+    expect(answers[3]!.status).toBe(413);
+    expect(JSON.parse(answers[3]!.body).error.code).toBe('payload_too_large');
+    expect(await page.locator('.msg.human', { hasText: 'too big' }).count()).toBe(0);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
   it('the attach button opens a file chooser; a PDF becomes a download card, an image a thumbnail, with no text at all', async () => {
     const { context, page, errors } = await open('side');
     const image = png(60, 40);

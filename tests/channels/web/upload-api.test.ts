@@ -125,6 +125,14 @@ describe('posting files with a message', () => {
     expect(gw.received).toHaveLength(0);
   });
 
+  it('a server that takes no files says so', async () => {
+    const { gw, base } = await setup({ maxFiles: 0 });
+    const r = await post(base, form({ text: 'x', file: { name: 'a.png', bytes: IMAGE } }));
+    expect(r.status).toBe(413);
+    expect(r.json.error).toMatchObject({ code: 'too_many_files', message: 'this server takes no files' });
+    expect(gw.received).toHaveLength(0);
+  });
+
   it('an empty file: 400 empty_file', async () => {
     const { gw, base } = await setup();
     const r = await post(base, form({ text: 'nothing', file: { name: 'empty.png', bytes: new Uint8Array(0) } }));
