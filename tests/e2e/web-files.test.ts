@@ -5,8 +5,9 @@
  * a thumbnail with its size; a click opens it full size in a modal lightbox that Escape closes,
  * giving the focus back. A file the server refuses (a Windows program named .png) is said, and the
  * typed text and the chosen files stay; a file over the limit is refused as it is chosen. The
- * attach button's file chooser takes several files, a PDF among them (a download card), and a
- * slow upload shows its progress. Files of a Telegram group's people render the same way.
+ * attach button's file chooser takes several files, a PDF among them (a download card), as does a
+ * drop on the composer, and a slow upload shows its progress. A browser that sends a file over the
+ * limit anyway gets its 413 while still sending. Files of a Telegram group's people render the same way.
  * axe-core finds nothing critical or serious with files in the feed, chips and the lightbox.
  *
  * Skipped without Chromium unless CHORUS_REQUIRE_BROWSER=1 (see browser.ts).
@@ -24,7 +25,7 @@ import { sizeText } from '../../src/core/fileTypes.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { silentLogger } from '../helpers/logger.js';
 import { FakeGateway, TEST_AGENTS } from '../channels/web/fake-gateway.js';
-import { EXE, PDF, png, sha256 } from '../channels/web/file-fixtures.js';
+import { EXE, GIF, PDF, png, sha256 } from '../channels/web/file-fixtures.js';
 import { browserSuite, CHROMIUM, HAVE_BROWSER, LAUNCH_ARGS, POLL, SHOTS, withName } from './browser.js';
 
 const suite = browserSuite('web-files');
@@ -221,6 +222,18 @@ suite('files on the web page, in Chromium', () => {
     const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.getByRole('button', { name: 'Attach files' }).click()]);
     expect(chooser.isMultiple()).toBe(true);
     await chooser.setFiles([{ name: 'report.pdf', mimeType: 'application/pdf', buffer: PDF }, { name: 'tiny.png', mimeType: 'image/png', buffer: image }]);
+    await expect.poll(() => page.locator('#attach-list .attach-chip').count(), POLL).toBe(2);
+    // A file dropped on the composer joins them (and is taken back with its ✕).
+    await page.locator('#composer').evaluate((form, b64) => {
+      const data = new DataTransfer();
+      data.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], 'dropped.gif', { type: 'image/gif' }));
+      for (const type of ['dragenter', 'dragover']) form.dispatchEvent(new DragEvent(type, { dataTransfer: data, bubbles: true, cancelable: true }));
+      if (!form.classList.contains('drop-target')) throw new Error('the composer does not show where files go');
+      form.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+    }, GIF.toString('base64'));
+    await expect.poll(() => page.locator('#attach-list .attach-chip').count(), POLL).toBe(3);
+    expect(await page.locator('#composer').getAttribute('class')).not.toMatch(/drop-target/);
+    await page.getByRole('button', { name: 'Remove dropped.gif' }).click();
     await expect.poll(() => page.locator('#attach-list .attach-chip').count(), POLL).toBe(2);
     await page.locator('#send').click();
     const msg = page.locator('.msg.human.own').filter({ has: page.locator('.att-file') });

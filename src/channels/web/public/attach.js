@@ -24,6 +24,8 @@ export class Attachments {
     this.byGroup = new Map();
     this.groupId = null;
     this.enabled = false;
+    /** The name of the file the server last refused, marked until the next try. */
+    this.refusedName = null;
 
     this.button.addEventListener('click', () => this.input.click());
     this.input.addEventListener('change', () => {
@@ -130,7 +132,8 @@ export class Attachments {
 
   /** Mark the file the server refused (by name), so the reader sees which one to remove. */
   markRefused(name) {
-    for (const li of this.list.children) li.classList.toggle('refused', Boolean(name) && li.dataset.name === name);
+    this.refusedName = name || null;
+    for (const li of this.list.children) li.classList.toggle('refused', li.dataset.name === this.refusedName);
   }
 
   render() {
@@ -138,7 +141,7 @@ export class Attachments {
     for (const item of this.items) {
       const { file } = item;
       const name = file.name || 'file';
-      this.list.append(h('li', { className: 'attach-chip', dataset: { name } },
+      this.list.append(h('li', { className: `attach-chip${name === this.refusedName ? ' refused' : ''}`, dataset: { name } },
         item.url ? preview(item.url) : fileIcon(),
         h('span', { className: 'attach-text' },
           h('bdi', { className: 'attach-name', text: name }),
