@@ -9,7 +9,7 @@ import type { GroupDetail } from '../../core/readModels.js';
 import type { AgentDef, TranscriptEntry } from '../../core/types.js';
 import { clientAddressKey, tagOf } from './client.js';
 import { HttpError, field, intParam, readJsonObject, sendJson } from './http.js';
-import type { RequestContext, Router } from './router.js';
+import type { Router } from './router.js';
 import type { SseHub } from './sse.js';
 import { registerSearchRoutes, sendAround } from './searchApi.js';
 import { registerEditRoutes } from './editApi.js';
