@@ -6,15 +6,16 @@ import { randomUUID } from 'node:crypto';
 import { COMMAND_LIST } from '../../core/commands/commands.js';
 import type { ChannelHost, GatewayApi } from '../../core/ports.js';
 import type { GroupDetail } from '../../core/readModels.js';
-import { MAX_DISPLAY_NAME, cleanDisplayName, impersonates } from '../../core/text/displayName.js';
 import type { AgentDef, TranscriptEntry } from '../../core/types.js';
 import { clientAddressKey, tagOf } from './client.js';
 import { HttpError, field, intParam, readJsonObject, sendJson } from './http.js';
-import type { RequestContext, Router } from './router.js';
+import type { Router } from './router.js';
 import type { SseHub } from './sse.js';
 import { registerSearchRoutes, sendAround } from './searchApi.js';
 import { registerEditRoutes } from './editApi.js';
 import { registerReactionRoutes } from './reactionApi.js';
+import { authorName, findEntry, postMessage } from './messageApi.js';
+import { registerFileRoutes } from './fileApi.js';
 
 export interface ApiDeps {
   host(): ChannelHost;
@@ -54,7 +55,6 @@ export function publicAgent(a: AgentDef): PublicAgent {
   };
 }
 
-const CLIENT_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
 const SEQ_MAX = Number.MAX_SAFE_INTEGER;
 
 export function registerApiRoutes(router: Router, deps: ApiDeps): void {
@@ -83,7 +83,12 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
       builtinAliases: ['all', 'everyone'],
       scriptedProvider: gw().scriptedProvider,
       // The composer counts against the real limit instead of finding out after Send.
-      limits: { max_message_chars: Math.min(deps.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS, deps.maxMessageLength) },
+      // Files too: the page refuses a file over the limit, or one too many, before uploading it.
+      limits: {
+        max_message_chars: Math.min(deps.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS, deps.maxMessageLength),
+        max_file_bytes: deps.host().files.maxBytes,
+        max_files_per_message: deps.host().files.maxPerMessage,
+      },
       // What `/` completes to in the composer: the commands the router carries out.
       commands: COMMAND_LIST,
     });
@@ -257,118 +262,13 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
   });
 
   registerSearchRoutes(router, gw);
+  registerFileRoutes(router, () => deps.host().files);
 }
 
-/**
- * The name a web message is posted under: cleaned (no bidi or invisible characters, one line) and
- * at most 64 characters. A name that reads as an agent's (same name, id or alias up to case,
- * compatibility forms, look-alike letters and decorations such as "(bot)") is refused with a
- * 400 that says why, and the message is not recorded; the page keeps the text for another try.
- */
-function authorName(body: Record<string, unknown>, agents: readonly AgentDef[], fallback = 'Guest'): string {
-  // The raw field may carry invisible padding; the limit that matters is on what is shown.
-  // Without a name the fallback is one everyone can read: "You" would name every reader.
-  const raw = field.string(body, 'author_name', { max: 256, optional: true });
-  if (raw === undefined) return fallback;
-  const cleaned = cleanDisplayName(raw, Number.MAX_SAFE_INTEGER);
-  if (Array.from(cleaned).length > MAX_DISPLAY_NAME) {
-    throw new HttpError(400, 'invalid_field', `"author_name" may have at most ${MAX_DISPLAY_NAME} characters`);
-  }
-  const name = cleaned || fallback;
-  const agent = impersonates(name, agents);
-  if (agent) {
-    throw new HttpError(
-      400,
-      'reserved_name',
-      `"${name}" reads as the agent ${agent.name} (@${agent.id}); people cannot post under an agent's name, choose another name`,
-    );
-  }
-  return name;
-}
-
-async function postMessage({ req, res }: RequestContext, deps: ApiDeps, g: GroupDetail): Promise<void> {
-  const host = deps.host();
-  if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
-  if (g.channel !== 'web') {
-    throw new HttpError(403, 'read_only', `group "${g.id}" lives on ${g.channel}; post there, the web feed only shows it`);
-  }
-  const body = await readJsonObject(req);
-  const text = field.string(body, 'text', { min: 1 })!;
-  if (text.length > deps.maxMessageLength) {
-    throw new HttpError(400, 'invalid_field', `"text" may have at most ${deps.maxMessageLength} characters`);
-  }
-  const name = authorName(body, host.gateway.listAgents());
-  const clientId = field.string(body, 'client_id', { min: 1, max: 100, optional: true });
-  if (clientId !== undefined && !CLIENT_ID.test(clientId)) {
-    throw new HttpError(400, 'invalid_field', '"client_id" may only use letters, digits and _ . : -');
-  }
-  const replyTo = field.string(body, 'reply_to', { min: 1, max: 200, optional: true });
-  let replyToAgentId: string | undefined;
-  if (replyTo !== undefined) {
-    const entry = await findEntry(host.gateway, g.id, replyTo);
-    if (!entry) throw new HttpError(400, 'unknown_entry', `"reply_to": no message "${replyTo}" in this group`);
-    if (entry.kind === 'agent') replyToAgentId = entry.agentId;
-  }
-  const result = await host.receive({
-    channel: 'web',
-    chatId: g.chatId,
-    messageId: clientId ?? randomUUID(),
-    author: { id: name, name }, // the router prefixes the channel: "web:Maya"
-    // The rate limit counts per client, never per typed name (see client.ts).
-    rateKey: `addr:${clientAddressKey(req.socket.remoteAddress)}`,
-    text,
-    ts: Date.now(),
-    replyToAgentId,
-    replyToEntryId: replyTo,
-    clientTag: tagOf(req.headers['x-chorus-client']),
-    chatTitle: g.title,
-    // The page shows command answers and refusals to the asker alone; they are not stored.
-    ephemeral: true,
-  });
-  if (result.ephemeral && result.status !== 'rejected' && result.status !== 'forwarded') {
-    sendJson(res, 200, { status: result.status, entryId: null, groupId: result.groupId ?? g.id, ephemeral: result.ephemeral });
-    return;
-  }
-  switch (result.status) {
-    case 'recorded':
-    case 'command':
-    case 'duplicate':
-      sendJson(res, 202, { status: result.status, entryId: result.entryId ?? null, groupId: result.groupId ?? g.id });
-      return;
-    case 'forwarded':
-      // Durable in the shared inbox; the instance that runs the group gives it its seq (it shows
-      // up on the live feed of every instance as soon as that one records it).
-      // A command handed over carries a note for the asker (where it went, what to expect).
-      sendJson(res, 202, { status: 'forwarded', entryId: null, inboxId: result.inboxId, groupId: result.groupId, ...(result.ephemeral ? { ephemeral: result.ephemeral } : {}) });
-      return;
-    case 'no_group':
-      throw new HttpError(404, 'unknown_group', result.reason);
-    case 'rejected': {
-      const reason = result.reason;
-      if (result.code === 'shutting_down' || result.code === 'unavailable') throw new HttpError(503, 'unavailable', reason, { 'retry-after': '5' });
-      const status = result.code === 'rate_limited' ? 429 : 422;
-      const retry = result.ephemeral?.retryAfterSeconds;
-      // The refusal, with when to try again; the page keeps the typed text in the composer.
-      sendJson(res, status, { error: { code: result.code, message: reason }, ...(result.ephemeral ? { ephemeral: result.ephemeral } : {}) },
-        retry !== undefined ? { 'retry-after': String(retry) } : {});
-      return;
-    }
-  }
-}
-
-/** The tag for a browser's `X-Chorus-Client` key; undefined when none is sent, a 400 when malformed. */
 /** The message another reply of `notice`'s round answered (the newest such), if any. */
 async function questionOfRound(gateway: GatewayApi, groupId: string, notice: TranscriptEntry): Promise<string | undefined> {
   if (!notice.roundId) return undefined;
   // A round's replies sit close together: the page up to a little after the notice is enough.
   const near = await gateway.messages(groupId, { before: notice.seq + 50, limit: 250 });
   return near.filter((e) => e.roundId === notice.roundId && e.kind === 'agent' && e.meta?.answers).at(-1)?.meta?.answers;
-}
-
-/** Look an entry up by id (`<group>.<seq>`), anywhere in the history. */
-async function findEntry(gateway: GatewayApi, groupId: string, id: string): Promise<TranscriptEntry | undefined> {
-  const seq = Number(id.slice(id.lastIndexOf('.') + 1));
-  if (!Number.isSafeInteger(seq) || seq < 1) return undefined;
-  const [hit] = await gateway.messages(groupId, { before: seq + 1, limit: 1 });
-  return hit?.id === id ? hit : undefined;
 }

@@ -1,7 +1,7 @@
 /**
  * Bearer-token auth for the web API. With a token configured, every `/api/*` call
- * (and `/metrics`) needs `Authorization: Bearer <token>`; SSE routes also accept `?token=`
- * because EventSource cannot send headers. Tokens are compared in constant time over hashes,
+ * (and `/metrics`) needs `Authorization: Bearer <token>`; SSE routes and kept files also accept
+ * `?token=`, because neither EventSource nor `<img src>` can send headers. Tokens are compared in constant time over hashes,
  * so neither content nor length leaks through timing.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -32,7 +32,7 @@ export class TokenAuth {
   }
 
   /**
-   * Throw 401 unless the request carries the token. `allowQuery` enables `?token=` (SSE only).
+   * Throw 401 unless the request carries the token. `allowQuery` enables `?token=` (SSE and files only).
    */
   check(req: IncomingMessage, url: URL, allowQuery: boolean): void {
     if (!this.expected) return;

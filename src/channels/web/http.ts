@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 /** Largest request body accepted, in bytes. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
-/** An error that becomes `{error: {code, message}}` with its status. */
+/** An error that becomes `{error: {code, message, ...details}}` with its status. */
 export class HttpError extends Error {
   override readonly name = 'HttpError';
   constructor(
@@ -15,6 +15,8 @@ export class HttpError extends Error {
     readonly code: string,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** More about the error for a client to act on (which file, what limit). */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -25,7 +27,8 @@ const CSP = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self' data: https:",
+  // blob: for the previews of files chosen to send, made in the page from the files themselves.
+  "img-src 'self' data: blob: https:",
   "connect-src 'self'",
   "font-src 'self'",
   "object-src 'none'",
@@ -58,8 +61,8 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
-export function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
-  sendJson(res, status, { error: { code, message } }, headers);
+export function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}, details: Record<string, unknown> = {}): void {
+  sendJson(res, status, { error: { code, message, ...details } }, headers);
 }
 
 export function sendText(res: ServerResponse, status: number, text: string, contentType: string): void {

@@ -38,9 +38,12 @@ export interface ServerDeps {
   mounts?: HttpMounts | undefined;
 }
 
-/** Paths whose GET streams SSE; only these accept `?token=`. */
-function isSsePath(pathname: string): boolean {
-  return pathname === '/api/events' || /^\/api\/groups\/[^/]+\/events$/.test(pathname);
+/**
+ * Paths whose GET accepts the token as `?token=` too: the SSE streams (EventSource cannot send
+ * headers) and kept files (an `<img src>` or a download link cannot either).
+ */
+function takesQueryToken(pathname: string): boolean {
+  return pathname === '/api/events' || /^\/api\/groups\/[^/]+\/events$/.test(pathname) || /^\/api\/files\/[^/]+$/.test(pathname);
 }
 
 export function createWebServer(deps: ServerDeps): Server {
@@ -106,7 +109,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: ServerDep
     return;
   }
   if (path === '/api' || path.startsWith('/api/')) {
-    deps.auth.check(req, url, method === 'GET' && isSsePath(path));
+    deps.auth.check(req, url, (method === 'GET' || method === 'HEAD') && takesQueryToken(path));
     const match = deps.router.match(method, path);
     if (match.kind === 'not_found') throw new HttpError(404, 'not_found', `no API route ${path}`);
     if (match.kind === 'method_not_allowed') {
@@ -170,7 +173,7 @@ function fail(res: ServerResponse, err: unknown, logger: Logger): void {
     return;
   }
   if (err instanceof HttpError) {
-    sendError(res, err.status, err.code, err.message, err.headers);
+    sendError(res, err.status, err.code, err.message, err.headers, err.details);
     return;
   }
   if (err instanceof UserError) {

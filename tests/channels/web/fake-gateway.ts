@@ -215,7 +215,16 @@ export class FakeGateway implements GatewayApi, ChannelHost {
     if (!g) return { status: 'no_group', reason: 'no group here' };
     if (g.seen.has(msg.messageId)) return { status: 'duplicate', groupId: g.view.id };
     g.seen.add(msg.messageId);
-    const human = this.append(g.view.id, { kind: 'human', authorId: msg.author.id, authorName: msg.author.name, text: msg.text, platformMessageId: msg.messageId });
+    // Like the router: a message with neither words nor files is refused, files are recorded with it.
+    if (!msg.text.trim() && !msg.attachments?.length) return { status: 'rejected', code: 'empty', reason: 'Empty messages are ignored.' };
+    const human = this.append(g.view.id, {
+      kind: 'human',
+      authorId: msg.author.id,
+      authorName: msg.author.name,
+      text: msg.text,
+      platformMessageId: msg.messageId,
+      ...(msg.attachments?.length ? { attachments: msg.attachments } : {}),
+    });
     if (msg.text.startsWith('/')) {
       this.append(g.view.id, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: `command ${msg.text.split(/\s/)[0]} done` });
       return { status: 'command', groupId: g.view.id, entryId: human.id };

@@ -1,5 +1,5 @@
-// The page's link to the server: JSON calls with the bearer token, the token prompt, and
-// Server-Sent Event streams that reconnect by themselves.
+// The page's link to the server: JSON calls with the bearer token, forms with files (and how far
+// their upload got), the token prompt, and Server-Sent Event streams that reconnect by themselves.
 import { $, show } from './dom.js';
 import { clientKey } from './identity.js';
 
@@ -58,6 +58,49 @@ export async function api(method, path, body) {
     }
     return data;
   }
+}
+
+/**
+ * Send a form (a message with files) with XMLHttpRequest, which, unlike fetch, reports how much
+ * of a large upload has gone: `onProgress(sent, total)`. Answers and errors as `api` gives them;
+ * a 401 asks for the token and sends the form again.
+ */
+export async function upload(path, form, onProgress = () => {}) {
+  for (;;) {
+    const { status, statusText, data } = await new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open('POST', path);
+      for (const [k, v] of Object.entries(headers())) xhr.setRequestHeader(k, v);
+      xhr.upload.onprogress = (ev) => {
+        if (ev.lengthComputable) onProgress(ev.loaded, ev.total);
+      };
+      xhr.onload = () => {
+        let body = null;
+        try {
+          body = JSON.parse(xhr.responseText);
+        } catch {
+          body = null;
+        }
+        resolve({ status: xhr.status, statusText: xhr.statusText, data: body });
+      };
+      xhr.onerror = () => reject(new ApiError(0, 'network', 'Cannot reach the Chorus server. Is it running?'));
+      xhr.send(form);
+    });
+    if (status === 401) {
+      await askForToken(token ? 'That token was not accepted. Check channels.web.auth_token and try again.' : '');
+      continue;
+    }
+    if (status < 200 || status >= 300) {
+      const e = data && data.error ? data.error : {};
+      throw new ApiError(status, e.code || 'http_' + status, e.message || `${status} ${statusText}`, data);
+    }
+    return data;
+  }
+}
+
+/** Where the page loads a kept file from (with the token: an <img> cannot send headers). */
+export function fileUrl(id) {
+  return withToken(`/api/files/${encodeURIComponent(id)}`);
 }
 
 /** Show the token dialog until a token the server accepts is entered. */

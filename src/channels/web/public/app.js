@@ -4,6 +4,7 @@ import { $, CHANNEL_NAMES, show } from './dom.js';
 import { MessageActions } from './actions.js';
 import { Composer } from './composer.js';
 import { Feed, isNote } from './feed.js';
+import { Lightbox, filesSummary } from './fileview.js';
 import { setOwnTag, wireNameButton } from './identity.js';
 import { jumpTo } from './jump.js';
 import { Notifier } from './notify.js';
@@ -26,6 +27,8 @@ const actions = new MessageActions({ feed, composer, notify: (answer) => feed.ad
 const notifier = new Notifier((id) => selectGroup(id));
 feed.actionsFor = (e) => actions.control(e);
 feed.reactions = new Reactions({ feed });
+// A thumbnail in the feed opens its image full size.
+new Lightbox(feed.list, $('#lightbox'));
 composer.onLocal = (answer) => feed.addLocal(answer);
 feed.canStop = () => {
   const g = state.detail || (state.currentId ? state.groups.get(state.currentId) : null);
@@ -251,7 +254,7 @@ function openGlobalStream() {
     const e = ev.entry;
     if (isNote(e)) return;
     notifier.consider(ev.groupId, e);
-    g.lastMessage = { authorName: e.authorName, text: e.text, ts: e.ts };
+    g.lastMessage = { authorName: e.authorName, text: e.text || filesSummary(e), ts: e.ts };
     if (ev.groupId !== state.currentId) {
       state.unread.set(ev.groupId, (state.unread.get(ev.groupId) || 0) + 1);
       saveUnread();

@@ -1,9 +1,11 @@
 // The composer: Enter sends, Shift+Enter adds a line, an agent picker that inserts @handles
 // (mouse or keyboard), suggestions for @handles and /commands (autocomplete.js), the sticky
-// agent, idempotent sending, a draft per group (drafts.js), the reader's name asked before the
+// agent, idempotent sending, a draft per group (drafts.js), files to send with the message
+// (attach.js: sent as a form, with the upload's progress), the reader's name asked before the
 // first message (identity.js), and help while typing: unknown handles and the length limit show
 // before Send.
-import { api } from './api.js';
+import { api, upload } from './api.js';
+import { Attachments } from './attach.js';
 import { Autocomplete } from './autocomplete.js';
 import { $, avatar, clear, h, show } from './dom.js';
 import { loadDraft, saveDraft } from './drafts.js';
@@ -17,6 +19,14 @@ const COUNTER_FROM = 0.8;
 function newClientId() {
   if (globalThis.crypto && typeof crypto.randomUUID === 'function') return crypto.randomUUID();
   return 'c' + Date.now().toString(36) + Math.random().toString(36).slice(2, 12);
+}
+
+/** A message with files as the form the server reads: the fields first, then each file. */
+function formOf(fields, files) {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) if (v !== undefined && v !== null && v !== '') form.append(k, v);
+  for (const f of files) form.append('file', f, f.name);
+  return form;
 }
 
 export class Composer {
@@ -42,6 +52,11 @@ export class Composer {
     this.replyChip = $('#reply-chip');
     /** Shows an answer to this reader only (app.js: the feed's local line). */
     this.onLocal = () => {};
+    /** Files to send with the message; a file refused as it is added is said on the error line. */
+    this.attachments = new Attachments((why) => {
+      this.error.textContent = why;
+      show(this.error, Boolean(why));
+    });
 
     this.form.addEventListener('submit', (ev) => {
       ev.preventDefault();
@@ -137,6 +152,7 @@ export class Composer {
     if (this.replyTo && (this.replyTo.groupId !== state.currentId || !writable)) this.clearReplyTo();
     this.input.disabled = !writable;
     this.send.disabled = !writable;
+    this.attachments.update(state.currentId, writable);
     this.pickerBtn.disabled = !writable;
     this.input.placeholder = writable ? (matchMedia('(max-width: 720px)').matches ? 'Message… (@ to mention)' : 'Message the group — @handle addresses an agent') : '';
     if (g && !writable) {
@@ -210,12 +226,18 @@ export class Composer {
     show(this.counter, n > max * COUNTER_FROM);
   }
 
+  /** Something to send: words, or files (a picture may say it all). */
+  hasContent() {
+    return Boolean(this.input.value.trim()) || this.attachments.count > 0;
+  }
+
   async submit() {
-    if (!this.input.value.trim() || !state.currentId || this.input.disabled) return;
+    // One upload at a time: a second Enter while files are on their way does not send them twice.
+    if (!this.hasContent() || !state.currentId || this.input.disabled || this.uploading) return;
     // A newcomer says who they are before their first message; cancelling keeps the draft.
     if (!savedName() && !(await ensureName())) return;
     const text = this.input.value;
-    if (!text.trim() || !state.currentId || this.input.disabled) return;
+    if (!this.hasContent() || !state.currentId || this.input.disabled) return;
     const over = this.overLimit();
     if (over > 0) {
       // Refused here rather than after a round trip; the text stays so it can be shortened.
@@ -225,19 +247,21 @@ export class Composer {
       return;
     }
     const replyTo = this.replyTo ? this.replyTo.id : undefined;
-    if (!this.pending || this.pending.text !== text || this.pending.groupId !== state.currentId || this.pending.replyTo !== replyTo) {
-      this.pending = { text, groupId: state.currentId, clientId: newClientId(), replyTo };
+    const files = this.attachments.files;
+    const sameFiles = (a, b) => a.length === b.length && a.every((f, i) => f === b[i]);
+    if (!this.pending || this.pending.text !== text || this.pending.groupId !== state.currentId || this.pending.replyTo !== replyTo || !sameFiles(this.pending.files, files)) {
+      this.pending = { text, groupId: state.currentId, clientId: newClientId(), replyTo, files };
     }
     const { clientId, groupId } = this.pending;
     this.send.disabled = true;
+    this.uploading = files.length > 0;
+    this.attachments.markRefused(null);
     try {
-      const out = await api('POST', `/api/groups/${encodeURIComponent(groupId)}/messages`, {
-        text,
-        author_name: this.authorName(),
-        client_id: clientId,
-        reply_to: replyTo,
-      });
+      const path = `/api/groups/${encodeURIComponent(groupId)}/messages`;
+      const fields = { text, author_name: this.authorName(), client_id: clientId, reply_to: replyTo };
+      const out = files.length === 0 ? await api('POST', path, fields) : await upload(path, formOf(fields, files), (sent, total) => this.attachments.progress(sent, total));
       this.pending = null;
+      if (files.length > 0) this.attachments.sent(groupId, files);
       // The reader may have moved to another group meanwhile: only the sent group's draft goes.
       if (this.draftGroup === groupId) {
         if (this.input.value === text) this.input.value = '';
@@ -256,7 +280,10 @@ export class Composer {
         show(this.error, false);
         this.onLocal(local);
       } else {
-        this.error.textContent = err.message || 'Could not send.';
+        // A file the server would not take: its chip is marked; the text and the files stay.
+        const refused = err.data && err.data.error && err.data.error.file;
+        this.error.textContent = (refused || err.code === 'too_many_files' ? 'Not sent: ' : '') + (err.message || 'Could not send.');
+        if (refused) this.attachments.markRefused(refused);
         // A name that reads as an agent's: offer to change it right there.
         if (err.code === 'reserved_name') {
           this.error.append(' ', h('button', { type: 'button', className: 'link-btn', text: 'Change your name', onclick: () => askName(err.message) }));
@@ -264,6 +291,8 @@ export class Composer {
         show(this.error, true);
       }
     } finally {
+      this.uploading = false;
+      this.attachments.progress(null);
       this.send.disabled = this.input.disabled;
       this.input.focus();
     }

@@ -1,12 +1,13 @@
 // How one entry of the feed looks: a person's message, an agent's reply (with its details and
 // tags), a system notice or a decision line, each with its time (an agent's tool steps: toolview.js;
-// the reactions under a message: reactions.js). The feed (feed.js) decides where
+// the reactions under a message: reactions.js; the files it carries: fileview.js). The feed (feed.js) decides where
 // entries go; this only builds them. Message text is Markdown (markdown.js), finished by
 // msgbody.js; a reply that streamed on this page keeps what was rendered while it streamed.
 import { accentVars, avatar, colorFor, formatCost, formatInt, formatMs, formatTime, h } from './dom.js';
 import { isOwn, personColor } from './identity.js';
 import { markdownReady, renderMarkdown } from './markdown.js';
 import { finishBody, messageBody } from './msgbody.js';
+import { attachmentsView, filesSummary } from './fileview.js';
 import { agentOf, handleColor } from './state.js';
 import { seenRow } from './seen.js';
 
@@ -85,7 +86,7 @@ export function renderEntry(feed, e, view = null) {
           rx && rx.addButton(),
           e.deleted ? null : feed.actionsFor(e)),
         e.replyTo && !e.deleted ? replyRef(feed, e.replyTo) : null,
-        e.deleted ? h('p', { className: 'text deleted-text', text: 'message deleted' }) : body(e.text),
+        e.deleted ? h('p', { className: 'text deleted-text', text: 'message deleted' }) : textAndFiles(e),
         rx && rx.bar(e)));
   }
   const actions = feed.actionsFor(e);
@@ -117,8 +118,16 @@ export function renderEntry(feed, e, view = null) {
         actions),
       questionRef(feed, e),
       replyBody(e, view),
+      attachmentsView(e),
       rx && rx.bar(e),
       details));
+}
+
+/** A message's text, then its files; a message of files alone has no empty text block. */
+function textAndFiles(e) {
+  const files = attachmentsView(e);
+  const text = files && !String(e.text ?? '').trim() ? null : body(e.text);
+  return [text, files];
 }
 
 /** What draws reactions (reactions.js) when `e` takes them: a person's or an agent's message, not deleted, not a command. */
@@ -159,7 +168,7 @@ function questionRef(feed, e) {
 function replyRef(feed, id) {
   const target = feed.entries.get(id);
   const who = !target ? null : target.kind === 'agent' ? (agentOf(target.agentId) || { name: target.authorName }).name : visibleName(target.authorName);
-  const words = !target ? '' : target.deleted ? 'message deleted' : String(target.text).replace(/\s+/g, ' ').trim();
+  const words = !target ? '' : target.deleted ? 'message deleted' : String(target.text).replace(/\s+/g, ' ').trim() || filesSummary(target);
   const label = target ? `↩ ${who}: ${words.length > 80 ? words.slice(0, 79) + '…' : words}` : '↩ an earlier message';
   return h('button', { type: 'button', className: 'reply-ref', dataset: { replyTo: id }, title: 'Show the message this replies to', text: label,
     onclick: () => {

@@ -71,7 +71,7 @@ export class Sidebar {
       const unread = state.unread.get(g.id) || 0;
       const readOnly = g.channel !== 'web';
       const typing = [...(state.typingIn.get(g.id) || [])].map((id) => (state.agentById.get(id) || { name: id }).name);
-      const preview = typing.length ? `${typing.join(', ')} ${typing.length === 1 ? 'is' : 'are'} typing…` : g.lastMessage ? `${g.lastMessage.authorName}: ${g.lastMessage.text}` : `${g.participants.length} agent${g.participants.length === 1 ? '' : 's'}`;
+      const preview = typing.length ? `${typing.join(', ')} ${typing.length === 1 ? 'is' : 'are'} typing…` : g.lastMessage ? `${g.lastMessage.authorName}: ${g.lastMessage.text || '📎 a file'}` : `${g.participants.length} agent${g.participants.length === 1 ? '' : 's'}`;
       const current = g.id === state.currentId;
       this.list.append(h('li', {},
         h('a', { href: '#/g/' + encodeURIComponent(g.id), className: 'group-item' + (current ? ' current' : '') + (unread ? ' has-unread' : ''),

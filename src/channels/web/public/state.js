@@ -10,6 +10,9 @@ export const state = {
   scripted: false,
   /** `limits.max_message_chars` from the server (its schema default until the page has asked). */
   maxMessageChars: 8000,
+  /** `limits.max_file_bytes` and `limits.max_files_per_message` (0 files: this server takes none). */
+  maxFileBytes: 0,
+  maxFilesPerMessage: 0,
   /** The commands `/` offers: { command, args, summary } (from /api/agents). */
   commands: [],
   groups: new Map(),
@@ -29,6 +32,9 @@ export function setAgents(payload) {
   state.scripted = Boolean(payload.scriptedProvider);
   const max = payload.limits && payload.limits.max_message_chars;
   if (Number.isSafeInteger(max) && max > 0) state.maxMessageChars = max;
+  const limits = payload.limits || {};
+  state.maxFileBytes = Number.isSafeInteger(limits.max_file_bytes) && limits.max_file_bytes > 0 ? limits.max_file_bytes : 0;
+  state.maxFilesPerMessage = Number.isSafeInteger(limits.max_files_per_message) && limits.max_files_per_message > 0 ? limits.max_files_per_message : 0;
   state.commands = Array.isArray(payload.commands) ? payload.commands.filter((c) => c && typeof c.command === 'string') : [];
   state.handleOwner = new Map();
   for (const a of state.agents) for (const handle of a.handles || [a.id]) state.handleOwner.set(handle.toLowerCase(), a.id);

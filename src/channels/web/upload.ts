@@ -1,0 +1,159 @@
+/**
+ * Reading a `multipart/form-data` message (text fields and files) as it streams in, with busboy.
+ * Every limit is checked while the bytes arrive: a file past the size limit, one file too many or
+ * an oversized field ends the reading at once with a 4xx, and what the client still sends is
+ * never kept. The files that passed are held in memory (at most `maxFiles` × `maxFileBytes`)
+ * until the caller has checked the rest of the message and keeps them.
+ */
+import type { IncomingMessage } from 'node:http';
+import busboy from 'busboy';
+import type { IncomingFile } from '../../core/fileTypes.js';
+import { sizeText } from '../../core/fileTypes.js';
+import { HttpError, MAX_BODY_BYTES } from './http.js';
+
+export interface UploadLimits {
+  /** `limits.max_file_bytes`. */
+  maxFileBytes: number;
+  /** `limits.max_files_per_message`. */
+  maxFiles: number;
+}
+
+export interface Upload {
+  /** The text fields, each sent at most once. */
+  fields: Record<string, string>;
+  /** The `file` parts in the order sent; a part with neither a name nor bytes (no file chosen) is left out. */
+  files: IncomingFile[];
+}
+
+/** Text fields a message may carry: more than these is no message from the page. */
+const MAX_FIELDS = 16;
+/** The part every file is sent under. */
+const FILE_FIELD = 'file';
+/** Room for the part headers and boundaries around the files and fields. */
+const FRAMING_BYTES = 64 * 1024;
+
+/** True when the request declares a multipart form. */
+export function isMultipart(req: IncomingMessage): boolean {
+  const ct = req.headers['content-type'];
+  return typeof ct === 'string' && ct.split(';')[0]!.trim().toLowerCase() === 'multipart/form-data';
+}
+
+/** Every error that stops the reading early also closes the connection: the rest of the body is not read. */
+const close = { connection: 'close' };
+
+export function tooManyFiles(max: number): HttpError {
+  return new HttpError(413, 'too_many_files', max === 0 ? 'this server takes no files' : `a message may carry at most ${max} file${max === 1 ? '' : 's'}`, close, { limit: max });
+}
+
+export function fileTooLarge(name: string, max: number): HttpError {
+  return new HttpError(413, 'file_too_large', `${name} is larger than the limit of ${sizeText(max)}`, close, { file: name, limit: max });
+}
+
+/**
+ * Read the form. 413 `file_too_large` for a file past `maxFileBytes` (as soon as it passes),
+ * 413 `too_many_files`, 413 `payload_too_large` for a field or a declared length past the limits,
+ * 400 for a malformed form, an unknown part or a field sent twice.
+ */
+export function readUpload(req: IncomingMessage, limits: UploadLimits): Promise<Upload> {
+  const declared = Number(req.headers['content-length']);
+  const most = limits.maxFiles * limits.maxFileBytes + MAX_FIELDS * MAX_BODY_BYTES + FRAMING_BYTES;
+  if (Number.isFinite(declared) && declared > most) {
+    req.resume();
+    return Promise.reject(new HttpError(413, 'payload_too_large', `the request is larger than ${sizeText(most)}, more than a message may carry`, close));
+  }
+  let bb: busboy.Busboy;
+  try {
+    bb = busboy({
+      headers: req.headers,
+      // Browsers send file names as UTF-8 bytes without saying so.
+      defParamCharset: 'utf8',
+      limits: { fileSize: limits.maxFileBytes, files: limits.maxFiles, fields: MAX_FIELDS, fieldSize: MAX_BODY_BYTES, parts: limits.maxFiles + MAX_FIELDS },
+    });
+  } catch (err) {
+    req.resume();
+    return Promise.reject(new HttpError(400, 'bad_multipart', `malformed multipart form: ${(err as Error).message}`));
+  }
+
+  return new Promise<Upload>((resolve, reject) => {
+    const fields: Record<string, string> = {};
+    const files: IncomingFile[] = [];
+    /** File parts still streaming; the form is complete when busboy is done and these are too. */
+    let open = 0;
+    let parsed = false;
+    let settled = false;
+
+    const fail = (err: HttpError) => {
+      if (settled) return;
+      settled = true;
+      // Stop reading: nothing more reaches the parser, and the socket is closed after the answer.
+      req.unpipe(bb);
+      bb.removeAllListeners();
+      bb.on('error', () => {});
+      req.resume();
+      reject(err);
+    };
+    const finish = () => {
+      if (settled || !parsed || open > 0) return;
+      settled = true;
+      resolve({ fields, files });
+    };
+
+    bb.on('field', (name, value, info) => {
+      if (info.nameTruncated || info.valueTruncated) {
+        fail(new HttpError(413, 'payload_too_large', `the field "${name.slice(0, 40)}" is larger than ${sizeText(MAX_BODY_BYTES)}`, close));
+      } else if (Object.hasOwn(fields, name)) {
+        fail(new HttpError(400, 'invalid_field', `"${name.slice(0, 40)}" was sent twice`, close));
+      } else {
+        fields[name] = value;
+      }
+    });
+
+    bb.on('file', (name, stream, info) => {
+      stream.on('error', () => {});
+      if (name !== FILE_FIELD) {
+        stream.resume();
+        fail(new HttpError(400, 'invalid_field', `unknown file part "${name.slice(0, 40)}"; send files as "${FILE_FIELD}"`, close));
+        return;
+      }
+      const fileName = formFileName(info.filename);
+      const chunks: Buffer[] = [];
+      let size = 0;
+      open++;
+      stream.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        chunks.push(chunk);
+      });
+      // busboy cut the part at the limit: the file is too large, whatever follows.
+      stream.on('limit', () => fail(fileTooLarge(fileName || 'the file', limits.maxFileBytes)));
+      stream.on('error', (err: Error) => fail(new HttpError(400, 'bad_multipart', `could not read the file part (${err.message})`, close)));
+      stream.on('end', () => {
+        open--;
+        if (settled) return;
+        // An empty file input in a form: no file was chosen.
+        if (fileName !== '' || size > 0) files.push({ name: fileName, bytes: Buffer.concat(chunks, size) });
+        finish();
+      });
+    });
+
+    bb.on('filesLimit', () => fail(tooManyFiles(limits.maxFiles)));
+    bb.on('fieldsLimit', () => fail(new HttpError(413, 'payload_too_large', `a message may have at most ${MAX_FIELDS} fields`, close)));
+    bb.on('partsLimit', () => fail(new HttpError(413, 'payload_too_large', `a message may have at most ${limits.maxFiles + MAX_FIELDS} parts`, close)));
+    bb.on('error', (err: Error) => fail(new HttpError(400, 'bad_multipart', `malformed multipart form: ${err.message}`, close)));
+    bb.on('close', () => {
+      parsed = true;
+      finish();
+    });
+    req.on('aborted', () => fail(new HttpError(400, 'bad_request', 'request aborted')));
+    req.on('error', (err) => fail(new HttpError(400, 'bad_request', `could not read the request body (${err.message})`)));
+    req.pipe(bb);
+  });
+}
+
+/**
+ * The file name as the sender had it: browsers (and other WHATWG FormData senders) escape `"`,
+ * CR and LF in a part's file name as `%22`, `%0D` and `%0A`; these are turned back (the keeper
+ * then drops what a name may not hold).
+ */
+function formFileName(raw: string | undefined): string {
+  return (raw ?? '').replace(/%22|%0D|%0A/gi, (m) => ({ '%22': '"', '%0D': '\r', '%0A': '\n' })[m.toUpperCase()]!);
+}
