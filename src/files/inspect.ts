@@ -22,8 +22,6 @@ export type Inspected =
       bytes: Uint8Array;
       width?: number | undefined;
       height?: number | undefined;
-      /** True when location metadata was taken out (the bytes differ from those received). */
-      locationRemoved?: boolean | undefined;
     }
   | { ok: false; reason: string };
 
@@ -54,14 +52,12 @@ export async function inspectFile(bytes: Uint8Array): Promise<Inspected> {
     return { ok: false, reason: `${text}; ${TAKEN}` };
   }
   let kept = bytes;
-  let locationRemoved = false;
   if (type === 'image/jpeg') {
     const cleaned = removeJpegLocation(bytes);
     if (!cleaned.ok) return { ok: false, reason: `is a damaged JPEG (${cleaned.problem}), so its location data could not be checked` };
     kept = cleaned.bytes;
-    locationRemoved = cleaned.changed;
   }
-  return { ok: true, type, bytes: kept, ...pixelSize(kept, type), ...(locationRemoved ? { locationRemoved } : {}) };
+  return { ok: true, type, bytes: kept, ...pixelSize(kept, type) };
 }
 
 /** The leading bytes of the kinds Chorus takes, for what `file-type` cannot place. */

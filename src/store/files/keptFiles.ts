@@ -46,8 +46,6 @@ export class KeptFiles {
   /** Keeps of one id in flight: a second waits for the first, then finds the file kept. */
   private readonly inFlight = new Map<string, Promise<void>>();
   private tmpCount = 0;
-  /** Files kept and bytes written by this process, read by the benchmarks. */
-  readonly stats = { kept: 0, bytes: 0 };
 
   constructor(private readonly o: KeptFilesOptions) {}
 
@@ -144,8 +142,6 @@ export class KeptFiles {
       // keeping it again finds it and syncs it.
       throw new StoreUnavailableError(`cannot keep file ${meta.id}: ${describeError(err)}`, { cause: err });
     }
-    this.stats.kept++;
-    this.stats.bytes += header.length + body.length;
   }
 
   private async syncKept(id: string, path: string): Promise<void> {
