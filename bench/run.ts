@@ -26,6 +26,7 @@ import { voluntaryRoundRun } from './scenarios/rounds.js';
 import { NOISY_ROOM_SCRIPT, noisyRoomRun } from './scenarios/reactions.js';
 import { makeRssData, type SoakPoint, type ThroughputResult } from './scenarios/memory.js';
 import { postgresRuns } from './scenarios/postgres.js';
+import { fileStoreKeepRun } from './scenarios/files.js';
 import { CLUSTER_FULL, CLUSTER_QUICK, clusterRuns } from './scenarios/cluster.js';
 
 /** Sizes of one bench run. */
@@ -46,6 +47,8 @@ export interface Profile {
   /** Voluntary round time, 8 agents, model latency `latencyMs` (issue 12). */
   rounds: { latencyMs: number; messages: number };
   throughput: { groups: number; messages: number; inFlight: number };
+  /** Keeping a 5 MB photo through FileKeeper: `samples` measured keeps after `warmup`, per run. */
+  files: { samples: number; warmup: number };
   /** `pointFigures`: RSS and heap at each point as figures (the ratios always are). */
   soak: { groups: number; points: number[]; fsync: Fsync; pointFigures: boolean; timeoutMs: number };
   childTimeoutMs: number;
@@ -71,6 +74,7 @@ export const FULL: Profile = {
   voluntary: { messages: 5 },
   rounds: { latencyMs: 200, messages: 3 },
   throughput: { groups: 100, messages: 10_000, inFlight: 100 },
+  files: { samples: 30, warmup: 3 },
   soak: FULL_SOAK,
   childTimeoutMs: 180_000,
 };
@@ -89,6 +93,7 @@ export const QUICK: Profile = {
   voluntary: { messages: 3 },
   rounds: { latencyMs: 200, messages: 3 },
   throughput: { groups: 100, messages: 1000, inFlight: 100 },
+  files: { samples: 15, warmup: 2 },
   soak: { groups: 100, points: [1000, 2500, 5000], fsync: 'always', pointFigures: true, timeoutMs: 120_000 },
   childTimeoutMs: 60_000,
 };
@@ -108,6 +113,7 @@ export const TINY: Profile = {
   voluntary: { messages: 1 },
   rounds: { latencyMs: 20, messages: 1 },
   throughput: { groups: 3, messages: 12, inFlight: 3 },
+  files: { samples: 2, warmup: 1 },
   soak: { groups: 3, points: [6, 12, 18], fsync: 'always', pointFigures: false, timeoutMs: 60_000 },
   childTimeoutMs: 60_000,
 };
@@ -149,6 +155,10 @@ export const TARGETS: Record<string, Target> = {
   overhead_p50_ms_postgres: { op: 'report', note: 'postgres store' },
   overhead_p99_ms_postgres: { op: 'report', note: 'postgres store' },
   throughput_msgs_per_s_postgres: { op: 'report', note: 'postgres store, one instance' },
+  file_keep_5mb_p50_ms: { op: 'report', note: 'FileKeeper.keep of a 5 MB JPEG with GPS: type, GPS taken out, SHA-256, durable write; file store, fsync always' },
+  file_keep_5mb_p99_ms: { op: 'report', note: 'the same, p99' },
+  file_keep_5mb_p50_ms_postgres: { op: 'report', note: 'the same on the postgres store (bench server: fsync off)' },
+  file_keep_5mb_p99_ms_postgres: { op: 'report', note: 'the same, p99' },
   cluster_takeover_ms: { op: 'report', note: 'SIGKILL → the survivor runs every group; lease 10 s; median of the runs' },
   cluster_throughput_msgs_per_s_1_instance: { op: 'report', note: 'daemons over HTTP, postgres, 1 instance' },
   cluster_throughput_msgs_per_s_2_instances: { op: 'report', note: 'the same, 2 instances on one database (2 cores shared by all)' },
@@ -321,12 +331,20 @@ export async function runBench(p: Profile, log: Log = () => undefined): Promise<
     details[`throughput_fsync_${fsync}`] = r.map((x) => ({ messages: x.messages, wall_ms: round(x.wallMs, 0), flushes: x.flushes, fsyncs: x.fsyncs }));
   }
 
-  log(`postgres store: overhead and throughput (${tp.groups} groups, ${tp.messages} messages, ${Math.min(tp.inFlight, tp.groups)} in flight)`);
+  log(`keeping a 5 MB photo (FileKeeper.keep, file store, fsync always; ${p.files.samples} keeps after ${p.files.warmup})`);
+  const fk = await runs(p.runs, 'files', log, () => fileStoreKeepRun(p.files));
+  raw['file_keep_5mb_p50_ms'] = fk.map((r) => r.p50);
+  raw['file_keep_5mb_p99_ms'] = fk.map((r) => r.p99);
+  details['file_keep'] = { photo_bytes: fk[0]!.bytes, samples_per_run: fk[0]!.samples, intake_p50_ms: fk.map((r) => round(r.intakeP50, 2)) };
+
+  log(`postgres store: overhead and throughput (${tp.groups} groups, ${tp.messages} messages, ${Math.min(tp.inFlight, tp.groups)} in flight), keeping a 5 MB photo`);
   const pgr = await postgresRuns(p, log);
   if (pgr) {
     raw['overhead_p50_ms_postgres'] = pgr.overhead.map((r) => r.p50);
     raw['overhead_p99_ms_postgres'] = pgr.overhead.map((r) => r.p99);
     raw['throughput_msgs_per_s_postgres'] = pgr.throughput.map((r) => r.msgsPerS);
+    raw['file_keep_5mb_p50_ms_postgres'] = pgr.files.map((r) => r.p50);
+    raw['file_keep_5mb_p99_ms_postgres'] = pgr.files.map((r) => r.p99);
     details['postgres'] = {
       commits_per_message_overhead: round(pgr.overhead[0]!.commitsPerMessage, 2),
       throughput: pgr.throughput.map((x) => ({ messages: x.messages, wall_ms: round(x.wallMs, 0), commits: x.commits })),

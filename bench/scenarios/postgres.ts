@@ -25,6 +25,7 @@ import { noPostgresReason, startPostgres, withDatabase, type PgServer } from '..
 import { benchConfig, inbound, now, percentile, round, TimedChannel, UnrecordedLlm } from '../lib.js';
 import { overheadRun, type OverheadResult } from './overhead.js';
 import { throughputRun, type ThroughputResult } from './memory.js';
+import { keepRun, type FileKeepResult } from './files.js';
 
 const REPLY = 'Revenue grew 12% quarter on quarter; the margin is flat because of the new hires. Writer can phrase it for the board.';
 const GROUP3 = ['analyst', 'writer', 'critic'];
@@ -133,14 +134,29 @@ export async function pgThroughputRun(serverUrl: string, o: { groups: number; me
   }
 }
 
+/** Keeping a 5 MB photo with the Postgres store (as files.ts does on the file store), on a fresh database. */
+export async function pgFileKeepRun(serverUrl: string, o: { samples: number; warmup: number }): Promise<FileKeepResult> {
+  const db = await freshDatabase(serverUrl);
+  const store = new PostgresStore({ url: db.url, logger: silentLogger });
+  try {
+    await store.open();
+    return await keepRun(store, o);
+  } finally {
+    await store.close();
+    await db.drop();
+  }
+}
+
 export interface PostgresBench {
   overhead: Array<OverheadResult & { commitsPerMessage: number }>;
   throughput: Array<ThroughputResult & { commits: number }>;
+  /** Keeping a 5 MB photo (files.ts), when the profile asks for it. */
+  files: FileKeepResult[];
 }
 
 /** Every Postgres run of a profile, or null (after logging "skipped: no PostgreSQL") without a server. */
 export async function postgresRuns(
-  p: { runs: number; overhead: { messages: number; warmup: number }; throughput: { groups: number; messages: number; inFlight: number } },
+  p: { runs: number; overhead: { messages: number; warmup: number }; throughput: { groups: number; messages: number; inFlight: number }; files?: { samples: number; warmup: number } },
   log: (line: string) => void,
 ): Promise<PostgresBench | null> {
   const server = await benchPostgres();
@@ -149,7 +165,7 @@ export async function postgresRuns(
     return null;
   }
   try {
-    const out: PostgresBench = { overhead: [], throughput: [] };
+    const out: PostgresBench = { overhead: [], throughput: [], files: [] };
     for (let i = 0; i < p.runs; i++) {
       const t0 = Date.now();
       out.overhead.push(await pgOverheadRun(server.url, p.overhead));
@@ -159,6 +175,11 @@ export async function postgresRuns(
       const t0 = Date.now();
       out.throughput.push(await pgThroughputRun(server.url, p.throughput));
       log(`  throughput (postgres) run ${i + 1}/${p.runs} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    }
+    for (let i = 0; p.files && i < p.runs; i++) {
+      const t0 = Date.now();
+      out.files.push(await pgFileKeepRun(server.url, p.files));
+      log(`  keeping a 5 MB photo (postgres) run ${i + 1}/${p.runs} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
     }
     return out;
   } finally {

@@ -1,6 +1,7 @@
 /**
- * The `Files` port over a Store: checks a file (inspect.ts), names it by the SHA-256 of the bytes
- * it keeps, and has the store keep them durably. Channels call it before handing a message over,
+ * The `Files` port over a Store: checks a file (inspect.ts: its type from its bytes, a JPEG's
+ * location taken out), names it by the SHA-256 of the bytes it keeps, and has the store keep
+ * them durably. Channels call it before handing a message over,
  * so an acknowledged message's files are on disk (or committed) too.
  */
 import { createHash } from 'node:crypto';
@@ -35,7 +36,8 @@ export class FileKeeper implements Files {
       return { ok: false, code: 'too_large', reason: `${name} is ${sizeText(file.bytes.byteLength)}; the limit is ${sizeText(this.maxBytes)}` };
     }
     const seen = await inspectFile(file.bytes);
-    if (!seen.ok) return { ok: false, code: 'unsupported_type', reason: `${name} was not taken: ${seen.reason}` };
+    // "chart.png is a Windows executable (exe); only images … are taken"
+    if (!seen.ok) return { ok: false, code: 'unsupported_type', reason: `${name} ${seen.reason}` };
     const sha256 = createHash('sha256').update(seen.bytes).digest('hex');
     const attachment: Attachment = {
       id: sha256,

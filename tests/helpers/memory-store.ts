@@ -8,6 +8,7 @@ import type { GroupCheckpoint, GroupDoc, GroupRecord, RoundRecord, SessionDoc } 
 import type { TranscriptEntry } from '../../src/core/types.js';
 import type { Attachment, StoredFile } from '../../src/core/fileTypes.js';
 import { StoreUnavailableError } from '../../src/core/errors.js';
+import { checkFileToKeep } from '../../src/store/fileCheck.js';
 import { emptyGroup, evolve, headOf } from '../../src/core/groups/evolve.js';
 import { afterCursor, newestFirst, searchTokens, searchable, tokensMatch } from '../../src/core/text/search.js';
 import { applyEntryEdit } from '../../src/core/groups/entryEdit.js';
@@ -34,6 +35,8 @@ export class MemoryStore implements Store {
   readonly files = new Map<string, StoredFile>();
 
   async putFile(meta: Attachment, bytes: Uint8Array): Promise<void> {
+    // As the real stores: bytes under an id that is not their SHA-256 are a caller's mistake.
+    checkFileToKeep(meta, bytes);
     await Promise.resolve();
     if (this.failWrites) throw new StoreUnavailableError(`cannot keep file ${meta.id}: ${this.failWrites}`);
     if (!this.files.has(meta.id)) this.files.set(meta.id, { meta: { ...meta }, bytes: Uint8Array.from(bytes) });

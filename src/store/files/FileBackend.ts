@@ -4,6 +4,7 @@
  * (written whole, see writeFully), then one `fdatasync` per file written, all in parallel, and
  * only then is any of it reported durable. A write that fails is cut back to the last whole
  * record, so the next record starts on a clean line and nothing refused can reappear at a start.
+ * Shared files are kept beside the logs, under `data_dir/files/` (keptFiles.ts).
  */
 import type { Attachment, StoredFile } from '../../core/fileTypes.js';
 import { mkdir, open, readdir, rm, unlink } from 'node:fs/promises';
@@ -17,6 +18,7 @@ import { newestFirst, searchable } from '../../core/text/search.js';
 import type { GroupWrite, LogBackend } from '../LogBackend.js';
 import { checkFormat, segmentName } from './format.js';
 import { GroupLog } from './GroupLog.js';
+import { KeptFiles } from './keptFiles.js';
 import { DamagedGroupError, checkLogReaches, readCheckpoint } from './groupFiles.js';
 import { migrateV1 } from './migrateV1.js';
 import { SearchIndexes, type IndexedEdit, type IndexedEntry } from './searchIndex.js';
@@ -76,11 +78,14 @@ export class FileBackend implements LogBackend<FileAppend> {
   private readonly segmentBytes: number;
   private readonly writeFn: WriteFn;
   readonly search: SearchIndexes;
+  /** Shared files, content-addressed under `data_dir/files/` (keptFiles.ts). */
+  readonly files: KeptFiles;
 
   constructor(private readonly o: FileBackendOptions) {
     this.segmentBytes = o.segmentBytes ?? 8 * 1024 * 1024;
     this.writeFn = o.write ?? plainWrite;
     this.search = new SearchIndexes(o.searchIndexBytes ?? 64 * 1024 * 1024);
+    this.files = new KeptFiles({ dataDir: o.dataDir, fsync: o.fsync, logger: o.logger, write: o.write });
   }
 
   private get groupsDir(): string {
@@ -90,6 +95,7 @@ export class FileBackend implements LogBackend<FileAppend> {
   async open(): Promise<{ groups: string[]; unreadable: string[] }> {
     await mkdir(this.groupsDir, { recursive: true });
     await checkFormat(this.o.dataDir, this.writeFn);
+    await this.files.open();
     const unreadable = await migrateV1(this.o.dataDir, this.o.logger, (id, records) => this.writeMigrated(id, records));
     const groups: string[] = [];
     for (const name of (await readdir(this.groupsDir)).sort()) {
@@ -241,12 +247,12 @@ export class FileBackend implements LogBackend<FileAppend> {
     return out;
   }
 
-  async putFile(_meta: Attachment, _bytes: Uint8Array): Promise<void> {
-    throw new StoreUnavailableError('files are not kept yet');
+  putFile(meta: Attachment, bytes: Uint8Array): Promise<void> {
+    return this.files.put(meta, bytes);
   }
 
-  async readFile(_id: string): Promise<StoredFile | null> {
-    return null;
+  readFile(id: string): Promise<StoredFile | null> {
+    return this.files.read(id);
   }
 
   async checkWritable(): Promise<void> {

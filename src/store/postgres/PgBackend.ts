@@ -20,6 +20,7 @@ import { StoreUnavailableError, describeError } from '../../core/errors.js';
 import { FencedError, type GroupWrite, type LogBackend } from '../LogBackend.js';
 import { CHECKPOINT_VERSION, parseCheckpoint, parseRecord } from '../logSchema.js';
 import { migrate } from './migrations.js';
+import { putPgFile, readPgFile } from './pgFiles.js';
 import { backfillSearch, entryOf, searchEntries, type EntryRow } from './search.js';
 import { WriteFailure, definiteRollback, lostCommitOutcome, pgAppend, writeRows, type PgAppend, type WriteHooks } from './pgWrite.js';
 
@@ -206,12 +207,13 @@ export class PgBackend implements LogBackend<PgAppend> {
     return searchEntries(this.o.pool, req);
   }
 
-  async putFile(_meta: Attachment, _bytes: Uint8Array): Promise<void> {
-    throw new StoreUnavailableError('files are not kept yet');
+  /** Shared files are rows of `chorus_files` (pgFiles.ts), each committed on its own. */
+  putFile(meta: Attachment, bytes: Uint8Array): Promise<void> {
+    return putPgFile(this.o.pool, meta, bytes);
   }
 
-  async readFile(_id: string): Promise<StoredFile | null> {
-    return null;
+  readFile(id: string): Promise<StoredFile | null> {
+    return readPgFile(this.o.pool, id, this.o.logger);
   }
 
   async checkWritable(): Promise<void> {

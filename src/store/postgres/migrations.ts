@@ -12,6 +12,7 @@ import { STORE_SQL } from './schema.js';
 import { CLUSTER_SQL } from '../../cluster/schema.js';
 import { DEAD_LETTERS_SQL } from './deadLetters.js';
 import { SEARCH_SQL } from './search.js';
+import { FILES_SQL } from './pgFiles.js';
 
 export interface Migration {
   version: number;
@@ -31,6 +32,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'search', sql: SEARCH_SQL },
   // The latest edit or deletion of an entry (pgWrite.ts), applied to it when it is read.
   { version: 5, name: 'entry edits', sql: 'ALTER TABLE chorus_entries ADD COLUMN edit json;' },
+  // Shared files, content-addressed, one row each (pgFiles.ts).
+  { version: 6, name: 'files', sql: FILES_SQL },
 ];
 
 /** Key of the transaction-level advisory lock held while migrating ("Chor", 1). */
