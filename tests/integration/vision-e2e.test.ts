@@ -1,0 +1,95 @@
+/**
+ * A picture from the page to the model, whole app: a multipart POST to the web API, the file kept
+ * in the file store, the group's agents asked, and the fake model servers decode what they got.
+ * Claude (Anthropic fake) and a llava-style OpenAI-compatible model that is said to see both
+ * receive the exact bytes that were posted (sha256); an agent whose model cannot see reads only
+ * the line `[image: chart.png, 640×480, …]`.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createApp, type App } from '../../src/app.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { startFakeAnthropic, type FakeAnthropicServer } from '../fakes/anthropic/index.js';
+import { startFakeOpenAi, type FakeOpenAiServer } from '../fakes/openai/index.js';
+import { silentLogger } from '../helpers/logger.js';
+import { samplePng, sha256 } from '../helpers/sample-files.js';
+
+const cleanup: Array<() => unknown> = [];
+afterAll(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+async function start(yaml: string): Promise<App> {
+  const dir = mkdtempSync(join(tmpdir(), 'chorus-vision-'));
+  cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+  const { config } = parseConfigText(`data_dir: ${dir}\nlog_level: silent\n${yaml}`, 'test', {});
+  const app = await createApp({ config, logger: silentLogger });
+  await app.start();
+  cleanup.push(() => app.stop());
+  return app;
+}
+
+async function postPicture(app: App, text: string, png: Buffer): Promise<void> {
+  const form = new FormData();
+  form.set('text', text);
+  form.set('author_name', 'Maya');
+  form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'chart.png');
+  const res = await fetch(`${app.webUrl}/api/groups/room/messages`, { method: 'POST', body: form });
+  expect(res.status).toBe(202);
+}
+
+async function until<T>(get: () => T | undefined, what: string, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = get();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('a picture posted on the page reaches the models that can see', () => {
+  it('Claude gets the same bytes as an image block', async () => {
+    const fake: FakeAnthropicServer = await startFakeAnthropic({ reply: () => ({ text: 'A rising line.' }) });
+    cleanup.push(() => fake.close());
+    const app = await start(`llm: { provider: anthropic, api_key: sk-ant-test-vision, base_url: "${fake.url}", model: claude-opus-4-5 }
+agents:
+  - { id: analyst, name: Analyst, persona: "You read charts." }
+channels: { web: { enabled: true, port: 0 } }
+groups:
+  - { channel: web, chat_id: room, title: Room, participants: [analyst] }
+`);
+    const png = samplePng(640, 480, 3, true);
+    await postPicture(app, '@analyst what does this show?', png);
+    const got = await until(() => fake.receivedFiles().find((f) => f.kind === 'image'), 'the image to reach the model');
+    expect(got).toMatchObject({ mediaType: 'image/png', sha256: sha256(png) });
+  });
+
+  it('a llava-style model marked vision: true gets an image_url; one without vision reads the line', async () => {
+    const seen: string[] = [];
+    const fake: FakeOpenAiServer = await startFakeOpenAi({
+      reply: (req) => {
+        const msgs = req.body['messages'] as Array<{ role: string; content: unknown }>;
+        seen.push(JSON.stringify(msgs.at(-1)?.content));
+        return { text: 'ok' };
+      },
+    });
+    cleanup.push(() => fake.close());
+    const app = await start(`llm: { provider: openai, api_key: sk-local, base_url: "${fake.url}", model: llava }
+agents:
+  - { id: looker, name: Looker, persona: "You read charts.", vision: true }
+  - { id: reader, name: Reader, persona: "You read words." }
+channels: { web: { enabled: true, port: 0 } }
+groups:
+  - { channel: web, chat_id: room, title: Room, participants: [looker, reader] }
+`);
+    const png = samplePng(640, 480, 4, true);
+    await postPicture(app, '@looker @reader look', png);
+    const got = await until(() => fake.receivedImages()[0], 'the image to reach the model');
+    expect(got.sha256).toBe(sha256(png));
+    const lineOnly = await until(() => seen.find((c) => c.includes('[image: chart.png, 640\u00d7480') && !c.includes('image_url')), "the reader's turn");
+    expect(lineOnly).not.toContain('base64');
+  });
+});
