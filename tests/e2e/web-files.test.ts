@@ -160,7 +160,7 @@ suite('files on the web page, in Chromium', () => {
     await page.locator('#send').click();
     const error = page.locator('#composer-error');
     await error.waitFor();
-    expect(await error.textContent()).toMatch(/^Not sent: cute-cat\.png was not taken/);
+    expect(await error.textContent()).toMatch(/^Not sent: cute-cat\.png is a Windows executable \(exe\)/);
     expect(await page.locator('#input').inputValue()).toBe('keep these words');
     expect(await chip.count()).toBe(1);
     expect(await chip.first().getAttribute('class')).toMatch(/refused/);

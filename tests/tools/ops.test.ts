@@ -51,7 +51,7 @@ describe('tool servers for operators', () => {
     const about = (prefix: string) => lines.filter((l) => l.slice(2).startsWith(prefix));
     const orders = about('tool server orders:');
     expect(orders).toHaveLength(1);
-    expect(orders[0]).toMatch(/^✔ tool server orders: started `.+server\.ts --stdio --state .+`; 1\d tool\(s\): add_tool, big, cancel_order, crash, /);
+    expect(orders[0]).toMatch(/^✔ tool server orders: started `.+server\.ts --stdio --state .+`; 1\d tool\(s\): add_tool, big, cancel_order, chart, crash, /);
     expect(about('tool server search:')).toEqual([
       expect.stringMatching(/^✘ tool server search: could not reach it: http:\/\/127\.0\.0\.1:\d+\/mcp answered HTTP 401 .*— fix: check tools\.search\.headers/),
     ]);
