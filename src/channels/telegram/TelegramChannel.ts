@@ -24,6 +24,7 @@ import { ApprovalButtons, approvalKeyboard } from './approvals.js';
 import { BasicGroupIds } from './basicIds.js';
 import { TelegramReactions } from './reactions.js';
 import type { TelegramChannelOptions } from './options.js';
+import { TelegramFiles, attachFiles, hasFiles, readAll, sendWithFiles } from './files.js';
 
 export type { TelegramChannelOptions } from './options.js';
 
@@ -68,6 +69,8 @@ export class TelegramChannel implements Channel {
   private readonly approvals: ApprovalButtons;
   /** People's reactions in, agents' reactions out. */
   private readonly reactions: TelegramReactions;
+  /** Photos and documents in (one fetch per message, whichever bot's copy comes first). */
+  private readonly tgFiles: TelegramFiles;
 
   constructor(private readonly opts: TelegramChannelOptions) {
     this.log = opts.logger.child({ channel: 'telegram' });
@@ -75,6 +78,7 @@ export class TelegramChannel implements Channel {
     this.admins = new AdminCache(opts.config.admins, this.log);
     this.reactions = new TelegramReactions({ log: this.log, host: () => this.host, basic: this.basic });
     const apiRoot = opts.config.api_root.replace(/\/+$/, '');
+    this.tgFiles = new TelegramFiles(apiRoot, this.log);
     const wh = opts.config.mode === 'webhook' ? opts.config.webhook : undefined;
     if (wh && (!wh.url || !wh.secret_token || !opts.mounts)) {
       throw new Error('telegram: webhook mode needs channels.telegram.webhook.url and secret_token, and the web channel to serve the endpoints');
@@ -183,9 +187,7 @@ export class TelegramChannel implements Channel {
     await Promise.all(this.bots.map((b) => b.stop()));
   }
 
-  // ------------------------------------------------------------------------------------------
-  // Inbound
-
+  // ----------------------------------------------------------------------------------- Inbound
   private readonly directory: BotDirectory = {
     agentByBotId: (id) => this.bots.find((b) => b.me?.id === id)?.agent.id,
     agentByUsername: (name) => this.bots.find((b) => b.me?.username.toLowerCase() === name.toLowerCase())?.agent.id,
@@ -213,6 +215,7 @@ export class TelegramChannel implements Channel {
     const inbound = result.message;
     // Which bots are admins (warnings: reactions reach only those): read once per chat, then kept by my_chat_member.
     if (!inbound.isPrivate) this.refreshAdmins({ channel: 'telegram', chatId: inbound.chatId, viaAgentId: b.agent.id }, Infinity);
+    if (hasFiles(msg) && !(await attachFiles(() => this.tgFiles.take(b.bot, b.token, msg, `${inbound.chatId}:${inbound.messageId}`, host.files), inbound, (t) => this.postAsSystem({ channel: 'telegram', chatId: inbound.chatId, threadId: inbound.threadId, viaAgentId: b.agent.id }, t), this.log))) return;
     const res = await host.receive(inbound);
     // A host that refuses while we are shutting down, or whose store cannot write, has not recorded
     // it: leave it unconfirmed so Telegram hands it over again.
@@ -298,9 +301,9 @@ export class TelegramChannel implements Channel {
     const t = this.target(chat);
     const hooks = { log: this.log, onMigrated: (o: number, n: number) => this.migrate(o, n) };
     const keyboard = approval ? approvalKeyboard(approval.id) : undefined;
-    const ids = await this.queues.run(chat.chatId, () =>
-      sendText(b.bot, { chatId: t.tgId, threadId: t.threadId, replyTo: this.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard }, text, hooks),
-    );
+    const files = opts?.attachments?.length && this.host ? await readAll(this.host.files, opts.attachments, this.log) : [];
+    const target = { chatId: t.tgId, threadId: t.threadId, replyTo: this.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard };
+    const ids = await this.queues.run(chat.chatId, () => (files.length ? sendWithFiles(b.bot, target, text, files, () => sendText(b.bot, target, text, hooks)) : sendText(b.bot, target, text, hooks)));
     if (isBasicGroupId(t.tgId)) this.basic.notePosted(t.tgId, b.agent.id, ids);
     // Its buttons go away once the call is decided (see approvals.ts).
     if (approval && keyboard && ids.length) this.approvals.posted(chat.chatId, approval.id, { agentId: b.agent.id, tgChatId: this.target(chat).tgId, messageId: ids.at(-1)! });

@@ -110,8 +110,10 @@ export function normalizeMessage(
 ): NormalizedMessage {
   const author = authorOf(msg);
   if (!author) return { skip: msg.from?.is_bot ? 'bot author' : 'no author' };
-  const text = msg.text ?? msg.caption;
-  if (text === undefined || !text.trim()) return { skip: 'no text' };
+  // A photo or document without a caption is a message: its files stand in for the text.
+  const media = (msg.photo?.length ?? 0) > 0 || msg.document !== undefined;
+  const text = msg.text ?? msg.caption ?? '';
+  if (!text.trim() && !media) return { skip: 'no text' };
   const chatId = chorusChatId(msg.chat, viaAgentId);
   const isPrivate = msg.chat.type === 'private';
   const threadId = msg.is_topic_message && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;

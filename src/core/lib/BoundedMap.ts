@@ -27,6 +27,10 @@ export class BoundedMap<K, V> {
     return this;
   }
 
+  delete(key: K): boolean {
+    return this.map.delete(key);
+  }
+
   get size(): number {
     return this.map.size;
   }

@@ -23,6 +23,7 @@ import { detectEntities, EntityParseError, parseHtml, parseMarkdownV2, type Fake
 import { FakeState, type BotRec, type ChatRec, type MsgRec } from './state.js';
 import { FakeButtons, readKeyboard, type InlineKeyboard } from './buttons.js';
 import { FakeReactions, type FakeReaction } from './reactions.js';
+import { FakeFiles, readMultipart, sha256 } from './files.js';
 
 export type { BotRec, ChatRec, MsgRec } from './state.js';
 export type { CallbackAnswer, InlineKeyboard, MarkupEdit } from './buttons.js';
@@ -95,6 +96,8 @@ export class FakeTelegram {
   /** Every API call, in arrival order (bot = username, or null for unknown tokens). */
   readonly calls: Array<{ bot: string | null; method: string; payload: Record<string, unknown> }> = [];
   readonly posted: Posted[] = [];
+  /** Files people sent and bots uploaded. */
+  readonly files = new FakeFiles();
   /** Inline keyboards: presses, answered callback queries (`answers`), markup edits (`edits`), the answer window's clock (`now`). */
   readonly buttons = new FakeButtons(this.state);
   /** Reactions: bots' setMessageReaction calls (`reactions.set`) and what they show (`reactions.shownBy`). */
@@ -219,6 +222,36 @@ export class FakeTelegram {
     const rec = this.state.humanMessage(chatId, user, text, opts.entities ?? detectEntities(text), opts.replyTo?.key, opts.threadId);
     return { key: rec.key, messageId: this.state.idFor(rec, 'human'), rec };
   }
+  /**
+   * A human sends a photo (`sizes`: the bytes of each size Telegram made, smallest first; a size's
+   * `claimed` file_size may be larger than its bytes, as for a photo over the limit) or a document,
+   * with an optional caption.
+   */
+  humanSendsFile(
+    chatId: number,
+    user: FakeUser,
+    file: { photo: Array<{ bytes: Buffer; claimed?: number }> } | { document: Buffer; name: string; mime: string; claimed?: number },
+    caption = '',
+  ): { key: number; messageId: number; fileIds: string[] } {
+    let media: Record<string, unknown>;
+    const ids: string[] = [];
+    if ('photo' in file) {
+      media = {
+        photo: file.photo.map((s, i) => {
+          const f = this.files.add(s.bytes, 'photos', 'jpg');
+          ids.push(f.fileId);
+          return { file_id: f.fileId, file_unique_id: f.uniqueId, width: 90 * (i + 1), height: 60 * (i + 1), file_size: s.claimed ?? s.bytes.length };
+        }),
+      };
+    } else {
+      const f = this.files.add(file.document, 'documents', file.name.split('.').pop() ?? 'bin');
+      ids.push(f.fileId);
+      media = { document: { file_id: f.fileId, file_unique_id: f.uniqueId, file_name: file.name, mime_type: file.mime, file_size: file.claimed ?? file.document.length } };
+    }
+    const rec = this.state.humanMessage(chatId, user, caption, caption ? detectEntities(caption) : [], undefined, undefined, media);
+    return { key: rec.key, messageId: this.state.idFor(rec, 'human'), fileIds: ids };
+  }
+
   /** The human's private chat with one bot (chat id = user id, as on Telegram). */
   humanDms(token: string, user: FakeUser, text: string): { key: number; messageId: number } {
     const chat = this.state.privateChat(user, token);
@@ -319,6 +352,7 @@ export class FakeTelegram {
   private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
+    if (this.files.serve(req.url ?? '', (t) => this.state.bots.has(t), res)) return;
     const m = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(req.url ?? '');
     const send = (r: ApiResult) => {
       if (res.writableEnded || res.destroyed) return;
@@ -330,7 +364,10 @@ export class FakeTelegram {
     const method = m[2]!;
     let payload: Record<string, unknown> = {};
     const raw = Buffer.concat(chunks).toString('utf8');
-    if (raw) {
+    if (/^multipart\/form-data/i.test(req.headers['content-type'] ?? '')) {
+      const form = await readMultipart(req, Buffer.concat(chunks));
+      payload = { ...form.fields, __files: form.files };
+    } else if (raw) {
       try {
         payload = JSON.parse(raw) as Record<string, unknown>;
       } catch {
@@ -434,6 +471,12 @@ export class FakeTelegram {
       }
       case 'sendMessage':
         return this.sendMessage(bot, p);
+      case 'getFile':
+        return this.files.getFile(p) as ApiResult;
+      case 'sendPhoto':
+      case 'sendDocument':
+      case 'sendAnimation':
+        return this.sendFile(bot, method, p);
       case 'answerCallbackQuery':
         return this.buttons.answer(bot, p);
       case 'editMessageReplyMarkup':
@@ -568,6 +611,25 @@ export class FakeTelegram {
       req.on('error', () => resolve(0));
       req.end(body);
     });
+  }
+
+  /** `sendPhoto` / `sendDocument` / `sendAnimation` with an uploaded file (10 MB for photos, 50 MB otherwise). */
+  private sendFile(bot: BotRec, method: string, p: Record<string, unknown>): ApiResult {
+    const chat = this.state.findChat(p.chat_id === undefined ? undefined : Number(p.chat_id));
+    if (!chat) return fail(400, 'Bad Request: chat not found');
+    if (chat.type !== 'private' && !chat.bots.has(bot.token)) return fail(403, 'Forbidden: bot is not a member of the group chat');
+    const field = method === 'sendPhoto' ? 'photo' : method === 'sendDocument' ? 'document' : 'animation';
+    const file = ((p.__files ?? []) as Array<{ field: string; name: string; bytes: Buffer }>).find((f) => f.field === field);
+    if (!file) return fail(400, `Bad Request: there is no ${field} in the request`);
+    if (file.bytes.length > (method === 'sendPhoto' ? 10 : 50) * 1024 * 1024) return fail(413, 'Request Entity Too Large');
+    const caption = typeof p.caption === 'string' ? p.caption : undefined;
+    if (caption && caption.length > 1024) return fail(400, 'Bad Request: message caption is too long');
+    const threadId = p.message_thread_id !== undefined ? Number(p.message_thread_id) : undefined;
+    const rec = this.state.botMessage(chat, bot, caption ?? '', undefined, threadId);
+    rec.media = { [field === 'animation' ? 'document' : field]: field === 'photo' ? [{ file_id: 'sent', file_unique_id: 'sent', width: 1, height: 1 }] : { file_id: 'sent', file_unique_id: 'sent' } };
+    const messageId = this.state.idFor(rec, bot.token);
+    this.files.uploads.push({ bot: bot.username, method, chatId: chat.id, name: file.name, sha256: sha256(file.bytes), size: file.bytes.length, caption, messageId });
+    return { ok: true, result: this.state.apiMessage(rec, bot.token) };
   }
 
   private sendMessage(bot: BotRec, p: Record<string, unknown>): ApiResult {

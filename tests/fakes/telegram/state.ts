@@ -60,6 +60,8 @@ export interface MsgRec {
   service?: Json | undefined;
   /** A bot message's inline keyboard as it is now (editMessageReplyMarkup changes it). */
   keyboard?: InlineKeyboard | undefined;
+  /** A photo or document message: its `photo` / `document` fields; the text is then its caption. */
+  media?: Json | undefined;
 }
 
 const DEFAULT_UPDATES = ['message', 'edited_message', 'channel_post', 'edited_channel_post', 'callback_query', 'my_chat_member', 'inline_query'];
@@ -161,13 +163,13 @@ export class FakeState {
     return id;
   }
 
-  humanMessage(chatId: number, user: Json, text: string, entities: FakeEntity[], replyKey: number | undefined, threadId: number | undefined): MsgRec {
+  humanMessage(chatId: number, user: Json, text: string, entities: FakeEntity[], replyKey: number | undefined, threadId: number | undefined, media?: Json): MsgRec {
     const chat = this.chat(chatId);
     if (chat.migratedTo !== undefined) throw new Error('fake telegram: chat was migrated');
     const replyTo = replyKey !== undefined ? chat.messages.find((m) => m.key === replyKey) : undefined;
     const from = { is_bot: false, ...user };
     const name = [user.first_name, user.last_name].filter(Boolean).join(' ');
-    const m = this.newMsg(chat, from, name, { text, entities, replyTo, threadId });
+    const m = this.newMsg(chat, from, name, { text, entities, replyTo, threadId, ...(media ? { media } : {}) });
     for (const token of chat.bots) {
       const bot = this.bots.get(token)!;
       if (this.botSees(chat, bot, m)) this.push(bot, { message: this.apiMessage(m, token) });
@@ -199,8 +201,14 @@ export class FakeState {
   apiMessage(m: MsgRec, viewer: string, depth = 0): Json {
     const chat = this.chat(m.chatId);
     const out: Json = { message_id: this.idFor(m, viewer), from: m.from, chat: this.apiChat(chat), date: m.date };
-    if (m.text !== undefined) out.text = m.text;
-    if (m.entities.length) out.entities = m.entities;
+    if (m.media) {
+      Object.assign(out, m.media);
+      if (m.text) out.caption = m.text;
+      if (m.entities.length) out.caption_entities = m.entities;
+    } else {
+      if (m.text !== undefined) out.text = m.text;
+      if (m.entities.length) out.entities = m.entities;
+    }
     if (m.service) Object.assign(out, m.service);
     if (m.keyboard?.length) out.reply_markup = { inline_keyboard: m.keyboard };
     if (m.threadId !== undefined && chat.isForum) {

@@ -1,0 +1,172 @@
+/**
+ * Photos and documents, in and out. In: the file is fetched by the bot that saw the update
+ * (`getFile`, then the Bot API's download path), kept through `Files.keep`, and only then is the
+ * message handed over — so a confirmed update's files are durable. Every bot in a group gets its
+ * own copy of a message: the copies share one fetch and one notice per message. Out: an agent's
+ * files go through its own bot (`sendPhoto` / `sendDocument`), the text as the caption when it fits.
+ */
+import { InputFile, type Bot } from 'grammy';
+import type { Message } from 'grammy/types';
+import type { Attachment, Files } from '../../core/fileTypes.js';
+import { sizeText } from '../../core/fileTypes.js';
+import type { Logger } from '../../core/ports.js';
+import type { InboundMessage } from '../../core/types.js';
+import { BoundedMap } from '../../core/lib/BoundedMap.js';
+import { describeError } from './errors.js';
+import type { SendTarget } from './sender.js';
+
+/** Telegram's caption limit; a longer text goes as its own messages before the files. */
+export const CAPTION_LIMIT = 1024;
+/** A download that takes longer than this is given up (the update is fetched again later). */
+const DOWNLOAD_TIMEOUT_MS = 60_000;
+
+/** What a message's files came to: the kept ones, and one line per file that was refused. */
+export interface TakenFiles {
+  attachments: Attachment[];
+  refusals: string[];
+}
+
+/** One file of a message as Telegram describes it. */
+interface FileRef {
+  fileId: string;
+  name: string;
+  size: number | undefined;
+}
+
+export function hasFiles(msg: Message): boolean {
+  return (msg.photo?.length ?? 0) > 0 || msg.document !== undefined;
+}
+
+/** The files of a message: the largest photo size within the limit, or the document. */
+function filesOf(msg: Message, maxBytes: number): { refs: FileRef[]; refusals: string[] } {
+  if (msg.photo?.length) {
+    // Sizes come smallest first; the largest that fits is the photo as the person sent it, or close.
+    const fits = msg.photo.filter((p) => p.file_size === undefined || p.file_size <= maxBytes);
+    const best = fits.at(-1);
+    if (!best) return { refs: [], refusals: [`the photo is ${sizeText(msg.photo.at(-1)!.file_size ?? 0)}; the limit is ${sizeText(maxBytes)}`] };
+    return { refs: [{ fileId: best.file_id, name: `photo-${msg.message_id}.jpg`, size: best.file_size }], refusals: [] };
+  }
+  const d = msg.document;
+  if (!d) return { refs: [], refusals: [] };
+  const name = d.file_name ?? `document-${msg.message_id}`;
+  if (d.file_size !== undefined && d.file_size > maxBytes) return { refs: [], refusals: [`${name} is ${sizeText(d.file_size)}; the limit is ${sizeText(maxBytes)}`] };
+  return { refs: [{ fileId: d.file_id, name, size: d.file_size }], refusals: [] };
+}
+
+export class TelegramFiles {
+  /** `chat:message` → the one fetch every bot's copy of that message shares. */
+  private readonly taking = new BoundedMap<string, Promise<TakenFiles>>(2_000);
+
+  constructor(
+    private readonly apiRoot: string,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * The message's files, kept, for the first copy that asks; later copies get the same answer and
+   * `first: false` (the notice is posted once). A failed fetch is forgotten, so a redelivered
+   * update tries again, and rejects: the update stays unconfirmed.
+   */
+  async take(bot: Bot, token: string, msg: Message, key: string, files: Files): Promise<TakenFiles & { first: boolean }> {
+    const known = this.taking.get(key);
+    if (known) return { ...(await known), first: false };
+    const p = this.fetchAll(bot, token, msg, files);
+    this.taking.set(key, p);
+    try {
+      return { ...(await p), first: true };
+    } catch (err) {
+      this.taking.delete(key);
+      throw err;
+    }
+  }
+
+  private async fetchAll(bot: Bot, token: string, msg: Message, files: Files): Promise<TakenFiles> {
+    const { refs, refusals } = filesOf(msg, files.maxBytes);
+    const attachments: Attachment[] = [];
+    for (const ref of refs) {
+      const bytes = await this.download(bot, token, ref);
+      const kept = await files.keep({ name: ref.name, bytes });
+      if (kept.ok) attachments.push(kept.attachment);
+      else refusals.push(kept.reason);
+    }
+    return { attachments, refusals };
+  }
+
+  private async download(bot: Bot, token: string, ref: FileRef): Promise<Uint8Array> {
+    const file = await bot.api.getFile(ref.fileId);
+    if (!file.file_path) throw new Error('telegram: getFile gave no file_path');
+    const url = `${this.apiRoot}/file/bot${token}/${file.file_path}`;
+    let res: Response;
+    try {
+      res = await fetch(url, { signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS) });
+    } catch (err) {
+      throw new Error(`telegram: could not download ${ref.name}: ${describeError(err, [token])}`);
+    }
+    if (!res.ok) throw new Error(`telegram: downloading ${ref.name} answered ${res.status}`);
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    this.log.debug({ name: ref.name, bytes: bytes.byteLength }, 'telegram: file downloaded');
+    return bytes;
+  }
+}
+
+/**
+ * Post files through one bot: images with `sendPhoto` (a GIF with `sendAnimation`), the rest with
+ * `sendDocument`; the caption (when given) on the first. Resolves with the message ids in order.
+ */
+export async function sendFiles(bot: Bot, target: SendTarget, files: ReadonlyArray<{ meta: Attachment; bytes: Uint8Array }>, caption: string | undefined): Promise<number[]> {
+  const ids: number[] = [];
+  for (const [i, f] of files.entries()) {
+    const input = new InputFile(f.bytes, f.meta.name);
+    const opts = {
+      ...(i === 0 && caption ? { caption } : {}),
+      ...(target.threadId !== undefined ? { message_thread_id: target.threadId } : {}),
+      ...(i === 0 && target.replyTo !== undefined ? { reply_parameters: { message_id: target.replyTo, allow_sending_without_reply: true } } : {}),
+    };
+    const t = f.meta.type;
+    const msg =
+      t === 'image/gif'
+        ? await bot.api.sendAnimation(target.chatId, input, opts)
+        : t.startsWith('image/')
+          ? await bot.api.sendPhoto(target.chatId, input, opts)
+          : await bot.api.sendDocument(target.chatId, input, opts);
+    ids.push(msg.message_id);
+  }
+  return ids;
+}
+
+/** The agent's text and files through one bot: the text as the caption when it fits, else first on its own. */
+export async function sendWithFiles(bot: Bot, target: SendTarget, text: string, files: ReadonlyArray<{ meta: Attachment; bytes: Uint8Array }>, sendText: () => Promise<number[]>): Promise<number[]> {
+  if (text.trim().length <= CAPTION_LIMIT) return sendFiles(bot, target, files, text.trim() || undefined);
+  const ids = await sendText();
+  return [...ids, ...(await sendFiles(bot, { ...target, replyTo: undefined }, files, undefined))];
+}
+
+/** Read the bytes of files to post; one that is not kept any more (never: files are not deleted) is left out and logged. */
+export async function readAll(files: Pick<Files, 'read'>, list: readonly Attachment[], log: Logger): Promise<Array<{ meta: Attachment; bytes: Uint8Array }>> {
+  const out: Array<{ meta: Attachment; bytes: Uint8Array }> = [];
+  for (const a of list) {
+    const f = await files.read(a.id);
+    if (f) out.push({ meta: a, bytes: f.bytes });
+    else log.error({ file: a.id }, 'telegram: a file to post is not kept; posting without it');
+  }
+  return out;
+}
+
+/**
+ * Fill in the message's files before it is handed over; false when nothing is left to hand over
+ * (every file refused, no caption). A refusal is told in the chat once, whichever bot's copy came first.
+ */
+export async function attachFiles(
+  take: () => Promise<TakenFiles & { first: boolean }>,
+  inbound: InboundMessage,
+  notify: (text: string) => Promise<unknown>,
+  log: Logger,
+): Promise<boolean> {
+  const got = await take();
+  if (got.attachments.length > 0) inbound.attachments = got.attachments;
+  if (got.first && got.refusals.length > 0) {
+    const text = `⚠ ${inbound.author.name}: ${got.refusals.join('; ')}. Only images (PNG, JPEG, GIF, WebP), PDF and plain text up to the size limit reach the agents.`;
+    await notify(text).catch((err: unknown) => log.warn({ chatId: inbound.chatId, err: describeError(err) }, 'telegram: could not post a file refusal'));
+  }
+  return inbound.text.trim().length > 0 || got.attachments.length > 0;
+}

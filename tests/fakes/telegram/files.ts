@@ -1,0 +1,109 @@
+/**
+ * Files on the fake Bot API, the way Telegram serves them: a photo or document in a message names
+ * a `file_id`; `getFile` turns it into a `file_path` (refusing files over the Bot API's 20 MB
+ * download limit with "file is too big"); the bytes are at `/file/bot<token>/<file_path>`. Uploads
+ * (`sendPhoto`, `sendDocument`, `sendAnimation`) come as multipart forms; their bytes are kept so
+ * tests can check what each bot posted.
+ */
+import { createHash } from 'node:crypto';
+import type http from 'node:http';
+import busboy from 'busboy';
+
+/** The Bot API downloads files up to 20 MB. */
+export const GET_FILE_LIMIT = 20 * 1024 * 1024;
+
+export interface FakeFile {
+  fileId: string;
+  uniqueId: string;
+  bytes: Buffer;
+  path: string;
+}
+
+/** A file a bot uploaded. */
+export interface FakeUpload {
+  bot: string;
+  method: string;
+  chatId: number;
+  name: string;
+  sha256: string;
+  size: number;
+  caption: string | undefined;
+  messageId: number;
+}
+
+export class FakeFiles {
+  private readonly byId = new Map<string, FakeFile>();
+  private readonly byPath = new Map<string, FakeFile>();
+  readonly uploads: FakeUpload[] = [];
+  /** Paths downloaded, in order (a test can tell a file was not fetched). */
+  readonly downloads: string[] = [];
+  private n = 0;
+
+  /** Keep bytes as Telegram would after a person sent them; `size` may be claimed larger (big photos). */
+  add(bytes: Buffer, folder: 'photos' | 'documents', ext: string): FakeFile {
+    const n = ++this.n;
+    const f = { fileId: `FILE${n}${'x'.repeat(20)}`, uniqueId: `U${n}`, bytes, path: `${folder}/file_${n}.${ext}` };
+    this.byId.set(f.fileId, f);
+    this.byPath.set(f.path, f);
+    return f;
+  }
+
+  getFile(p: Record<string, unknown>): { ok: true; result: unknown } | { ok: false; error_code: number; description: string } {
+    const f = typeof p.file_id === 'string' ? this.byId.get(p.file_id) : undefined;
+    if (!f) return { ok: false, error_code: 400, description: 'Bad Request: invalid file_id' };
+    if (f.bytes.length > GET_FILE_LIMIT) return { ok: false, error_code: 400, description: 'Bad Request: file is too big' };
+    return { ok: true, result: { file_id: f.fileId, file_unique_id: f.uniqueId, file_size: f.bytes.length, file_path: f.path } };
+  }
+
+  /** Serve `/file/bot<token>/<path>`; false when the URL is not a file path. */
+  serve(url: string, tokenKnown: (token: string) => boolean, res: http.ServerResponse): boolean {
+    const m = /^\/file\/bot([^/]+)\/(.+)$/.exec(url);
+    if (!m) return false;
+    const f = this.byPath.get(decodeURIComponent(m[2]!));
+    if (!tokenKnown(decodeURIComponent(m[1]!)) || !f) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: false, error_code: 404, description: 'Not Found' }));
+      return true;
+    }
+    this.downloads.push(f.path);
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': f.bytes.length });
+    res.end(f.bytes);
+    return true;
+  }
+}
+
+/** A multipart request's fields (JSON values parsed) and its file parts. */
+export async function readMultipart(req: http.IncomingMessage, body: Buffer): Promise<{ fields: Record<string, unknown>; files: Array<{ field: string; name: string; bytes: Buffer }> }> {
+  const fields: Record<string, unknown> = {};
+  const files: Array<{ field: string; name: string; bytes: Buffer }> = [];
+  await new Promise<void>((resolve, reject) => {
+    const bb = busboy({ headers: req.headers });
+    bb.on('field', (name, value) => {
+      try {
+        fields[name] = /^[[{]/.test(value) ? JSON.parse(value) : value;
+      } catch {
+        fields[name] = value;
+      }
+    });
+    bb.on('file', (field, stream, info) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => files.push({ field, name: info.filename ?? '', bytes: Buffer.concat(chunks) }));
+    });
+    bb.on('close', () => resolve());
+    bb.on('error', reject);
+    bb.end(body);
+  });
+  // grammY names an uploaded file by a random key and points the parameter at it: `attach://key`.
+  for (const [k, v] of Object.entries(fields)) {
+    if (typeof v === 'string' && v.startsWith('attach://')) {
+      const f = files.find((x) => x.field === v.slice('attach://'.length));
+      if (f) f.field = k;
+    }
+  }
+  return { fields, files };
+}
+
+export function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
