@@ -27,6 +27,7 @@ import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, type DiscordC
 import { DiscordPostError, sanitizeError } from './errors.js';
 import { identityFor } from './identity.js';
 import { normalizeMessage } from './normalize.js';
+import { attachFiles, uploadsOf } from './files.js';
 import { sendChunk, type Sender } from './outbound.js';
 import { fetchGuildOf, hasManageChannels } from './permissions.js';
 import { Reactors, listenForReactions } from './reactionEvents.js';
@@ -308,11 +309,12 @@ export class DiscordChannel implements Channel {
     }
     const msg = result.message;
     // One chat's messages reach the router in the order Discord delivered them.
+    const notify = (t: string) => this.postAsSystem({ channel: 'discord', chatId: msg.chatId, threadId: msg.threadId }, t);
     void this.inbound
-      .run(msg.chatId, () => run.host.receive(msg))
+      .run(msg.chatId, async () => (m.attachments.size === 0 || (await attachFiles(m, msg, run.host.files, notify, this.log)) ? run.host.receive(msg) : null))
       .then((res) => {
         // The gateway does not deliver a message twice: say plainly that this one was not kept.
-        if (res.status === 'rejected' && res.code === 'unavailable') this.log.error({ messageId: msg.messageId, chatId: msg.chatId }, 'discord: storage unavailable; this message was not recorded');
+        if (res?.status === 'rejected' && res.code === 'unavailable') this.log.error({ messageId: msg.messageId, chatId: msg.chatId }, 'discord: storage unavailable; this message was not recorded');
       })
       .catch((err) => this.log.error({ err, messageId: msg.messageId, chatId: msg.chatId }, 'discord: router did not take the message'));
   }
@@ -325,10 +327,11 @@ export class DiscordChannel implements Channel {
   }
 
   /** `opts.approval` is not used: webhook messages cannot carry buttons, and the request's text names /approve and /deny. */
-  async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, _opts?: PostOptions): Promise<PostedMessage> {
+  async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage> {
     const id = identityFor(agent, this.cfg);
     const body = id.label ? id.label + text : text;
-    return this.post(chat, body, { username: id.username, avatarURL: id.avatarURL }, agent.id);
+    const files = opts?.attachments?.length && this.running ? await uploadsOf(this.running.host.files, opts.attachments, this.log) : [];
+    return this.post(chat, body, { username: id.username, avatarURL: id.avatarURL }, agent.id, files);
   }
 
   async postAsSystem(chat: ChatRef, text: string, _opts?: PostOptions): Promise<PostedMessage> {
@@ -336,21 +339,18 @@ export class DiscordChannel implements Channel {
   }
 
   /** Split, then send every chunk through the channel webhook, in order, one chat at a time. */
-  private post(chat: ChatRef, text: string, who: Sender, agentId: string | undefined): Promise<PostedMessage> {
+  private post(chat: ChatRef, text: string, who: Sender, agentId: string | undefined, files: Array<{ attachment: Buffer; name: string }> = []): Promise<PostedMessage> {
     const run = this.running;
     if (!run) return Promise.reject(new DiscordPostError('Discord channel is not running', undefined, undefined));
     const chunks = splitMessage(text, DISCORD_MAX_MESSAGE).filter((c) => c.trim().length > 0);
-    if (chunks.length === 0) return Promise.resolve({ ids: [] });
+    if (chunks.length === 0 && files.length === 0) return Promise.resolve({ ids: [] });
+    if (chunks.length === 0) chunks.push('');
     return this.outbound.run(chat.chatId, async () => {
       const ids: string[] = [];
-      for (const content of chunks) {
-        const sentId = await sendChunk(
-          { client: run.client, webhooks: run.webhooks, log: this.log, channelProblem: (id, msg) => this.channels.setProblem(id, msg) },
-          chat,
-          content,
-          who,
-          agentId === undefined,
-        );
+      for (const [i, content] of chunks.entries()) {
+        const ctx = { client: run.client, webhooks: run.webhooks, log: this.log, channelProblem: (id: string, msg: string) => this.channels.setProblem(id, msg) };
+        // The files go with the last chunk, so they sit under the whole text.
+        const sentId = await sendChunk(ctx, chat, content, who, agentId === undefined, i === chunks.length - 1 ? files : undefined);
         ids.push(sentId);
         if (agentId) this.posted.set(sentId, agentId);
       }

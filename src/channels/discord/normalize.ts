@@ -35,7 +35,8 @@ export function normalizeMessage(m: Message, ctx: NormalizeContext): NormalizedM
   if (ctx.allowList.size > 0 && !ctx.allowList.has(chatId)) return { skip: 'channel not in channels.discord.channels' };
 
   const text = readableText(m);
-  if (!text.trim()) return { skip: 'no text (is the Message Content intent enabled?)' };
+  // Files alone are a message: the channel fetches and keeps them before handing it over.
+  if (!text.trim() && m.attachments.size === 0) return { skip: 'no text (is the Message Content intent enabled?)' };
 
   const parentName = thread ? thread.parent?.name : 'name' in m.channel ? m.channel.name : undefined;
   const message: InboundMessage = {
@@ -90,8 +91,8 @@ function replyTarget(m: Message, chatId: string, ctx: NormalizeContext): string 
 }
 
 /**
- * The message text as people read it: `<@id>` → `@Name`, `<#id>` → `#channel`, `<@&id>` → `@Role`,
- * plus one line per attachment. Plain `@handle` text (how people address agents, which are not
+ * The message text as people read it: `<@id>` → `@Name`, `<#id>` → `#channel`, `<@&id>` → `@Role`
+ * (attachments are files, see files.ts). Plain `@handle` text (how people address agents, which are not
  * Discord users) is left alone, and so are `@everyone`/`@here` so the router sees its aliases.
  */
 function readableText(m: Message): string {
@@ -111,6 +112,5 @@ function readableText(m: Message): string {
     const ch = m.client.channels.cache.get(id);
     return ch && 'name' in ch && ch.name ? `#${ch.name}` : whole;
   });
-  const files = [...m.attachments.values()].map((a) => `[attachment: ${a.name} ${a.url}]`);
-  return [text, ...files].filter((s) => s.length > 0).join('\n');
+  return text;
 }

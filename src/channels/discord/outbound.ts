@@ -45,7 +45,7 @@ function confirm(id: string): string {
 }
 
 /** Post `content` (already within 2,000 characters) and return the Discord message id. */
-export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: string, who: Sender, isSystem: boolean): Promise<string> {
+export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: string, who: Sender, isSystem: boolean, files?: Array<{ attachment: Buffer; name: string }>): Promise<string> {
   const where = `Discord: posting as ${who.username} in ${chat.chatId}`;
   let unsure = 0;
   let recreated = false;
@@ -56,6 +56,7 @@ export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: st
       hook = await ctx.webhooks.get(chat.chatId);
       const sent = await hook.send({
         content,
+        ...(files?.length ? { files } : {}),
         username: who.username,
         ...(who.avatarURL ? { avatarURL: who.avatarURL } : {}),
         ...(chat.threadId ? { threadId: chat.threadId } : {}),

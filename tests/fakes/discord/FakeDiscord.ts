@@ -302,6 +302,26 @@ export class FakeDiscord {
     return this.reactions.filter((r) => r.messageId === messageId).map((r) => [emojiKey(r.emoji), r.userId]);
   }
 
+  /** Bytes of people's attachments by path (`/attachments/<channel>/<id>/<name>`), served by the REST server. */
+  readonly cdn = new Map<string, Buffer>();
+  /** Attachment paths fetched, in order. */
+  readonly cdnFetches: string[] = [];
+
+  /** A person posts files (with text or none); `claimedSize` is what Discord reports, if not the real size. */
+  humanSendsFiles(channelId: string, user: FakeUser, content: string, files: Array<{ name: string; bytes: Buffer; claimedSize?: number; contentType?: string }>): string {
+    const id = snowflake();
+    const attachments = files.map((f) => {
+      const aid = snowflake();
+      const path = `/attachments/${channelId}/${aid}/${encodeURIComponent(f.name)}`;
+      this.cdn.set(path, f.bytes);
+      return { id: aid, filename: f.name, size: f.claimedSize ?? f.bytes.length, url: `http://127.0.0.1:${this.port}${path}`, content_type: f.contentType };
+    });
+    const msg: StoredMessage = { id, channel_id: channelId, author: user, content, webhook_id: null, application_id: null, avatar_url: null, reply_to: null, ts: Date.now(), attachments };
+    this.messages.push(msg);
+    this.gateway?.dispatchMessage(msg);
+    return id;
+  }
+
   /** Store and broadcast a message created through REST (bot post or webhook execute). */
   recordPost(msg: StoredMessage): void {
     this.messages.push(msg);

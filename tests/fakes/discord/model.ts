@@ -69,6 +69,8 @@ export interface StoredMessage {
   avatar_url: string | null;
   reply_to: string | null;
   ts: number;
+  /** Files on the message: a person's (served at `url`), or ones a webhook uploaded (`sha256`). */
+  attachments?: Array<{ id: string; filename: string; size: number; url: string; content_type?: string | undefined; sha256?: string | undefined }> | undefined;
 }
 
 /** A reaction's emoji: unicode (`id` null) or a server's custom emoji (`name` and `id`). */
@@ -199,7 +201,7 @@ export function messagePayload(
     mention_everyone: false,
     mentions: (opts.mentions ?? []).map((u) => userPayload(u)),
     mention_roles: [],
-    attachments: [],
+    attachments: (m.attachments ?? []).map(({ sha256: _sha, ...a }) => ({ ...a, proxy_url: a.url })),
     embeds: [],
     components: [],
     pinned: false,

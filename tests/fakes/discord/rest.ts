@@ -2,6 +2,7 @@
  * The fake's REST API: the routes discord.js and the Chorus adapter call, with Discord's error
  * shapes (401, 403 code 50013, 404 codes 1000x, 400 code 50035, 429 with `retry_after`).
  */
+import { readMultipart, sha256 } from '../telegram/files.js';
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FakeDiscord, RecordedRequest } from './FakeDiscord.js';
@@ -27,9 +28,27 @@ export async function handleRest(fake: FakeDiscord, req: IncomingMessage, res: S
   // discord.js calls `<api>/v10/...`; accept the path with or without those prefixes.
   const path = url.pathname.replace(/^\/api/, '').replace(/^\/v\d+/, '');
   const method = (req.method ?? 'GET').toUpperCase();
-  const raw = await readBody(req);
+  if (method === 'GET' && path.startsWith('/attachments/')) {
+    const bytes = fake.cdn.get(path);
+    fake.cdnFetches.push(path);
+    res.writeHead(bytes ? 200 : 404, { 'content-type': 'application/octet-stream' });
+    res.end(bytes ?? 'Not Found');
+    return;
+  }
+  const rawBytes = await readBody(req);
+  const raw = rawBytes.toString('utf8');
   let body: unknown = undefined;
-  if (raw.length > 0) {
+  if (/^multipart\/form-data/i.test(req.headers['content-type'] ?? '')) {
+    // File uploads: the JSON is in `payload_json`, the files in `files[n]`; 10 MiB a request at most.
+    if (rawBytes.length > UPLOAD_LIMIT) {
+      fake.requests.push({ method, path: path + url.search, body: undefined, status: 413 });
+      res.writeHead(413, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ message: 'Request entity too large', code: 40005 }));
+      return;
+    }
+    const form = await readMultipart(req, rawBytes);
+    body = { ...((form.fields.payload_json as Record<string, unknown> | undefined) ?? {}), __files: form.files };
+  } else if (raw.length > 0) {
     try {
       body = JSON.parse(raw);
     } catch {
@@ -90,11 +109,14 @@ export async function handleRest(fake: FakeDiscord, req: IncomingMessage, res: S
   res.end(reply.body === undefined ? undefined : JSON.stringify(reply.body));
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+/** Discord's upload limit for a server without boosts. */
+const UPLOAD_LIMIT = 10 * 1024 * 1024;
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
@@ -213,7 +235,8 @@ function webhookRoute(fake: FakeDiscord, method: string, id: string, token: stri
   if (method === 'GET') return ok(webhookPayload(hook, fake.guildId, null));
   if (method !== 'POST') return err(405, 0, '405: Method Not Allowed');
 
-  const problem = contentProblem(body?.content);
+  const uploads = (body?.__files ?? []) as Array<{ field: string; name: string; bytes: Buffer }>;
+  const problem = uploads.length > 0 && !body?.content ? null : contentProblem(body?.content);
   if (problem) return problem;
   const username = body?.username === undefined ? hook.name : String(body.username);
   const bad = usernameProblem(username);
@@ -223,12 +246,15 @@ function webhookRoute(fake: FakeDiscord, method: string, id: string, token: stri
     id: snowflake(),
     channel_id: hook.channel_id,
     author: { id: hook.id, username, global_name: null, bot: true },
-    content: body.content,
+    content: body.content ?? '',
     webhook_id: hook.id,
     application_id: hook.application_id,
     avatar_url: typeof body?.avatar_url === 'string' ? body.avatar_url : null,
     reply_to: null,
     ts: Date.now(),
+    ...(uploads.length > 0
+      ? { attachments: uploads.map((f) => ({ id: snowflake(), filename: f.name, size: f.bytes.length, url: `https://cdn.discordapp.test/${f.name}`, sha256: sha256(f.bytes) })) }
+      : {}),
   };
   fake.recordPost(msg);
   return query.get('wait') === 'true' ? ok(messagePayload(msg, fake.guildId, undefined)) : { status: 204 };

@@ -1,0 +1,94 @@
+/**
+ * Files on Discord. In: a message's attachments are fetched from their URLs (only http(s), the
+ * size Discord states checked before fetching, a time limit) and kept through `Files.keep` before
+ * the message is handed over. The gateway never delivers a message twice, so a file that cannot be
+ * fetched is told in the chat rather than retried. Out: an agent's files go with its last chunk
+ * through the channel webhook, under its name and avatar.
+ */
+import type { Message } from 'discord.js';
+import type { Attachment, Files } from '../../core/fileTypes.js';
+import { sizeText } from '../../core/fileTypes.js';
+import type { Logger } from '../../core/ports.js';
+import type { InboundMessage } from '../../core/types.js';
+
+const FETCH_TIMEOUT_MS = 60_000;
+
+export interface TakenFiles {
+  attachments: Attachment[];
+  refusals: string[];
+}
+
+/** Fetch and keep a message's attachments, in order; each that is not taken becomes a refusal line. */
+export async function takeFiles(m: Pick<Message, 'attachments'>, files: Files, log: Logger): Promise<TakenFiles> {
+  const out: TakenFiles = { attachments: [], refusals: [] };
+  for (const a of m.attachments.values()) {
+    const name = a.name || 'file';
+    if (out.attachments.length >= files.maxPerMessage) {
+      out.refusals.push(`${name} is past the ${files.maxPerMessage} files a message may carry`);
+      continue;
+    }
+    if (a.size > files.maxBytes) {
+      out.refusals.push(`${name} is ${sizeText(a.size)}; the limit is ${sizeText(files.maxBytes)}`);
+      continue;
+    }
+    const bytes = await fetchBytes(a.url, files.maxBytes, log);
+    if (!bytes) {
+      out.refusals.push(`${name} could not be fetched from Discord`);
+      continue;
+    }
+    const kept = await files.keep({ name, bytes });
+    if (kept.ok) out.attachments.push(kept.attachment);
+    else out.refusals.push(kept.reason);
+  }
+  return out;
+}
+
+/** The bytes at `url`, at most `max` of them (a server that sends more than it said is cut off), or null. */
+async function fetchBytes(url: string, max: number, log: Logger): Promise<Uint8Array | null> {
+  if (!/^https?:\/\//i.test(url)) return null;
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+    if (!res.ok || !res.body) {
+      log.warn({ status: res.status }, 'discord: an attachment could not be fetched');
+      return null;
+    }
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      total += chunk.byteLength;
+      if (total > max) return null;
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
+  } catch (err) {
+    log.warn({ err: err instanceof Error ? err.message : String(err) }, 'discord: an attachment could not be fetched');
+    return null;
+  }
+}
+
+/** The refusal notice for a person's files, in one line. */
+export function refusalNotice(author: string, refusals: readonly string[]): string {
+  return `⚠ ${author}: ${refusals.join('; ')}. Only images (PNG, JPEG, GIF, WebP), PDF and plain text up to the size limit reach the agents.`;
+}
+
+/** Bytes of files to post, as discord.js takes them; one not kept any more is left out and logged. */
+export async function uploadsOf(files: Pick<Files, 'read'>, list: readonly Attachment[], log: Logger): Promise<Array<{ attachment: Buffer; name: string }>> {
+  const out: Array<{ attachment: Buffer; name: string }> = [];
+  for (const a of list) {
+    const f = await files.read(a.id);
+    if (f) out.push({ attachment: Buffer.from(f.bytes), name: a.name });
+    else log.error({ file: a.id }, 'discord: a file to post is not kept; posting without it');
+  }
+  return out;
+}
+
+/**
+ * Fill in a message's files before it is handed over; false when nothing is left to hand over
+ * (every file refused and no text). Refusals are told in the chat.
+ */
+export async function attachFiles(m: Pick<Message, 'attachments'>, msg: InboundMessage, files: Files, notify: (text: string) => Promise<unknown>, log: Logger): Promise<boolean> {
+  const got = await takeFiles(m, files, log);
+  if (got.attachments.length > 0) msg.attachments = got.attachments;
+  if (got.refusals.length > 0) await notify(refusalNotice(msg.author.name, got.refusals)).catch((err: unknown) => log.warn({ chatId: msg.chatId, err: err instanceof Error ? err.message : String(err) }, 'discord: could not post a file refusal'));
+  return msg.text.trim().length > 0 || got.attachments.length > 0;
+}
