@@ -76,6 +76,20 @@ describe('telegram adapter: files', () => {
     expect(w!.host.fileStore.files.size).toBe(0);
   });
 
+  it('a getFile that fails leaves the update unconfirmed: it is delivered again and the photo then arrives', async () => {
+    w = await makeWorld({ ids: ['analyst'] });
+    const chat = w.fake.createGroup('Charts', { type: 'supergroup' });
+    w.fake.addBotToChat(chat.id, TOKENS.analyst, MAYA);
+    // getFile's connection drops (more times than the client retries): the hand-over fails.
+    w.fake.faultNext('getFile', 'drop', 4);
+    await w.channel.start(w.host);
+    const png = samplePng(30, 20, 9);
+    w.fake.humanSendsFile(chat.id, MAYA, { photo: [{ bytes: png }] }, 'retry me');
+    const msg = await waitUntil(() => w!.host.received[0], 'the photo, after the retry', 60_000);
+    expect(msg.attachments![0]!.sha256).toBe(sha256(png));
+    expect(w.fake.callsOf('getFile').length).toBeGreaterThan(1);
+  }, 90_000);
+
   it("an agent's image goes out through its own bot with sendPhoto, the text as the caption", async () => {
     const { chat, ref } = await setup();
     const png = samplePng(64, 48, 5);
