@@ -75,6 +75,25 @@ export function noFiles(store: { readFile(id: string): Promise<StoredFile | null
   };
 }
 
+/** What a chat is told when a person's files were not taken: one line, naming each file and why. */
+export function fileRefusalNotice(author: string, refusals: readonly string[]): string {
+  return `⚠ ${author}: ${refusals.join('; ')}. Only images (PNG, JPEG, GIF, WebP), PDF and plain text up to the size limit reach the agents.`;
+}
+
+/**
+ * The kept bytes of files to post, in order. A file that cannot be read (never expected: files are
+ * not deleted) is left out and reported through `missing`, so the post still goes out.
+ */
+export async function readKept(files: Pick<Files, 'read'>, list: readonly Attachment[], missing: (a: Attachment) => void): Promise<Array<{ meta: Attachment; bytes: Uint8Array }>> {
+  const out: Array<{ meta: Attachment; bytes: Uint8Array }> = [];
+  for (const a of list) {
+    const f = await files.read(a.id);
+    if (f) out.push({ meta: a, bytes: f.bytes });
+    else missing(a);
+  }
+  return out;
+}
+
 /** Lines like `[image: chart.png, 800×600, 120 KB]`: how a file reads where it is not shown in full. */
 export function attachmentLine(a: Attachment): string {
   const kind = a.type.startsWith('image/') ? 'image' : a.type === 'application/pdf' ? 'PDF' : 'text file';

@@ -7,7 +7,7 @@
  */
 import type { Message } from 'discord.js';
 import type { Attachment, Files } from '../../core/fileTypes.js';
-import { sizeText } from '../../core/fileTypes.js';
+import { fileRefusalNotice, readKept, sizeText } from '../../core/fileTypes.js';
 import type { Logger } from '../../core/ports.js';
 import type { InboundMessage } from '../../core/types.js';
 
@@ -66,20 +66,10 @@ async function fetchBytes(url: string, max: number, log: Logger): Promise<Uint8A
   }
 }
 
-/** The refusal notice for a person's files, in one line. */
-export function refusalNotice(author: string, refusals: readonly string[]): string {
-  return `⚠ ${author}: ${refusals.join('; ')}. Only images (PNG, JPEG, GIF, WebP), PDF and plain text up to the size limit reach the agents.`;
-}
-
-/** Bytes of files to post, as discord.js takes them; one not kept any more is left out and logged. */
+/** Kept files as discord.js uploads them. */
 export async function uploadsOf(files: Pick<Files, 'read'>, list: readonly Attachment[], log: Logger): Promise<Array<{ attachment: Buffer; name: string }>> {
-  const out: Array<{ attachment: Buffer; name: string }> = [];
-  for (const a of list) {
-    const f = await files.read(a.id);
-    if (f) out.push({ attachment: Buffer.from(f.bytes), name: a.name });
-    else log.error({ file: a.id }, 'discord: a file to post is not kept; posting without it');
-  }
-  return out;
+  const kept = await readKept(files, list, (a) => log.error({ file: a.id }, 'discord: a file to post is not kept; posting without it'));
+  return kept.map((f) => ({ attachment: Buffer.from(f.bytes), name: f.meta.name }));
 }
 
 /**
@@ -89,6 +79,6 @@ export async function uploadsOf(files: Pick<Files, 'read'>, list: readonly Attac
 export async function attachFiles(m: Pick<Message, 'attachments'>, msg: InboundMessage, files: Files, notify: (text: string) => Promise<unknown>, log: Logger): Promise<boolean> {
   const got = await takeFiles(m, files, log);
   if (got.attachments.length > 0) msg.attachments = got.attachments;
-  if (got.refusals.length > 0) await notify(refusalNotice(msg.author.name, got.refusals)).catch((err: unknown) => log.warn({ chatId: msg.chatId, err: err instanceof Error ? err.message : String(err) }, 'discord: could not post a file refusal'));
+  if (got.refusals.length > 0) await notify(fileRefusalNotice(msg.author.name, got.refusals)).catch((err: unknown) => log.warn({ chatId: msg.chatId, err: err instanceof Error ? err.message : String(err) }, 'discord: could not post a file refusal'));
   return msg.text.trim().length > 0 || got.attachments.length > 0;
 }

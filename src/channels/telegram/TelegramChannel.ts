@@ -24,7 +24,8 @@ import { ApprovalButtons, approvalKeyboard } from './approvals.js';
 import { BasicGroupIds } from './basicIds.js';
 import { TelegramReactions } from './reactions.js';
 import type { TelegramChannelOptions } from './options.js';
-import { TelegramFiles, attachFiles, hasFiles, readAll, sendWithFiles } from './files.js';
+import { TelegramFiles, attachFiles, hasFiles, sendWithFiles } from './files.js';
+import { readKept } from '../../core/fileTypes.js';
 
 export type { TelegramChannelOptions } from './options.js';
 
@@ -301,7 +302,7 @@ export class TelegramChannel implements Channel {
     const t = this.target(chat);
     const hooks = { log: this.log, onMigrated: (o: number, n: number) => this.migrate(o, n) };
     const keyboard = approval ? approvalKeyboard(approval.id) : undefined;
-    const files = opts?.attachments?.length && this.host ? await readAll(this.host.files, opts.attachments, this.log) : [];
+    const files = opts?.attachments?.length && this.host ? await readKept(this.host.files, opts.attachments, (a) => this.log.error({ file: a.id }, 'telegram: a file to post is not kept; posting without it')) : [];
     const target = { chatId: t.tgId, threadId: t.threadId, replyTo: this.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard };
     const ids = await this.queues.run(chat.chatId, () => (files.length ? sendWithFiles(b.bot, target, text, files, () => sendText(b.bot, target, text, hooks)) : sendText(b.bot, target, text, hooks)));
     if (isBasicGroupId(t.tgId)) this.basic.notePosted(t.tgId, b.agent.id, ids);

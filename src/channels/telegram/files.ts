@@ -8,7 +8,7 @@
 import { InputFile, type Bot } from 'grammy';
 import type { Message } from 'grammy/types';
 import type { Attachment, Files } from '../../core/fileTypes.js';
-import { sizeText } from '../../core/fileTypes.js';
+import { fileRefusalNotice, sizeText } from '../../core/fileTypes.js';
 import type { Logger } from '../../core/ports.js';
 import type { InboundMessage } from '../../core/types.js';
 import { BoundedMap } from '../../core/lib/BoundedMap.js';
@@ -141,17 +141,6 @@ export async function sendWithFiles(bot: Bot, target: SendTarget, text: string, 
   return [...ids, ...(await sendFiles(bot, { ...target, replyTo: undefined }, files, undefined))];
 }
 
-/** Read the bytes of files to post; one that is not kept any more (never: files are not deleted) is left out and logged. */
-export async function readAll(files: Pick<Files, 'read'>, list: readonly Attachment[], log: Logger): Promise<Array<{ meta: Attachment; bytes: Uint8Array }>> {
-  const out: Array<{ meta: Attachment; bytes: Uint8Array }> = [];
-  for (const a of list) {
-    const f = await files.read(a.id);
-    if (f) out.push({ meta: a, bytes: f.bytes });
-    else log.error({ file: a.id }, 'telegram: a file to post is not kept; posting without it');
-  }
-  return out;
-}
-
 /**
  * Fill in the message's files before it is handed over; false when nothing is left to hand over
  * (every file refused, no caption). A refusal is told in the chat once, whichever bot's copy came first.
@@ -165,8 +154,7 @@ export async function attachFiles(
   const got = await take();
   if (got.attachments.length > 0) inbound.attachments = got.attachments;
   if (got.first && got.refusals.length > 0) {
-    const text = `⚠ ${inbound.author.name}: ${got.refusals.join('; ')}. Only images (PNG, JPEG, GIF, WebP), PDF and plain text up to the size limit reach the agents.`;
-    await notify(text).catch((err: unknown) => log.warn({ chatId: inbound.chatId, err: describeError(err) }, 'telegram: could not post a file refusal'));
+    await notify(fileRefusalNotice(inbound.author.name, got.refusals)).catch((err: unknown) => log.warn({ chatId: inbound.chatId, err: describeError(err) }, 'telegram: could not post a file refusal'));
   }
   return inbound.text.trim().length > 0 || got.attachments.length > 0;
 }

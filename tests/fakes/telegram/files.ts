@@ -5,9 +5,11 @@
  * (`sendPhoto`, `sendDocument`, `sendAnimation`) come as multipart forms; their bytes are kept so
  * tests can check what each bot posted.
  */
-import { createHash } from 'node:crypto';
+import { sha256 } from '../../helpers/sample-files.js';
 import type http from 'node:http';
 import busboy from 'busboy';
+
+export { sha256 };
 
 /** The Bot API downloads files up to 20 MB. */
 export const GET_FILE_LIMIT = 20 * 1024 * 1024;
@@ -102,8 +104,4 @@ export async function readMultipart(req: http.IncomingMessage, body: Buffer): Pr
     }
   }
   return { fields, files };
-}
-
-export function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
 }
