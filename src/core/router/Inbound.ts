@@ -273,6 +273,7 @@ export function humanEntry(msg: InboundMessage, command: boolean): NewEntry {
     hiddenFromAgents: command || undefined,
     replyTo: msg.replyToEntryId,
     clientTag: msg.clientTag,
-    attachments: msg.attachments?.length ? msg.attachments : undefined,
+    // Only when there are files: every human entry in memory keeps the same shape otherwise.
+    ...(msg.attachments?.length ? { attachments: msg.attachments } : {}),
   };
 }
