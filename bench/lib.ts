@@ -213,6 +213,11 @@ export class TimedChannel implements Channel {
   async react(): Promise<boolean> {
     return true;
   }
+  async relay(_chat: ChatRef, _from: unknown, _text: string): Promise<PostedMessage> {
+    return { ids: [] };
+  }
+  async editPosted(): Promise<void> {}
+  async deletePosted(): Promise<void> {}
   startTyping(): () => void {
     return () => undefined;
   }

@@ -42,6 +42,18 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * A platform refused a post, an edit or a deletion for good (the chat is gone, the bot was removed,
+ * the message no longer exists): trying again cannot help. Any other error from a channel is taken
+ * as passing (an outage, a 5xx, a rate limit) and the same post is tried again later.
+ */
+export class PostRefusedError extends Error {
+  override readonly name = 'PostRefusedError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 /** Data on disk written by a newer Chorus, or unusable as a whole: refuse to start. */
 export class StoreFormatError extends Error {
   override readonly name = 'StoreFormatError';

@@ -9,6 +9,7 @@ import type { GroupCheckpoint, GroupRecord } from './records.js';
 import type { ChannelStatus, ClusterStatus, GroupView, SearchCursor, UnreadableGroup } from './readModels.js';
 import type { GatewayApi } from './gatewayApi.js';
 import type { Attachment, Files, StoredFile } from './fileTypes.js';
+import type { PlatformEdit, PostedBy, RelayedAuthor } from './roomTypes.js';
 
 export type { GatewayApi, ReactionRequest } from './gatewayApi.js';
 
@@ -51,6 +52,13 @@ export interface PostOptions {
    * a Discord webhook upload). The channel reads their bytes through `ChannelHost.files`.
    */
   attachments?: readonly Attachment[] | undefined;
+  /**
+   * This post may have been made already: it was owed when the process stopped (a restart resumes
+   * it), and the platform may have taken it just before. A channel that can read its chat looks for
+   * its own message with this text posted since this time (epoch ms) and returns that one instead
+   * of posting it twice (Discord); one that cannot posts it (Telegram: a duplicate, never a loss).
+   */
+  resumedSince?: number | undefined;
 }
 
 /** What the platform assigned to a post: one id per chunk, in order. */
@@ -85,6 +93,13 @@ export interface ChannelHost {
    * chat without a group or an emoji it does not take is ignored (logged).
    */
   reacted(r: PlatformReaction): Promise<void>;
+  /**
+   * A person edited or deleted a message on the platform (Telegram `edited_message`, Discord
+   * message update / delete): the entry follows (its author's own message only), the agents are
+   * told, and the room's other chats get the change. A message Chorus does not know is ignored.
+   * Throws StoreUnavailableError when it could not be recorded (a platform that redelivers, should).
+   */
+  edited(e: PlatformEdit): Promise<void>;
   /** Keep the files of an inbound message before handing it over; read kept files to post them. */
   files: Files;
   /** Group management and live events, for channels that offer a UI/API (the web feed). */
@@ -162,6 +177,22 @@ export interface Channel {
   react(chat: ChatRef, agent: AgentDef, platformMessageId: string, emoji: string, on: boolean): Promise<boolean>;
   /** Post as the gateway's system voice (command replies, notices, greetings). */
   postAsSystem(chat: ChatRef, text: string, opts?: PostOptions): Promise<PostedMessage>;
+  /**
+   * Post a message a person (or a foreign bot) wrote in another chat of the room, under their name:
+   * Discord through the channel's webhook as "Maya · Telegram" with their avatar, Telegram through
+   * the relay bot as "**Maya** (Discord): …". Throws `PostRefusedError` when the chat refuses it
+   * for good; any other error is passing (the core tries again later, in order).
+   */
+  relay(chat: ChatRef, from: RelayedAuthor, text: string, opts?: PostOptions): Promise<PostedMessage>;
+  /**
+   * Change the text of messages this channel posted (`ids`: the chunks of one post, in order) to
+   * `text`, shown as the post was (`by`): a relayed or agent message whose original was edited.
+   * Chunks the new text no longer needs are emptied or removed; a longer text is cut to the chunks
+   * there are. Throws like `relay`.
+   */
+  editPosted(chat: ChatRef, ids: readonly string[], by: PostedBy, text: string): Promise<void>;
+  /** Remove messages this channel posted (a relayed message whose original was deleted). Throws like `relay`. */
+  deletePosted(chat: ChatRef, ids: readonly string[], by: PostedBy): Promise<void>;
   /** Show "agent is typing" until the returned function is called. Never throws. */
   startTyping(chat: ChatRef, agent: AgentDef): () => void;
   /** May this user run admin commands in this chat? */

@@ -5,6 +5,7 @@
  */
 import type { ChannelKind, GroupConfig, Reaction, TranscriptEntry } from './types.js';
 import type { UsageTotals } from './records.js';
+import type { LinkedChat } from './roomTypes.js';
 
 /** A group as adapters may see it (read-only snapshot). */
 export interface GroupView {
@@ -12,6 +13,8 @@ export interface GroupView {
   title: string;
   channel: ChannelKind;
   chatId: string;
+  /** The room's other chats, when the group lives in several (see roomTypes.ts). */
+  links?: LinkedChat[] | undefined;
   participants: string[];
   config: GroupConfig;
   archived: boolean;

@@ -6,6 +6,7 @@
 import type { Attachment } from './fileTypes.js';
 import type { ChannelKind, ChatTurn, GroupConfig, Reaction, TranscriptEntry, Usage } from './types.js';
 import type { ToolOutcome } from './toolTypes.js';
+import type { CarryItem, ChatAddress, LinkCode, LinkedChat } from './roomTypes.js';
 
 /** Accumulated token figures. */
 export interface UsageTotals {
@@ -73,6 +74,10 @@ export interface GroupState {
   today?: DayUsage | undefined;
   /** Tool calls of turns still running, oldest first; a turn's calls go when the turn ends. */
   tools?: ToolCallRecord[] | undefined;
+  /** Edits and deletions still to carry to copies in the room's other chats, oldest first. */
+  carry?: CarryItem[] | undefined;
+  /** Codes made by `/group link` not used yet (expired ones go when the next is made). */
+  linkCodes?: LinkCode[] | undefined;
 }
 
 /**
@@ -135,6 +140,8 @@ export interface GroupHead {
   chatId: string;
   /** Set for a private chat with one agent's bot: the chat id alone is shared by every bot. */
   dmAgentId?: string | undefined;
+  /** The room's other chats (a group in one chat has none). */
+  links?: LinkedChat[] | undefined;
   participants: string[];
   config: GroupConfig;
   createdAt: number;
@@ -213,7 +220,18 @@ export type GroupChange =
   /** A budget notice was posted on the UTC day of `at`. */
   | { t: 'budget-notice'; which: 'warned' | 'refused'; at: number }
   | { t: 'archive' }
-  | { t: 'rekey'; chatId: string }
+  /** The home chat (`from` absent) or the linked chat `from` changed its platform id (Telegram group → supergroup). */
+  | { t: 'rekey'; chatId: string; from?: ChatAddress | undefined }
+  /** Another chat joins the room (`/group link`, `groups[].chats`); `code`: the link code it used, gone now. */
+  | { t: 'link'; chat: LinkedChat; code?: string | undefined }
+  /** A linked chat leaves the room; entries not yet posted there are not posted. */
+  | { t: 'unlink'; channel: ChannelKind; chatId: string }
+  /** A link code was made (valid until `code.until`); expired ones are forgotten. */
+  | { t: 'link-code'; code: LinkCode; at: number }
+  /** An edit or deletion to carry to copies in other chats. */
+  | { t: 'carry'; items: CarryItem[] }
+  /** A carried edit reached one chat (or could not: that copy is left as it was). */
+  | { t: 'carried'; seq: number; chat: string; at: number }
   /** A round is added (`set` is the whole round) or changes (`set` holds what changed). */
   | { t: 'round'; id: string; set: Partial<RoundRecord> }
   /** A round finished or was abandoned. */
@@ -234,6 +252,8 @@ export interface DeliveryOutcome {
   seq: number;
   delivery: 'posted' | 'failed';
   postedIds?: string[] | undefined;
+  /** The copy in this chat of the room (a `chatKeyOf` key); absent: the home chat's post. */
+  chat?: string | undefined;
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import type { ToolStepView } from './toolTypes.js';
 import type { Attachment, PromptAttachment } from './fileTypes.js';
+import type { ChatAddress, ChatCopy } from './roomTypes.js';
 
 /** The platforms a group can live on. */
 export type ChannelKind = 'telegram' | 'discord' | 'web';
@@ -140,6 +141,16 @@ export interface InboundMessage {
    * over. With files, `text` may be empty.
    */
   attachments?: Attachment[] | undefined;
+  /**
+   * The platform id of the message this one replies to, in this chat (any message: a person's, an
+   * agent's, a relayed copy). The core finds the entry it is in every chat of a room, so the reply
+   * threads to it everywhere and addresses its agent.
+   */
+  replyToPlatformId?: string | undefined;
+  /** A bot that is not a Chorus agent wrote it (Telegram's bot-to-bot mode); absent: a person. */
+  authorKind?: 'bot' | undefined;
+  /** An https URL of the author's picture where the platform gives one (Discord), for relayed copies. */
+  authorAvatarUrl?: string | undefined;
 }
 
 /**
@@ -338,6 +349,21 @@ export interface TranscriptEntry {
   toolDecision?: { id: string; approved: boolean; by: string } | undefined;
   /** Files the message carries (a person's upload, an image an agent's tool made), in order. */
   attachments?: Attachment[] | undefined;
+  /**
+   * A room's entry that came from (a person's message, a command) or answers in (a command's reply)
+   * one of its linked chats rather than its home chat. Absent: the home chat.
+   */
+  origin?: ChatAddress | undefined;
+  /**
+   * Its copies in the room's other chats, by chat key (`chatKeyOf`): a person's message relayed
+   * under their name, an agent's reply or a notice posted there too. The home chat's post is
+   * `delivery` / `postedIds`; the web has no copies (the page shows the transcript itself).
+   */
+  copies?: Record<string, ChatCopy> | undefined;
+  /** A bot that is not an agent wrote it (see InboundMessage.authorKind). */
+  authorKind?: 'bot' | undefined;
+  /** The author's picture, where the platform gave one (relayed copies on Discord show it). */
+  authorAvatarUrl?: string | undefined;
 }
 
 /**

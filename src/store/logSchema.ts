@@ -147,7 +147,14 @@ const sessionDelta = z.object({
   usage,
 });
 
-const delivery = z.object({ seq: z.number(), delivery: z.enum(['posted', 'failed']), postedIds: z.array(z.string()).optional() });
+// `chat`: the outcome of a copy in another chat of the room; absent: the home chat's post.
+const delivery = z.object({ seq: z.number(), delivery: z.enum(['posted', 'failed']), postedIds: z.array(z.string()).optional(), chat: z.string().optional() });
+
+const chatAddress = z.object({ channel: z.enum(['telegram', 'discord', 'web']), chatId: z.string() });
+const linkedChat = chatAddress.extend({ title: z.string().optional(), at: z.number() });
+const relayedAuthor = z.looseObject({ name: z.string(), platform: z.enum(['telegram', 'discord', 'web']), kind: z.enum(['person', 'bot']), avatarUrl: z.string().optional() });
+const postedBy = z.union([z.object({ agentId: z.string() }), z.object({ relayed: relayedAuthor }), z.object({ system: z.literal(true) })]);
+const carryItem = z.object({ seq: z.number(), chat: z.string(), ids: z.array(z.string()), by: postedBy, at: z.number(), text: z.string().optional(), deleted: z.literal(true).optional() });
 
 // Each edit is an entry's whole edit state (records.ts): text, when it was edited, notes, reactions.
 const edit = z.object({
@@ -174,7 +181,12 @@ const change = z.discriminatedUnion('t', [
   z.object({ t: z.literal('usage'), key: z.string(), at: z.number(), usage: usageOfCall, costUsd: z.number().nullable().optional() }),
   z.object({ t: z.literal('budget-notice'), which: z.enum(['warned', 'refused']), at: z.number() }),
   z.object({ t: z.literal('archive') }),
-  z.object({ t: z.literal('rekey'), chatId: z.string() }),
+  z.object({ t: z.literal('rekey'), chatId: z.string(), from: chatAddress.optional() }),
+  z.object({ t: z.literal('link'), chat: linkedChat, code: z.string().optional() }),
+  chatAddress.extend({ t: z.literal('unlink') }),
+  z.object({ t: z.literal('link-code'), code: z.object({ code: z.string(), until: z.number(), from: z.string() }), at: z.number() }),
+  z.object({ t: z.literal('carry'), items: z.array(carryItem) }),
+  z.object({ t: z.literal('carried'), seq: z.number(), chat: z.string(), at: z.number() }),
   // A new round carries all of it, a change only what changed.
   z.object({ t: z.literal('round'), id: z.string(), set: round.partial() }),
   z.object({ t: z.literal('round-done'), id: z.string() }),

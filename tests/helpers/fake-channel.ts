@@ -1,6 +1,7 @@
 /** A Channel that records what the router posts; admins configurable. */
 import type { Channel, ChannelHost, PostOptions, PostedMessage } from '../../src/core/ports.js';
 import type { AgentDef, ChannelKind, ChatRef } from '../../src/core/types.js';
+import type { PostedBy, RelayedAuthor } from '../../src/core/roomTypes.js';
 
 export interface FakePost {
   chatId: string;
@@ -42,6 +43,23 @@ export class FakeChannel implements Channel {
     const id = `p${++this.n}`;
     this.posts.push({ chatId: chat.chatId, agentId: null, text, id });
     return { ids: [id] };
+  }
+  /** Posts relayed from other chats of a room, edits and removals of posted messages. */
+  readonly relayed: Array<{ chatId: string; from: RelayedAuthor; text: string; replyTo?: string | undefined; id: string }> = [];
+  readonly changed: Array<{ chatId: string; ids: string[]; by: PostedBy; text?: string; deleted?: true }> = [];
+  async relay(chat: ChatRef, from: RelayedAuthor, text: string, opts?: PostOptions): Promise<PostedMessage> {
+    if (this.failPosts) throw new Error('platform down');
+    const id = `p${++this.n}`;
+    this.relayed.push({ chatId: chat.chatId, from, text, replyTo: opts?.replyToMessageId, id });
+    return { ids: [id] };
+  }
+  async editPosted(chat: ChatRef, ids: readonly string[], by: PostedBy, text: string): Promise<void> {
+    if (this.failPosts) throw new Error('platform down');
+    this.changed.push({ chatId: chat.chatId, ids: [...ids], by, text });
+  }
+  async deletePosted(chat: ChatRef, ids: readonly string[], by: PostedBy): Promise<void> {
+    if (this.failPosts) throw new Error('platform down');
+    this.changed.push({ chatId: chat.chatId, ids: [...ids], by, deleted: true });
   }
   startTyping(_chat: ChatRef, agent: AgentDef) {
     this.typing.push({ agentId: agent.id, active: true });

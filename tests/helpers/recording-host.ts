@@ -10,6 +10,7 @@ import { silentLogger } from './logger.js';
 import { MemoryStore } from './memory-store.js';
 import { FileKeeper } from '../../src/files/FileKeeper.js';
 import type { Files } from '../../src/core/fileTypes.js';
+import type { PlatformEdit } from '../../src/core/roomTypes.js';
 
 export class RecordingHost implements ChannelHost {
   readonly received: InboundMessage[] = [];
@@ -55,6 +56,12 @@ export class RecordingHost implements ChannelHost {
   readonly handles = new Map<string, string>();
   registerHandle(handle: string, agentId: string): void {
     this.handles.set(handle, agentId);
+  }
+  /** Edits and deletions the adapter reported. */
+  readonly edits: PlatformEdit[] = [];
+  async edited(e: PlatformEdit): Promise<void> {
+    this.edits.push(e);
+    for (const w of this.waiters.splice(0)) w();
   }
   readonly reactions: PlatformReaction[] = [];
   async reacted(r: PlatformReaction): Promise<void> {

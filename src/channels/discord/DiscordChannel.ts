@@ -14,6 +14,7 @@
  * shown by the gateway bot with `agent_reactions: bot`, since webhooks cannot react (agentReactions.ts).
  */
 import { Routes, type Client, type Message } from 'discord.js';
+import { PostRefusedError } from '../../core/errors.js';
 import type { Channel, ChannelCapabilities, ChannelHost, ConnectionGate, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
 import type { ChannelStatus } from '../../core/readModels.js';
 import type { AgentDef, ChatRef, PlatformReaction } from '../../core/types.js';
@@ -356,6 +357,19 @@ export class DiscordChannel implements Channel {
       }
       return { ids };
     });
+  }
+
+  // Rooms across chats: relaying people and carrying edits (Discord side still to be built).
+  async relay(): Promise<PostedMessage> {
+    throw new PostRefusedError('Discord: relaying messages from other chats is not supported yet');
+  }
+
+  async editPosted(): Promise<void> {
+    throw new PostRefusedError('Discord: changing relayed messages is not supported yet');
+  }
+
+  async deletePosted(): Promise<void> {
+    throw new PostRefusedError('Discord: removing relayed messages is not supported yet');
   }
 
   startTyping(chat: ChatRef, _agent: AgentDef): () => void {

@@ -6,6 +6,7 @@
  * Outbound: each reply goes through the speaking agent's own bot, the system voice through the bot
  * a command was addressed to (or the first participant's bot). Reactions both ways: reactions.ts.
  */
+import { PostRefusedError } from '../../core/errors.js';
 import type { Message, ChatMemberUpdated } from 'grammy/types';
 import type { Bot } from 'grammy';
 import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
@@ -332,6 +333,19 @@ export class TelegramChannel implements Channel {
       }
     }
     throw lastErr;
+  }
+
+  // Rooms across chats: relaying people and carrying edits (Telegram side still to be built).
+  async relay(): Promise<PostedMessage> {
+    throw new PostRefusedError('Telegram: relaying messages from other chats is not supported yet');
+  }
+
+  async editPosted(): Promise<void> {
+    throw new PostRefusedError('Telegram: changing relayed messages is not supported yet');
+  }
+
+  async deletePosted(): Promise<void> {
+    throw new PostRefusedError('Telegram: removing relayed messages is not supported yet');
   }
 
   startTyping(chat: ChatRef, agent: AgentDef): () => void {

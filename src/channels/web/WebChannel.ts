@@ -5,6 +5,7 @@
  * over SSE. So posting just hands back ids, and typing is shown from the router's typing events.
  */
 import { randomUUID } from 'node:crypto';
+import type { RelayedAuthor } from '../../core/roomTypes.js';
 import type { Server } from 'node:http';
 import type { ChorusConfig } from '../../config/schema.js';
 import { WEB_CONNECTION_DEFAULTS } from '../../config/schema.js';
@@ -193,6 +194,15 @@ export class WebChannel implements Channel {
   async postAsSystem(_chat: ChatRef, text: string): Promise<PostedMessage> {
     return this.ids(text);
   }
+
+  /** The page shows every entry of a room from the transcript: nothing is relayed, edited or removed here. */
+  async relay(_chat: ChatRef, _from: RelayedAuthor, text: string): Promise<PostedMessage> {
+    return this.ids(text);
+  }
+
+  async editPosted(): Promise<void> {}
+
+  async deletePosted(): Promise<void> {}
 
   /** The page shows reactions from the transcript (live over the event stream): nothing to post. */
   async react(): Promise<boolean> {

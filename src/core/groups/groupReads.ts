@@ -83,6 +83,7 @@ export function viewOf(g: GroupDoc): GroupView {
     title: g.title,
     channel: g.channel,
     chatId: g.chatId,
+    ...(g.links?.length ? { links: g.links.map((l) => ({ ...l })) } : {}),
     participants: [...g.participants],
     config: { ...g.config },
     archived: g.state.archived,

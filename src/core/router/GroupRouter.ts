@@ -34,6 +34,8 @@ import { Approvals } from './Approvals.js';
 import { platformReaction } from './platformReactions.js';
 import { replaceInPlace, type Reconfiguration } from './reconfigure.js';
 import { noTools } from './toolTurn.js';
+import type { PlatformEdit } from '../roomTypes.js';
+import { Rooms } from '../rooms/Rooms.js';
 
 /** Everything the router needs; built by the composition root (src/app.ts). */
 export interface RouterOptions {
@@ -90,6 +92,8 @@ export class GroupRouter implements ChannelHost {
   private readonly requests: RoundRequests;
   private readonly commands: CommandContext;
   readonly approvals: Approvals;
+  /** Rooms across chats: copies in every chat, edits carried across. */
+  readonly rooms: Rooms;
   private started = false;
   private resumed = false;
   readonly peers: Peers;
@@ -136,6 +140,7 @@ export class GroupRouter implements ChannelHost {
       rounds: { regenerate: (...a) => this.requests.regenerate(...a), stopGroup: (...a) => this.requests.stopGroup(...a), decideTool: (...a) => this.requests.decideTool(...a) },
     });
     this.approvals = new Approvals(this.groups, this.recorder, opts.clock);
+    this.rooms = new Rooms({ groups: this.groups, outbox: this.outbox, running: this.running, clock: opts.clock, logger: opts.logger, shutdown: this.shutdownController.signal });
     this.gate = new LlmGate(opts.llm, opts.llmSettings, opts.clock, this.metrics, this.shutdownController.signal, opts.logger);
     this.runner = new RoundRunner({
       groups: this.groups,
@@ -380,6 +385,10 @@ export class GroupRouter implements ChannelHost {
 
   agentForPostedMessage(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined {
     return this.outbox.agentFor(channel, chatId, platformMessageId);
+  }
+
+  edited(e: PlatformEdit): Promise<void> {
+    return this.rooms.edited(e);
   }
 
   reacted(r: PlatformReaction): Promise<void> {

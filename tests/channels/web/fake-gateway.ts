@@ -248,6 +248,7 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   async membershipChanged(): Promise<void> {}
   async rekeyChat(): Promise<void> {}
   async reacted(): Promise<void> {}
+  async edited(): Promise<void> {}
   agentForPostedMessage(): string | undefined {
     return undefined;
   }
