@@ -2,6 +2,7 @@
  * The port through which user interfaces and APIs (the web channel, the tests) use the core: its
  * own file beside ports.ts, which holds the channel, store and model ports and names this one.
  */
+import type { ChatAddress } from './roomTypes.js';
 import type { AgentDef, GroupConfig, TranscriptEntry } from './types.js';
 import type { PromptContext } from './groups/promptContextView.js';
 import type { AroundPage, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, RegenerateResult, SearchCursor, SearchPage, StopResult, ToolDecision, TranscriptPage } from './readModels.js';
@@ -78,6 +79,20 @@ export interface GatewayApi {
    * runs the group.
    */
   react(groupId: string, entryId: string, reaction: ReactionRequest): Promise<TranscriptEntry>;
+  /**
+   * A one-time code (valid 10 minutes) that links another chat to this group's room: typed as
+   * `/group link <code>` there by an admin of that chat. `by`: who asked (the web token's holder).
+   * Throws a UserError: 404 unknown group, 409 archived or a private chat's group.
+   */
+  linkCode(groupId: string, by: string): Promise<{ code: string; until: number }>;
+  /**
+   * The web joins the room a code was made for (the web panel's "Link a chat"): its group can then
+   * be written to from the page. Returns the room's group. Throws a UserError: 404 `unknown_code`
+   * (never made, used, or expired).
+   */
+  linkWeb(code: string, by: string): Promise<GroupView>;
+  /** A linked chat leaves the room (`/group unlink` there, or the web panel). Throws a UserError: 404 not linked. */
+  unlinkChat(groupId: string, chat: ChatAddress, by: string): Promise<GroupView>;
 }
 
 /** One person adds (`on`) or removes a reaction (`GatewayApi.react`). */

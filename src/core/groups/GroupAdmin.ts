@@ -3,6 +3,7 @@
  * added), membership, muting, memory resets, config changes, dissolving, and the read models the
  * web API lists. Every change is recorded through the Recorder, then announced as a live event.
  */
+import type { ChatAddress } from '../roomTypes.js';
 import type { AroundPage, RegenerateResult, SearchCursor, SearchPage, StopResult, ToolDecision } from '../readModels.js';
 import type { Channel, Clock, GatewayApi, Peers, ReactionRequest, Store, Logger } from '../ports.js';
 import type { GroupDoc } from '../records.js';
@@ -58,6 +59,17 @@ export class GroupAdmin implements GatewayApi {
     const entryChanges = { groups: d.groups, store: d.store, now: () => d.clock.now(), running: d.running, serial: new KeyedQueue() };
     this.editor = new MessageEditor(entryChanges);
     this.reactions = new Reactions({ ...entryChanges, perMinute: d.reactionsPerMinute });
+  }
+
+  // Rooms across chats (being built).
+  async linkCode(_groupId: string, _by: string): Promise<{ code: string; until: number }> {
+    throw new UserError('linking chats is not available yet', 'not_implemented', 501);
+  }
+  async linkWeb(_code: string, _by: string): Promise<GroupView> {
+    throw new UserError('linking chats is not available yet', 'not_implemented', 501);
+  }
+  async unlinkChat(_groupId: string, _chat: ChatAddress, _by: string): Promise<GroupView> {
+    throw new UserError('linking chats is not available yet', 'not_implemented', 501);
   }
 
   react(groupId: string, entryId: string, reaction: ReactionRequest): Promise<TranscriptEntry> {

@@ -249,6 +249,15 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   async rekeyChat(): Promise<void> {}
   async reacted(): Promise<void> {}
   async edited(): Promise<void> {}
+  async linkCode(): Promise<{ code: string; until: number }> {
+    return { code: 'ABCD-1234', until: Date.now() + 600_000 };
+  }
+  async linkWeb(): Promise<never> {
+    throw new Error('not in the fake');
+  }
+  async unlinkChat(): Promise<never> {
+    throw new Error('not in the fake');
+  }
   agentForPostedMessage(): string | undefined {
     return undefined;
   }
