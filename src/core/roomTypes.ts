@@ -7,7 +7,10 @@
  *
  * Shapes only: what the log keeps of links and copies, what channels report and are asked to post.
  */
-import type { ChannelKind, InboundAuthor } from './types.js';
+import type { ChannelKind, ChatAddress, InboundAuthor } from './types.js';
+
+// Defined beside the entry that holds them (types.ts), named here with the rest of the rooms' shapes.
+export type { ChatAddress, ChatCopy } from './types.js';
 
 /** One chat of a room other than the group's home chat. */
 export interface LinkedChat {
@@ -20,12 +23,6 @@ export interface LinkedChat {
   at: number;
 }
 
-/** A chat of a room, as records and maps name it. */
-export interface ChatAddress {
-  channel: ChannelKind;
-  chatId: string;
-}
-
 /** `channel:chatId`: the key of one chat in `TranscriptEntry.copies` and `DeliveryOutcome.chat`. */
 export function chatKeyOf(c: ChatAddress): string {
   return `${c.channel}:${c.chatId}`;
@@ -35,18 +32,6 @@ export function chatKeyOf(c: ChatAddress): string {
 export function chatOfKey(key: string): ChatAddress {
   const i = key.indexOf(':');
   return { channel: key.slice(0, i) as ChannelKind, chatId: key.slice(i + 1) };
-}
-
-/**
- * Where one entry's copy in one chat of the room stands. `pending` until the chat's channel posted
- * it (`posted`, with the platform ids of its chunks) or refused it for good (`failed`: the chat is
- * gone, the bot was removed). `synced`: the time of the entry's last edit or deletion this copy
- * shows; an entry edited after it still has that edit to carry to this chat.
- */
-export interface ChatCopy {
-  delivery: 'pending' | 'posted' | 'failed';
-  ids?: string[] | undefined;
-  synced?: number | undefined;
 }
 
 /** Who wrote a message relayed into another chat: how that chat shows them. */

@@ -50,7 +50,7 @@ export interface GroupAdminDeps {
 }
 
 export class GroupAdmin implements GatewayApi {
-  private readonly editor: MessageEditor;
+  readonly editor: MessageEditor;
   /** People's reactions, and agents' (`byAgent`, for the rounds). */
   readonly reactions: Reactions;
 

@@ -9,6 +9,7 @@
  * live events of a record are made from it then (`projection.ts`). If a write fails, the group is
  * reloaded from the store as after a crash: what was not durable is gone without a trace.
  */
+import { copiesFor } from '../rooms/chats.js';
 import type { Logger, Store, StoredGroup } from '../ports.js';
 import type { TranscriptPage } from '../readModels.js';
 import type { DeliveryOutcome, EntryEdit, GroupChange, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
@@ -296,17 +297,25 @@ export class GroupManager {
   append(g: GroupDoc, entry: Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number }): TranscriptEntry {
     const seq = g.nextSeq;
     const full: TranscriptEntry = { ...entry, id: `${g.id}.${seq}`, seq, ts: entry.ts ?? this.now() };
+    // In a room of several chats, the copies it is owed there are decided now and recorded with it.
+    const copies = copiesFor(g, full);
+    if (copies) full.copies = copies;
     this.writes.entry(g, full);
     return full;
   }
 
-  /** The channel posted (or gave up on) an entry. */
-  markDelivered(g: GroupDoc, e: TranscriptEntry, outcome: 'posted' | 'failed', postedIds?: string[]): void {
-    const d: DeliveryOutcome = { seq: e.seq, delivery: outcome, postedIds };
-    this.writes.delivery(g, d);
+  /** The channel posted (or gave up on) an entry: in the home chat, or its copy in the room's chat `chat`. */
+  markDelivered(g: GroupDoc, e: TranscriptEntry, outcome: 'posted' | 'failed', postedIds?: string[], chat?: string): void {
+    this.writes.delivery(g, { seq: e.seq, delivery: outcome, postedIds, ...(chat ? { chat } : {}) });
     // The caller's copy too, when it is not the one in memory (an entry read back from the store).
-    e.delivery = outcome;
-    if (postedIds) e.postedIds = postedIds;
+    if (chat) e.copies = { ...e.copies, [chat]: { ...e.copies?.[chat], delivery: outcome, ...(postedIds ? { ids: postedIds } : {}) } };
+    else e.delivery = outcome;
+    if (postedIds && !chat) e.postedIds = postedIds;
+  }
+
+  /** Edits to carry to copies in a room's other chats, and those carried. */
+  roomChange(g: GroupDoc, c: Extract<GroupChange, { t: 'carry' | 'carried' }>): void {
+    this.writes.change(g, c);
   }
 
   /** The author edited or deleted an entry: applied now, written with the next record. */

@@ -21,6 +21,10 @@ import { DELETED_TEXT, edited, editNoteText, redactTurns, rewriteMemory } from '
 import { entryAt, seqOfId } from './evolve.js';
 import type { GroupManager } from './GroupManager.js';
 import type { KeyedQueue } from '../lib/KeyedQueue.js';
+import { carryFor } from '../rooms/carry.js';
+
+/** Who changes a message: the browser that sent it, or its author on a platform (checked by the caller). */
+type Who = { clientTag: string | undefined; platform?: true | undefined };
 
 /** How long a deleted text is still looked for in turns being recorded (a turn built before it). */
 const IN_FLIGHT_MS = 30 * 60 * 1000;
@@ -46,12 +50,16 @@ export class MessageEditor {
     d.groups.turnFilter = (g, turns) => this.filter(g, turns);
   }
 
-  async edit(groupId: string, entryId: string, by: { clientTag: string | undefined; text: string; maxChars: number }): Promise<TranscriptEntry> {
+  /**
+   * `by.platform`: the edit was made on a platform by the message's author (Telegram, Discord),
+   * checked by the caller, instead of by the browser `clientTag`.
+   */
+  async edit(groupId: string, entryId: string, by: Who & { text: string; maxChars: number }): Promise<TranscriptEntry> {
     const text = by.text.trim();
     if (!text) throw new UserError('the new text is empty; delete the message instead', 'empty', 400);
     if (text.length > by.maxChars) throw new UserError(`the new text is too long (${text.length} characters; the limit is ${by.maxChars})`, 'too_long', 400);
     return this.serial(groupId, async () => {
-      const { g, entry } = await this.mine(groupId, entryId, by.clientTag);
+      const { g, entry } = await this.mine(groupId, entryId, by);
       if (entry.text === text) return entry;
       const before = { ...entry };
       const at = this.d.now();
@@ -59,20 +67,22 @@ export class MessageEditor {
       // The whole edit state: the new text, every note about the message, its reactions as they are.
       const ed: EntryEdit = { seq: entry.seq, text, at, notes: [...(entry.editNotes ?? []), note.seq], ...(entry.reactions?.length ? { reactions: entry.reactions } : {}) };
       this.d.groups.edit(g, ed);
+      this.carry(g, entry, ed);
       this.rewriteSessions(g, before, text);
       await this.d.groups.commit(g).durable;
       return edited(entry, ed);
     });
   }
 
-  remove(groupId: string, entryId: string, by: { clientTag: string | undefined }): Promise<TranscriptEntry> {
+  remove(groupId: string, entryId: string, by: Who): Promise<TranscriptEntry> {
     return this.serial(groupId, async () => {
-      const { g, entry } = await this.mine(groupId, entryId, by.clientTag);
+      const { g, entry } = await this.mine(groupId, entryId, by);
       const before = { ...entry };
       const at = this.d.now();
       const ed: EntryEdit = { seq: entry.seq, deleted: true, at, ...(entry.editNotes?.length ? { notes: entry.editNotes } : {}) };
       this.d.groups.edit(g, ed);
       for (const seq of entry.editNotes ?? []) this.d.groups.edit(g, { seq, deleted: true, at });
+      this.carry(g, entry, ed);
       this.rewriteSessions(g, before, DELETED_TEXT);
       await this.d.groups.commit(g).durable;
       const list = (this.gone.get(g.id) ?? []).filter((x) => x.until > at);
@@ -82,11 +92,17 @@ export class MessageEditor {
     });
   }
 
-  /** The entry `entryId` of a group this instance runs, if it is a message the browser `clientTag` sent and may still change. */
-  private async mine(groupId: string, entryId: string, clientTag: string | undefined): Promise<{ g: GroupDoc; entry: TranscriptEntry }> {
+  /** In a room of several chats the copies of the message follow (carried by their chats' queues). */
+  private carry(g: GroupDoc, entry: TranscriptEntry, ed: EntryEdit): void {
+    const items = carryFor(g, entry, ed);
+    if (items.length) this.d.groups.roomChange(g, { t: 'carry', items });
+  }
+
+  /** The entry `entryId` of a group this instance runs, if it is a message `who` sent and may still change. */
+  private async mine(groupId: string, entryId: string, who: Who): Promise<{ g: GroupDoc; entry: TranscriptEntry }> {
     const { g, entry } = await entryToChange(this.d, groupId, entryId);
     if (entry.kind !== 'human' || entry.hiddenFromAgents) throw new UserError('only a person\'s message can be edited or deleted', 'not_editable', 409);
-    if (!clientTag || entry.clientTag !== clientTag) throw new UserError('only the browser that sent a message can edit or delete it', 'forbidden', 403);
+    if (!who.platform && (!who.clientTag || entry.clientTag !== who.clientTag)) throw new UserError('only the browser that sent a message can edit or delete it', 'forbidden', 403);
     if (entry.deleted) throw new UserError('this message was deleted', 'deleted', 409);
     return { g, entry };
   }

@@ -10,7 +10,10 @@
 import type { DayUsage, DeliveryOutcome, EntryEdit, GroupChange, GroupCheckpoint, GroupDoc, GroupHead, GroupRecord, SessionDelta, SessionDoc, ToolCallRecord, UsageTotals } from '../records.js';
 import type { GroupConfig, TranscriptEntry, Usage } from '../types.js';
 import { applyEntryEdit } from './entryEdit.js';
-import { chatKeyOf } from '../roomTypes.js';
+import { seenKey } from '../rooms/chats.js';
+import { applyRoomChange, owesPost } from '../rooms/roomChanges.js';
+
+export { owesPost } from '../rooms/roomChanges.js';
 
 /**
  * Transcript entries kept in memory per group; older ones are read from the store on demand (a
@@ -40,15 +43,8 @@ export function applyEntry(g: GroupDoc, e: TranscriptEntry): void {
   g.transcript.push(e);
   if (owesPost(e)) g.undelivered.push(e);
   // Its platform id is dedupe memory from now on, as of the entry's time.
-  if (e.kind === 'human' && e.platformMessageId) remember(g.seen, e.platformMessageId, e.ts);
+  if (e.kind === 'human' && e.platformMessageId) remember(g.seen, seenKey(e.origin, e.platformMessageId), e.ts);
   trimTail(g);
-}
-
-/** Is a post of this entry still owed: in its home chat, or a copy in another chat of the room? */
-export function owesPost(e: TranscriptEntry): boolean {
-  if (e.delivery === 'pending') return true;
-  for (const k in e.copies) if (e.copies[k]!.delivery === 'pending') return true;
-  return false;
 }
 
 /** The channel posted (or gave up on) an entry recorded earlier: in its home chat, or one copy (`d.chat`). */
@@ -116,34 +112,11 @@ export function applyChange(g: GroupDoc, c: GroupChange): void {
       else g.links = g.links?.map((l) => (l.channel === c.from!.channel && l.chatId === c.from!.chatId ? { ...l, chatId: c.chatId } : l));
       return;
     case 'link':
-      g.links = [...(g.links ?? []).filter((l) => l.channel !== c.chat.channel || l.chatId !== c.chat.chatId), { ...c.chat }];
-      if (c.code) dropCode(g, (k) => k.code === c.code);
-      return;
-    case 'unlink': {
-      const key = chatKeyOf(c);
-      const left = (g.links ?? []).filter((l) => chatKeyOf(l) !== key);
-      if (left.length) g.links = left;
-      else delete g.links;
-      // What was still owed to that chat is not posted there any more.
-      for (const e of g.undelivered) {
-        if (e.copies?.[key]?.delivery !== 'pending') continue;
-        const { [key]: _gone, ...rest } = e.copies;
-        e.copies = Object.keys(rest).length ? rest : undefined;
-        if (!e.copies) delete e.copies;
-      }
-      g.undelivered = g.undelivered.filter(owesPost);
-      keepCarry(g, (it) => it.chat !== key);
-      return;
-    }
+    case 'unlink':
     case 'link-code':
-      dropCode(g, (k) => k.until <= c.at);
-      g.state.linkCodes = [...(g.state.linkCodes ?? []), { ...c.code }];
-      return;
     case 'carry':
-      g.state.carry = [...(g.state.carry ?? []), ...structuredClone(c.items)];
-      return;
     case 'carried':
-      keepCarry(g, (it) => !(it.seq === c.seq && it.chat === c.chat && it.at <= c.at));
+      applyRoomChange(g, c);
       return;
     case 'round': {
       const r = g.rounds.find((x) => x.id === c.id);
@@ -172,22 +145,6 @@ export function applyChange(g: GroupDoc, c: GroupChange): void {
       keepTools(g, (call) => call.turn !== c.turn);
       return;
   }
-}
-
-/** Keep the edits still to carry that pass `keep`; none left: the field goes. */
-function keepCarry(g: GroupDoc, keep: (it: NonNullable<GroupDoc['state']['carry']>[number]) => boolean): void {
-  if (!g.state.carry) return;
-  const left = g.state.carry.filter(keep);
-  if (left.length > 0) g.state.carry = left;
-  else delete g.state.carry;
-}
-
-/** Forget link codes matching `drop`; none left: the field goes. */
-function dropCode(g: GroupDoc, drop: (k: NonNullable<GroupDoc['state']['linkCodes']>[number]) => boolean): void {
-  if (!g.state.linkCodes) return;
-  const left = g.state.linkCodes.filter((k) => !drop(k));
-  if (left.length > 0) g.state.linkCodes = left;
-  else delete g.state.linkCodes;
 }
 
 /** Keep the recorded tool calls that pass `keep`; none left: the field goes (older state has none). */

@@ -12,6 +12,7 @@ import type { GroupDoc } from '../records.js';
 import type { InboundMessage } from '../types.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import { BoundedSet } from '../lib/BoundedMap.js';
+import { seenKeyOf } from '../rooms/chats.js';
 
 /** How many messages of chats without a group are remembered. */
 const CHATLESS_SEEN = 2000;
@@ -28,7 +29,7 @@ export class Dedupe {
    * copy arriving meanwhile (another bot's) finds it remembered.
    */
   remembers(g: GroupDoc | undefined, msg: InboundMessage): boolean {
-    return this.chatless.has(chatKey(msg)) || (!!g && this.groups.isSeen(g, msg.messageId));
+    return this.chatless.has(chatKey(msg)) || (!!g && this.groups.isSeen(g, seenKeyOf(g, msg)));
   }
 
   /** For a message it `remembers`: true once that memory is durable (the message was taken). */
@@ -42,7 +43,7 @@ export class Dedupe {
     } catch {
       return false;
     }
-    return this.groups.usable(g) && this.groups.isSeen(g, msg.messageId);
+    return this.groups.usable(g) && this.groups.isSeen(g, seenKeyOf(g, msg));
   }
 
   /** Remember a message handled in a chat that has no group. */

@@ -34,40 +34,13 @@ import { Approvals } from './Approvals.js';
 import { platformReaction } from './platformReactions.js';
 import { replaceInPlace, type Reconfiguration } from './reconfigure.js';
 import { noTools } from './toolTurn.js';
+import type { RouterOptions } from './RouterOptions.js';
+
+export type { RouterOptions } from './RouterOptions.js';
 import type { PlatformEdit } from '../roomTypes.js';
 import { Rooms } from '../rooms/Rooms.js';
-
-/** Everything the router needs; built by the composition root (src/app.ts). */
-export interface RouterOptions {
-  agents: AgentDef[];
-  aliases: Record<string, string[]>;
-  groupDefaults: GroupConfig;
-  limits: { user_messages_per_minute: number; max_message_chars: number; reactions_per_minute?: number | undefined };
-  llm: LlmProvider;
-  /** Model settings; the per-group/per-agent shares and the reply limit default to none / 32 KiB (see LlmGate). */
-  llmSettings: import('./RoundDeps.js').ModelSettings & GateSettings;
-  validateConfig: ConfigValidator;
-  store: Store;
-  clock: Clock;
-  logger: Logger;
-  /** Groups from the config file, created on first start. */
-  declaredGroups?: DeclaredGroup[];
-  scripted?: boolean;
-  /** Records between checkpoints of a group (tests make it small to crash around checkpoints). */
-  checkpointEvery?: number | undefined;
-  /** Where counts and timings go (`/metrics`); nothing is reported without it. */
-  metrics?: Metrics | undefined;
-  /**
-   * The other instances when several share one database: this process then runs only the groups
-   * the cluster hands it (`hosting`). Without peers it runs every group.
-   */
-  peers?: Peers | undefined;
-  /** Keeping and reading files (src/files/FileKeeper.ts); without it none is taken (`noFiles`). */
-  files?: Files | undefined;
-  /** The agents' tools, and what keeps secrets out of the room's view of their calls. */
-  tools?: ToolHost | undefined;
-  redact?: ((text: string) => string) | undefined;
-}
+import { originOf } from '../rooms/chats.js';
+import { BotPairs } from '../rooms/BotPairs.js';
 
 export class GroupRouter implements ChannelHost {
   readonly events: EventHub;
@@ -116,6 +89,7 @@ export class GroupRouter implements ChannelHost {
       // The one place live events are made from records (groups/projection.ts).
       recorded: (g, rec) => {
         for (const ev of eventsOf(g, rec)) this.events.emit(ev);
+        this.rooms.landed(g, rec);
       },
     });
     this.outbox = new Outbox(this.channels, this.agentMap, this.events, opts.logger);
@@ -140,7 +114,11 @@ export class GroupRouter implements ChannelHost {
       rounds: { regenerate: (...a) => this.requests.regenerate(...a), stopGroup: (...a) => this.requests.stopGroup(...a), decideTool: (...a) => this.requests.decideTool(...a) },
     });
     this.approvals = new Approvals(this.groups, this.recorder, opts.clock);
-    this.rooms = new Rooms({ groups: this.groups, outbox: this.outbox, running: this.running, clock: opts.clock, logger: opts.logger, shutdown: this.shutdownController.signal });
+    this.rooms = new Rooms({
+      ...{ groups: this.groups, running: this.running, channels: this.channels, agentMap: this.agentMap, posted: this.outbox.posted, store: opts.store },
+      ...{ clock: opts.clock, logger: opts.logger, shutdown: this.shutdownController.signal, maxChars: opts.limits.max_message_chars },
+      editEntry: (groupId, entryId, change) => ('deleted' in change ? this.gateway.editor.remove(groupId, entryId, { clientTag: undefined, platform: true }) : this.gateway.editor.edit(groupId, entryId, { clientTag: undefined, platform: true, text: change.text, maxChars: opts.limits.max_message_chars })),
+    });
     this.gate = new LlmGate(opts.llm, opts.llmSettings, opts.clock, this.metrics, this.shutdownController.signal, opts.logger);
     this.runner = new RoundRunner({
       groups: this.groups,
@@ -159,6 +137,7 @@ export class GroupRouter implements ChannelHost {
       typing: (g, a, active) => this.outbox.setTyping(g, a, active),
       tools: opts.tools ?? noTools,
       redact: opts.redact ?? ((text) => text),
+      botPairs: new BotPairs(opts.limits.bot_pair_events_per_minute ?? 10),
     }, (g) => this.schedule(g));
     // A decision on a waiting tool call: the round that stepped aside for it runs again.
     this.approvals.onDecided = (g) => void (this.runner.unpark(g.id), this.schedule(g));
@@ -197,7 +176,7 @@ export class GroupRouter implements ChannelHost {
       ask: (g, msg, ids, text) => this.requests.ask(g, msg, ids, text),
       stop: (g, by, seen) => this.requests.stopRounds(g, by, seen),
       decideTool: (g, id, approve, who) => this.approvals.decide(g, id, approve, who),
-      reply: (msg, g, text) => (g ? this.recorder.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId }).then(() => undefined) : this.outbox.replyInChat(msg, text)),
+      reply: (msg, g, text) => (g ? this.recorder.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId, origin: originOf(g, msg) }).then(() => undefined) : this.outbox.replyInChat(msg, text)),
     };
     this.inbound = new Inbound({
       groups: this.groups,
@@ -210,6 +189,7 @@ export class GroupRouter implements ChannelHost {
       peers: this.peers,
       running: this.running,
       limits: opts.limits,
+      posted: this.outbox.posted,
       now: () => opts.clock.now(),
       shutdown: this.shutdownController.signal,
       newRound: (g, triggerIds, addressed, forced) => this.requests.newRound(g, triggerIds, addressed, forced),
@@ -282,6 +262,7 @@ export class GroupRouter implements ChannelHost {
 
   private resumeGroup(g: GroupDoc): void {
     if (!this.running.runs(g.id)) return;
+    this.rooms.landed(g);
     if (g.state.archived || (g.undelivered.length === 0 && g.rounds.length === 0)) return;
     this.logger.info({ group: g.id, rounds: g.rounds.length, undelivered: g.undelivered.length }, 'resuming unfinished work');
     if (g.undelivered.length > 0) {
@@ -298,6 +279,7 @@ export class GroupRouter implements ChannelHost {
     await this.queues.onIdleAll();
     // Background summaries: their calls were just aborted, so this is quick; none writes after it.
     await this.runner.settled();
+    await this.rooms.settled();
     await this.groups.checkpointAll();
     await this.opts.store.flush();
   }

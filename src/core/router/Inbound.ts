@@ -16,6 +16,8 @@ import { findMentions, type HandleIndex } from './mentions.js';
 import type { Recorder, NewEntry } from './Recorder.js';
 import { RateLimiter } from './RateLimiter.js';
 import { Dedupe } from './Dedupe.js';
+import { originOf, seenKeyOf } from '../rooms/chats.js';
+import { withReplyResolved, type PostedIndex } from '../rooms/PostedIndex.js';
 
 export interface InboundDeps {
   groups: GroupManager;
@@ -28,6 +30,8 @@ export interface InboundDeps {
   peers: Peers;
   running: RunningGroups;
   limits: { user_messages_per_minute: number; max_message_chars: number };
+  /** Which entry each platform message is (replies across the chats of a room). */
+  posted: PostedIndex;
   now(): number;
   shutdown: AbortSignal;
   /** A round for the entries about to be recorded. */
@@ -82,6 +86,7 @@ export class Inbound {
     if (this.d.shutdown.aborted) return { status: 'rejected', code: 'shutting_down', reason: 'shutting down' };
     const dm = msg.isPrivate && msg.viaAgentId && this.d.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
     const g = this.d.groups.find(msg.channel, msg.chatId, dm);
+    if (g) msg = withReplyResolved(g, msg, this.d.posted);
     const here = !g || this.d.running.runs(g.id);
     // Messages handed over by other instances before this one came in are recorded first.
     if (g && here && !forwarded) await this.d.peers.beforeReceive(g.id);
@@ -191,7 +196,7 @@ export class Inbound {
     if (outcome.failed || !changesState(command) || ['ask', 'stop', 'approve', 'deny'].includes(command.name) || g.state.archived) {
       return { status: 'command', groupId: g.id, ephemeral: answer };
     }
-    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(msg, true)] });
+    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(g, msg, true)] });
     if (outcome.reply) await this.d.commands.reply(msg, g, outcome.reply);
     return { status: 'command', groupId: g.id, entryId: entry!.id };
   }
@@ -203,7 +208,7 @@ export class Inbound {
   }
 
   private async command(g: GroupDoc, msg: InboundMessage, command: ParsedCommand): Promise<ReceiveResult> {
-    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(msg, true)] });
+    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(g, msg, true)] });
     await handleCommand(this.d.commands, msg, command, g);
     return { status: 'command', groupId: g.id, entryId: entry!.id };
   }
@@ -211,7 +216,7 @@ export class Inbound {
   /** Refused to the sender alone where it can be (the web page), else with a notice in the chat. */
   private async overLimit(g: GroupDoc, msg: InboundMessage, refusal: Refusal): Promise<ReceiveResult> {
     if (msg.ephemeral) return this.ephemeralRefusal(g, msg, refusal);
-    await this.d.recorder.notice(g, refusal.text, { decision: 'cap', seen: msg.messageId });
+    await this.d.recorder.notice(g, refusal.text, { decision: 'cap', seen: seenKeyOf(g, msg) });
     return { status: 'rejected', groupId: g.id, code: refusal.code, reason: refusal.text };
   }
 
@@ -220,7 +225,7 @@ export class Inbound {
     const addressed = this.addressedBy(g, msg);
     if (addressed.length > 0) this.d.groups.setSticky(g, addressed.at(-1)!);
     const round = this.d.newRound(g, [`${g.id}.${g.nextSeq}`], addressed, false);
-    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(msg, false)], round: { record: round, add: true } });
+    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(g, msg, false)], round: { record: round, add: true } });
     this.d.metrics.messageRecorded(msg.channel);
     this.d.schedule(g);
     return { status: 'recorded', groupId: g.id, entryId: entry!.id };
@@ -262,7 +267,8 @@ export class Inbound {
 }
 
 /** The entry a human message becomes (a command's line is hidden from the agents). */
-export function humanEntry(msg: InboundMessage, command: boolean): NewEntry {
+export function humanEntry(g: GroupDoc, msg: InboundMessage, command: boolean): NewEntry {
+  const origin = originOf(g, msg);
   return {
     kind: 'human',
     authorId: `${msg.channel}:${msg.author.id}`,
@@ -275,5 +281,9 @@ export function humanEntry(msg: InboundMessage, command: boolean): NewEntry {
     clientTag: msg.clientTag,
     // Only when there are files: every human entry in memory keeps the same shape otherwise.
     ...(msg.attachments?.length ? { attachments: msg.attachments } : {}),
+    // Rooms across chats: where it was written (when not the home chat), who wrote it.
+    ...(origin ? { origin } : {}),
+    ...(msg.authorKind ? { authorKind: msg.authorKind } : {}),
+    ...(msg.authorAvatarUrl && g.links?.length ? { authorAvatarUrl: msg.authorAvatarUrl } : {}),
   };
 }

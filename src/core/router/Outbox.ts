@@ -10,17 +10,14 @@ import type { AgentDef, ChannelKind, ChatRef, InboundMessage, TranscriptEntry } 
 import { channelStepText } from '../text/toolText.js';
 import { describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
-import { BoundedMap } from '../lib/BoundedMap.js';
-
-/** Platform ids remembered for reply-to addressing; older ones are forgotten. */
-const POSTED_MAX = 50_000;
+import { PostedIndex } from '../rooms/PostedIndex.js';
 
 /** What became of one post: posted with ids, failed for good, or no channel running yet. */
 export type PostOutcome = { ok: true; ids: string[] } | { ok: false } | 'later';
 
 export class Outbox {
-  /** `channel:chatId:platformId` → the agent that posted it. */
-  private readonly postedIndex = new BoundedMap<string, string>(POSTED_MAX);
+  /** Which entry (and agent) each platform message is, in every chat of every room. */
+  readonly posted = new PostedIndex();
   private readonly typingStops = new Map<string, () => void>();
 
   constructor(
@@ -32,7 +29,7 @@ export class Outbox {
 
   /** Which agent posted this platform message, if known. */
   agentFor(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined {
-    return this.postedIndex.get(`${channel}:${chatId}:${platformMessageId}`);
+    return this.posted.find({ channel, chatId }, platformMessageId)?.agentId;
   }
 
   /** Stop every typing indicator (shutdown). */
@@ -45,8 +42,11 @@ export class Outbox {
     return { channel: g.channel, chatId: g.chatId, threadId, viaAgentId: viaAgentId ?? g.dmAgentId };
   }
 
-  /** Post one recorded entry as its agent, or as the system voice. Never throws. */
-  async post(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined): Promise<PostOutcome> {
+  /**
+   * Post one recorded entry in the home chat as its agent, or as the system voice. Never throws.
+   * `resumedSince`: the post was owed before a restart (see PostOptions).
+   */
+  async post(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined, resumedSince?: number): Promise<PostOutcome> {
     const channel = this.channels.get(g.channel);
     if (!channel) {
       this.logger.warn({ group: g.id, channel: g.channel }, 'channel not running; entry kept for later delivery');
@@ -63,8 +63,8 @@ export class Outbox {
       const approval = entry.tool?.outcome === 'waiting' ? { groupId: g.id, id: entry.tool.id } : undefined;
       // Files an agent's tools made go out with its reply, under its identity.
       const attachments = entry.kind === 'agent' && entry.attachments?.length ? entry.attachments : undefined;
-      const res = agent ? await channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval, attachments }) : await channel.postAsSystem(chat, text);
-      if (agent) for (const id of res.ids) this.postedIndex.set(`${g.channel}:${g.chatId}:${id}`, agent.id);
+      const res = agent ? await channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval, attachments, resumedSince }) : await channel.postAsSystem(chat, text, resumedSince ? { resumedSince } : undefined);
+      for (const id of res.ids) this.posted.note(g, id, entry);
       return { ok: true, ids: res.ids };
     } catch (err) {
       this.logger.error({ group: g.id, agent: entry.agentId, err: describeError(err) }, agent ? 'channel could not post a reply' : 'channel could not post a notice');
@@ -109,9 +109,8 @@ export class Outbox {
     this.events.emit({ type: 'typing', groupId: g.id, agentId: agent.id, active });
   }
 
-  /** Learn which agent posted the platform ids of a loaded entry. */
+  /** Learn the platform ids of a loaded entry (reply-to threading and addressing). */
   indexPosted(g: GroupDoc, e: TranscriptEntry): void {
-    if (!e.agentId || !e.postedIds) return;
-    for (const id of e.postedIds) this.postedIndex.set(`${g.channel}:${g.chatId}:${id}`, e.agentId);
+    this.posted.learn(g, e);
   }
 }

@@ -10,6 +10,7 @@ import type { GroupDoc, RoundRecord } from '../records.js';
 import type { AgentDef, DecisionType, TranscriptEntry } from '../types.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { Outbox } from './Outbox.js';
+import type { ChatAddress } from '../roomTypes.js';
 
 /** An entry before the store gives it an id, a seq and a time. */
 export type NewEntry = Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number };
@@ -32,6 +33,14 @@ export class Recorder {
   ) {}
 
   /**
+   * Entries are posted here as they are recorded, in the group's one chat. A room of several chats
+   * posts through its chats' own queues instead (rooms/ChatDelivery.ts), told as each record lands.
+   */
+  private postsHere(g: GroupDoc): boolean {
+    return !g.links?.length;
+  }
+
+  /**
    * Record, persist, publish, deliver. Throws `StoreUnavailableError` when the change could not
    * be made durable: then nothing of it is published, delivered or kept.
    */
@@ -51,7 +60,7 @@ export class Recorder {
     const { entries, durable } = this.groups.commit(g);
     // Its live events are made from the record as it becomes durable (groups/projection.ts).
     await durable;
-    for (const e of entries) if (e.delivery === 'pending' && added.includes(e)) await this.deliver(g, e, change.replyTo);
+    if (this.postsHere(g)) for (const e of entries) if (e.delivery === 'pending' && added.includes(e)) await this.deliver(g, e, change.replyTo);
     return added;
   }
 
@@ -61,11 +70,15 @@ export class Recorder {
    */
   async deliverAppended(g: GroupDoc, appended: TranscriptEntry[], replyTo: string | undefined): Promise<void> {
     await this.groups.commit(g).durable;
+    if (!this.postsHere(g)) return;
     for (const e of appended) if (e.delivery === 'pending' && g.undelivered.includes(e) && this.groups.usable(g)) await this.deliver(g, e, replyTo);
   }
 
-  /** A system-voice line in the chat: recorded, posted, never shown to agents. */
-  async notice(g: GroupDoc, text: string, opts: { decision?: DecisionType; agentId?: string; viaAgentId?: string; threadId?: string; round?: RoundRecord; seen?: string; toolDecision?: TranscriptEntry['toolDecision'] } = {}): Promise<TranscriptEntry> {
+  /**
+   * A system-voice line in the chat: recorded, posted, never shown to agents. `origin`: an answer
+   * for one linked chat of a room (a command typed there), posted there alone.
+   */
+  async notice(g: GroupDoc, text: string, opts: { decision?: DecisionType; agentId?: string; viaAgentId?: string; threadId?: string; round?: RoundRecord; seen?: string; toolDecision?: TranscriptEntry['toolDecision']; origin?: ChatAddress | undefined } = {}): Promise<TranscriptEntry> {
     const [entry] = await this.record(g, {
       entries: [
         {
@@ -74,7 +87,8 @@ export class Recorder {
           authorName: 'Chorus',
           text,
           hiddenFromAgents: true,
-          delivery: 'pending',
+          delivery: opts.origin ? undefined : 'pending',
+          ...(opts.origin ? { origin: opts.origin } : {}),
           threadId: opts.threadId,
           roundId: opts.round?.id,
           viaAgentId: opts.viaAgentId,
@@ -97,17 +111,21 @@ export class Recorder {
     return this.outbox.react(g, agent, entry.platformMessageId, emoji, entry.threadId);
   }
 
-  /** Post entries a crash or an outage left undelivered, oldest first. */
+  /**
+   * Post entries a crash or an outage left undelivered, oldest first (a room's chats' queues do
+   * this for a room). Each may have been posted just before the stop: a channel that can look first.
+   */
   async redeliver(g: GroupDoc): Promise<void> {
+    if (!this.postsHere(g)) return;
     for (const e of [...g.undelivered]) {
       if (!this.groups.usable(g)) return;
-      await this.deliver(g, e, undefined);
+      if (e.delivery === 'pending') await this.deliver(g, e, undefined, e.ts);
     }
   }
 
   /** Hand one recorded entry to its channel; the outcome rides on the group's next record. */
-  private async deliver(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined): Promise<void> {
-    const outcome = await this.outbox.post(g, entry, replyTo);
+  private async deliver(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined, resumedSince?: number): Promise<void> {
+    const outcome = await this.outbox.post(g, entry, replyTo, resumedSince);
     if (outcome === 'later' || !this.groups.usable(g)) return;
     this.groups.markDelivered(g, entry, outcome.ok ? 'posted' : 'failed', outcome.ok ? outcome.ids : undefined);
     // Not awaited: a lost outcome only means the entry is offered to the channel again after a

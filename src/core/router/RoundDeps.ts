@@ -3,6 +3,7 @@
  * speaker selector (planning) and the background summaries use. Its own file so those parts
  * depend on this contract, not on each other.
  */
+import type { BotPairs } from '../rooms/BotPairs.js';
 import type { Clock, Logger } from '../ports.js';
 import type { ToolHost } from '../toolPorts.js';
 import type { GroupDoc } from '../records.js';
@@ -54,4 +55,6 @@ export interface RoundDeps {
   tools: ToolHost;
   /** Secrets out of what the room is shown of tool calls, as in logs. */
   redact: (text: string) => string;
+  /** How often an agent may answer a bot that is not an agent (against two bots looping). */
+  botPairs: BotPairs;
 }

@@ -3,6 +3,7 @@
  * again" and Retry), `/stop`, and regenerating a reply. Each is one record: the round added, or
  * the rounds ended with a notice saying who stopped them.
  */
+import { seenKeyOf } from '../rooms/chats.js';
 import type { Clock, Logger, Peers } from '../ports.js';
 import type { GroupDoc, RoundRecord } from '../records.js';
 import type { RegenerateResult, StopResult, ToolDecision } from '../readModels.js';
@@ -38,13 +39,13 @@ export class RoundRequests {
 
   /** `/ask`: record the optional text and force these agents to answer. */
   async ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string | null): Promise<TranscriptEntry | undefined> {
-    const entries: NewEntry[] = text ? [{ ...humanEntry(msg, false), text }] : [];
+    const entries: NewEntry[] = text ? [{ ...humanEntry(g, msg, false), text }] : [];
     const round = this.newRound(g, text ? [`${g.id}.${g.nextSeq}`] : [], agentIds, true);
     // Web "ask again" on a message: answer the question that message was about, not the latest one.
     if (!text && msg.replyToEntryId) round.about = this.questionFor(g, msg.replyToEntryId)?.id;
     // The command's id is remembered with it: on the web the `/ask` line itself is not stored, and a
     // retried or redelivered `/ask` must not make the agents answer twice.
-    const [entry] = await this.d.recorder.record(g, { entries, round: { record: round, add: true }, seen: msg.messageId });
+    const [entry] = await this.d.recorder.record(g, { entries, round: { record: round, add: true }, seen: seenKeyOf(g, msg) });
     this.d.schedule(g);
     return entry;
   }

@@ -93,6 +93,11 @@ export class TurnRunner {
       drop(this.d, g, round, t);
       return decide(this.d, g, round, 'batch', agent.id, `${agent.name} already answered this together with an earlier message`);
     }
+    const bot = this.trigger(g, round);
+    if (bot?.authorKind === 'bot' && !resuming && !this.d.botPairs.take(g.id, bot.authorId, agent.id, clock.now())) {
+      drop(this.d, g, round, t);
+      return decide(this.d, g, round, 'cap', agent.id, `${agent.name} does not answer ${bot.authorName} for now: they exchanged ${this.d.botPairs.limit} messages in the last minute`);
+    }
     const cooldownLeft = (g.state.lastSpoke[agent.id] ?? -Infinity) + cfg.cooldown_seconds * 1000 - clock.now();
     const capReached = round.capped >= cfg.max_agent_turns_per_message;
 
