@@ -16,6 +16,7 @@ import { PgDeadLetters } from '../../src/store/postgres/deadLetters.js';
 import { CapturingLogger, silentLogger } from '../helpers/logger.js';
 import { testDatabase, withDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { HEAD, all, cp, entry, rec, storeContract } from './store-contract.js';
+import { roomsContract } from './rooms-contract.js';
 
 const db = await testDatabase('store');
 const extra: TestDatabase[] = [];
@@ -114,6 +115,12 @@ function store(url: string, o: Partial<PostgresStoreOptions> = {}): PostgresStor
 
 describe.skipIf(!db)('postgres store', () => {
   storeContract('postgres store', {
+    async fresh() {
+      const url = await freshUrl();
+      return () => store(url);
+    },
+  });
+  roomsContract('postgres store', {
     async fresh() {
       const url = await freshUrl();
       return () => store(url);
