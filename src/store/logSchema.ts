@@ -41,6 +41,17 @@ const chatTurn = z.object({
 
 const reaction = z.object({ emoji: z.string(), by: z.string(), byKey: z.string(), at: z.number() });
 
+// Rooms across chats: what the log keeps of linked chats, copies and edits still to carry. Checked,
+// because the core walks them (a copy that is not an object would crash a replay); loose where a
+// later Chorus may add fields that must survive a read.
+const chatAddress = z.looseObject({ channel: z.enum(['telegram', 'discord', 'web']), chatId: z.string() });
+const linkedChat = chatAddress.extend({ title: z.string().optional(), at: z.number() });
+const relayedAuthor = z.looseObject({ name: z.string(), platform: z.enum(['telegram', 'discord', 'web']), kind: z.enum(['person', 'bot']), avatarUrl: z.string().optional() });
+const postedBy = z.union([z.object({ agentId: z.string() }), z.object({ relayed: relayedAuthor }), z.object({ system: z.literal(true) })]);
+const carryItem = z.looseObject({ seq: z.number(), chat: z.string(), ids: z.array(z.string()), by: postedBy, at: z.number(), text: z.string().optional(), deleted: z.literal(true).optional() });
+const chatCopy = z.looseObject({ delivery: z.enum(['pending', 'posted', 'failed']), ids: z.array(z.string()).optional(), synced: z.number().optional() });
+const linkCode = z.looseObject({ code: z.string(), until: z.number(), from: z.string() });
+
 const entry = z.looseObject({
   id: z.string(),
   seq: z.number().int().positive(),
@@ -53,6 +64,8 @@ const entry = z.looseObject({
   reactions: z.array(reaction).optional(),
   reactionOf: z.object({ id: z.string(), emoji: z.string(), by: z.string() }).optional(),
   attachments: z.array(attachment).optional(),
+  origin: chatAddress.optional(),
+  copies: z.record(z.string(), chatCopy).optional(),
 });
 
 const dayUsage = z.looseObject({
@@ -76,6 +89,8 @@ const state = z.looseObject({
   repliedUpTo: z.record(z.string(), z.number()).optional(),
   today: dayUsage.optional(),
   tools: z.array(z.lazy(() => toolCall)).optional(),
+  carry: z.array(carryItem).optional(),
+  linkCodes: z.array(linkCode).optional(),
 });
 
 const toolOutcome = z.enum(['ok', 'error', 'timeout', 'unavailable', 'denied', 'interrupted', 'cancelled']);
@@ -109,6 +124,7 @@ const head = z.looseObject({
   title: z.string(),
   channel: z.enum(['telegram', 'discord', 'web']),
   chatId: z.string(),
+  links: z.array(linkedChat).optional(),
   participants: z.array(z.string()),
   // Keys are checked by the core against the current defaults; old files may lack new keys.
   config: z.record(z.string(), z.unknown()),
@@ -150,11 +166,6 @@ const sessionDelta = z.object({
 // `chat`: the outcome of a copy in another chat of the room; absent: the home chat's post.
 const delivery = z.object({ seq: z.number(), delivery: z.enum(['posted', 'failed']), postedIds: z.array(z.string()).optional(), chat: z.string().optional() });
 
-const chatAddress = z.object({ channel: z.enum(['telegram', 'discord', 'web']), chatId: z.string() });
-const linkedChat = chatAddress.extend({ title: z.string().optional(), at: z.number() });
-const relayedAuthor = z.looseObject({ name: z.string(), platform: z.enum(['telegram', 'discord', 'web']), kind: z.enum(['person', 'bot']), avatarUrl: z.string().optional() });
-const postedBy = z.union([z.object({ agentId: z.string() }), z.object({ relayed: relayedAuthor }), z.object({ system: z.literal(true) })]);
-const carryItem = z.object({ seq: z.number(), chat: z.string(), ids: z.array(z.string()), by: postedBy, at: z.number(), text: z.string().optional(), deleted: z.literal(true).optional() });
 
 // Each edit is an entry's whole edit state (records.ts): text, when it was edited, notes, reactions.
 const edit = z.object({
@@ -184,7 +195,7 @@ const change = z.discriminatedUnion('t', [
   z.object({ t: z.literal('rekey'), chatId: z.string(), from: chatAddress.optional() }),
   z.object({ t: z.literal('link'), chat: linkedChat, code: z.string().optional() }),
   chatAddress.extend({ t: z.literal('unlink') }),
-  z.object({ t: z.literal('link-code'), code: z.object({ code: z.string(), until: z.number(), from: z.string() }), at: z.number() }),
+  z.object({ t: z.literal('link-code'), code: linkCode, at: z.number() }),
   z.object({ t: z.literal('carry'), items: z.array(carryItem) }),
   z.object({ t: z.literal('carried'), seq: z.number(), chat: z.string(), at: z.number() }),
   // A new round carries all of it, a change only what changed.

@@ -12,6 +12,7 @@ import { checkFileToKeep } from '../../src/store/fileCheck.js';
 import { emptyGroup, evolve, headOf } from '../../src/core/groups/evolve.js';
 import { afterCursor, newestFirst, searchTokens, searchable, tokensMatch } from '../../src/core/text/search.js';
 import { applyEntryEdit } from '../../src/core/groups/entryEdit.js';
+import { applyOutcome } from '../../src/store/deliveryOutcome.js';
 
 /** A group as a replay of its whole log gives it: the full transcript, every session. */
 export interface DurableGroup extends Omit<GroupDoc, 'seen' | 'transcript'> {
@@ -130,7 +131,7 @@ export class MemoryStore implements Store {
       for (const e of rec.entries ?? []) out.set(e.seq, e);
       for (const d of rec.delivery ?? []) {
         const e = out.get(d.seq);
-        if (e) Object.assign(e, { delivery: d.delivery }, d.postedIds ? { postedIds: d.postedIds } : {});
+        if (e) applyOutcome(e, d);
       }
       for (const ed of rec.edits ?? []) {
         const e = out.get(ed.seq);

@@ -16,6 +16,7 @@ import { peekGroups } from '../../src/store/files/peek.js';
 import { truncateBack, writeFully, type WriteFn } from '../../src/store/files/writeFully.js';
 import { CapturingLogger, silentLogger } from '../helpers/logger.js';
 import { HEAD, all, entry, pageBack, rec, storeContract } from './store-contract.js';
+import { roomsContract } from './rooms-contract.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -51,6 +52,12 @@ storeContract('file store', {
   async fresh() {
     const dir = tempDir();
     // Small segments, so the contract's history spans many of them.
+    return () => new FileStore({ dataDir: dir, fsync: 'never', segmentBytes: 2048, logger: silentLogger });
+  },
+});
+roomsContract('file store', {
+  async fresh() {
+    const dir = tempDir();
     return () => new FileStore({ dataDir: dir, fsync: 'never', segmentBytes: 2048, logger: silentLogger });
   },
 });

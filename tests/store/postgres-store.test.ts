@@ -16,6 +16,7 @@ import { PgDeadLetters } from '../../src/store/postgres/deadLetters.js';
 import { CapturingLogger, silentLogger } from '../helpers/logger.js';
 import { testDatabase, withDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { HEAD, all, cp, entry, rec, storeContract } from './store-contract.js';
+import { roomsContract } from './rooms-contract.js';
 
 const db = await testDatabase('store');
 const extra: TestDatabase[] = [];
@@ -114,6 +115,12 @@ function store(url: string, o: Partial<PostgresStoreOptions> = {}): PostgresStor
 
 describe.skipIf(!db)('postgres store', () => {
   storeContract('postgres store', {
+    async fresh() {
+      const url = await freshUrl();
+      return () => store(url);
+    },
+  });
+  roomsContract('postgres store', {
     async fresh() {
       const url = await freshUrl();
       return () => store(url);
@@ -366,6 +373,32 @@ describe.skipIf(!db)('postgres store', () => {
       const [x, y] = [store(url2), store(url2)];
       await Promise.all([x.open(), y.open()]);
       await Promise.all([x.close(), y.close()]);
+    });
+
+    it('a database of the version before copies: its entries read back as before, and copies of them take outcomes once it is migrated', async () => {
+      const url = await freshUrl();
+      // Entries written with the migrations up to 6 only (no copies column yet).
+      await migrate(pool(url), silentLogger, MIGRATIONS.filter((m) => m.version < 7));
+      const old = store(url);
+      const reply = { ...entry(2, 'reply'), kind: 'agent' as const, agentId: 'analyst', delivery: 'pending' as const, copies: { 'telegram:-100': { delivery: 'pending' as const } } };
+      // The store migrates at open: written before that, by hand, as version 6 wrote them.
+      const p = pool(url);
+      await p.query(`INSERT INTO chorus_groups (id) VALUES ('g')`);
+      await p.query(`INSERT INTO chorus_records (group_id, n, v, ts, body) VALUES ('g', 1, 2, 1, $1::json), ('g', 2, 2, 2, $2::json)`, [JSON.stringify(rec(1, { head: HEAD, entries: [entry(1)] })), JSON.stringify(rec(2, { entries: [reply] }))]);
+      await p.query(`INSERT INTO chorus_entries (group_id, seq, n, entry, delivery, posted_ids) VALUES ('g', 1, 1, $1::json, NULL, NULL), ('g', 2, 2, $2::json, 'posted', '["h2"]'::json)`, [JSON.stringify(entry(1)), JSON.stringify(reply)]);
+      const { groups } = await old.open();
+      expect(groups.map((g) => g.id)).toEqual(['g']);
+      expect((await old.readEntries('g', { limit: 10 })).map((e) => [e.seq, e.delivery, e.postedIds, e.copies])).toEqual([
+        [1, undefined, undefined, undefined],
+        [2, 'posted', ['h2'], { 'telegram:-100': { delivery: 'pending' } }],
+      ]);
+      await old.append('g', rec(3, { delivery: [{ seq: 2, chat: 'telegram:-100', delivery: 'posted', postedIds: ['t2'] }] }));
+      expect((await old.readEntries('g', { afterSeq: 1, limit: 1 }))[0]).toMatchObject({ delivery: 'posted', postedIds: ['h2'], copies: { 'telegram:-100': { delivery: 'posted', ids: ['t2'] } } });
+      await old.close();
+      // The migration's statement can run again over its own work without harm.
+      await p.query(MIGRATIONS.find((m) => m.version === 7)!.sql);
+      const { rows } = await p.query<{ version: number }>('SELECT version FROM chorus_schema_migrations ORDER BY version');
+      expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
     });
 
     it('refuses a database written by a newer Chorus, and a record of a newer version', async () => {

@@ -109,13 +109,18 @@ export function storeContract(name: string, factory: StoreFactory): void {
       // Entry and outcome appended together: they end up in one batch.
       const late: TranscriptEntry = { ...entry(2, 'notice'), kind: 'system', delivery: 'pending' };
       await Promise.all([store.append('g', rec(4, { entries: [late] })), store.append('g', rec(5, { delivery: [{ seq: 2, delivery: 'posted', postedIds: ['43', '44'] }] }))]);
+      // An earlier entry's outcome and an edit of it in one batch: both stand.
+      const third: TranscriptEntry = { ...entry(3, 'typo'), kind: 'agent', agentId: 'analyst', delivery: 'pending' };
+      await store.append('g', rec(6, { entries: [third] }));
+      await Promise.all([store.append('g', rec(7, { delivery: [{ seq: 3, delivery: 'posted', postedIds: ['45'] }] })), store.append('g', rec(8, { edits: [{ seq: 3, text: 'fixed', at: 9000 }] }))]);
       const page = await store.readEntries('g', { limit: 10 });
       expect(page[0]).toMatchObject({ seq: 1, delivery: 'posted', postedIds: ['42'] });
       expect(page[1]).toMatchObject({ seq: 2, delivery: 'posted', postedIds: ['43', '44'] });
+      expect(page[2]).toMatchObject({ seq: 3, delivery: 'posted', postedIds: ['45'], text: 'fixed' });
       await store.close();
       const again = make();
       await again.open();
-      expect((await again.readEntries('g', { afterSeq: 0, limit: 10 })).map((e) => [e.delivery, e.postedIds])).toEqual([['posted', ['42']], ['posted', ['43', '44']]]);
+      expect((await again.readEntries('g', { afterSeq: 0, limit: 10 })).map((e) => [e.delivery, e.postedIds, e.text])).toEqual([['posted', ['42'], 'hi'], ['posted', ['43', '44'], 'notice'], ['posted', ['45'], 'fixed']]);
       await again.close();
     });
 

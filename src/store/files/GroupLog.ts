@@ -12,6 +12,7 @@ import type { GroupRecord } from '../../core/records.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { parseRecord } from '../logSchema.js';
 import { applyEntryEdit } from '../../core/groups/entryEdit.js';
+import { applyOutcome } from '../deliveryOutcome.js';
 import { SEGMENT_FILE, segmentName } from './format.js';
 import { cacheIndex, cachedIndex, emptyIndex, noteRecord, spanOf, type LineTable, type RecordSpan, type SegmentIndex } from './segmentIndex.js';
 import { cutTornTail } from './tornTail.js';
@@ -168,7 +169,7 @@ export class GroupLog {
     }
   }
 
-  /** Entries (with delivery outcomes and edits applied) of a seq range, oldest first. */
+  /** Entries (with the delivery outcomes of their home post and copies, and edits, applied) of a seq range, oldest first. */
   async entries(range: { beforeSeq?: number | undefined; afterSeq?: number | undefined; limit: number }): Promise<TranscriptEntry[]> {
     if (this.segments.length === 0 || range.limit <= 0) return [];
     const out: TranscriptEntry[] = [];
@@ -194,21 +195,19 @@ export class GroupLog {
       }
     }
     if (out.length === 0) return out;
-    // Delivery outcomes land shortly after their entry: in the same segment or the next one.
+    // Delivery outcomes and edits may come any time later (a chat down for days gets its posts
+    // when it returns): every segment from the first one read to the last. Outcomes and edits
+    // change different fields, so each kind is applied in its own order.
     const lo = out[0]!.seq;
     const hi = out.at(-1)!.seq;
     const bySeq = new Map(out.map((e) => [e.seq, e]));
-    const patchFrom = new Set(used.flatMap((i) => [i, i + 1]).filter((i) => i < this.segments.length));
-    for (const i of [...patchFrom].sort((a, b) => a - b)) {
+    for (let i = Math.min(...used); i < this.segments.length; i++) {
       for (const rec of await this.overlapping(i, 'deliveries', lo, hi)) {
-        for (const p of rec.delivery ?? []) {
-          const e = bySeq.get(p.seq);
-          if (e) Object.assign(e, { delivery: p.delivery }, p.postedIds ? { postedIds: p.postedIds } : {});
+        for (const d of rec.delivery ?? []) {
+          const e = bySeq.get(d.seq);
+          if (e) applyOutcome(e, d);
         }
       }
-    }
-    // Edits may come any time later: every segment from the first one read to the last.
-    for (let i = Math.min(...used); i < this.segments.length; i++) {
       for (const rec of await this.overlapping(i, 'edits', lo, hi)) {
         for (const ed of rec.edits ?? []) {
           const e = bySeq.get(ed.seq);

@@ -195,10 +195,10 @@ export class PgBackend implements LogBackend<PgAppend> {
     type Row = EntryRow;
     let rows: Row[];
     if (range.afterSeq !== undefined) {
-      rows = (await this.o.pool.query<Row>('SELECT entry, delivery, posted_ids, edit FROM chorus_entries WHERE group_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [groupId, range.afterSeq, range.limit])).rows;
+      rows = (await this.o.pool.query<Row>('SELECT entry, delivery, posted_ids, copies, edit FROM chorus_entries WHERE group_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [groupId, range.afterSeq, range.limit])).rows;
     } else {
       const before = range.beforeSeq ?? Number.MAX_SAFE_INTEGER;
-      rows = (await this.o.pool.query<Row>('SELECT entry, delivery, posted_ids, edit FROM chorus_entries WHERE group_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3', [groupId, before, range.limit])).rows.reverse();
+      rows = (await this.o.pool.query<Row>('SELECT entry, delivery, posted_ids, copies, edit FROM chorus_entries WHERE group_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3', [groupId, before, range.limit])).rows.reverse();
     }
     return rows.map(entryOf);
   }

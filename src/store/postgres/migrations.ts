@@ -34,6 +34,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: 'entry edits', sql: 'ALTER TABLE chorus_entries ADD COLUMN edit json;' },
   // Shared files, content-addressed, one row each (pgFiles.ts).
   { version: 6, name: 'files', sql: FILES_SQL },
+  // The latest delivery outcome of each copy of an entry in the room's other chats (pgWrite.ts).
+  { version: 7, name: 'entry copies', sql: 'ALTER TABLE chorus_entries ADD COLUMN IF NOT EXISTS copies jsonb;' },
 ];
 
 /** Key of the transaction-level advisory lock held while migrating ("Chor", 1). */

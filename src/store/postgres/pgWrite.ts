@@ -19,7 +19,8 @@ export interface PgAppend {
   body: string;
   /** The record's entries, with their search tokens (search.ts). */
   entries: Array<{ seq: number; json: string; search: string }>;
-  delivery: Array<{ seq: number; delivery: string; posted: string | null }>;
+  /** Outcomes of posts of earlier entries: the home chat's (`chat` null) or a copy's in another chat of the room. */
+  delivery: Array<{ seq: number; delivery: string; posted: string | null; chat: string | null }>;
   /**
    * Edits of earlier entries: the edit (it describes the entry's whole edit state) and the search
    * tokens of the new text, null when the edit keeps the text as it was (a reaction).
@@ -35,7 +36,7 @@ export function pgAppend(groupId: string, record: GroupRecord): PgAppend {
     ts: record.ts,
     body: JSON.stringify(record),
     entries: (record.entries ?? []).map((e) => ({ seq: e.seq, json: JSON.stringify(e), search: searchColumn(e) })),
-    delivery: (record.delivery ?? []).map((d) => ({ seq: d.seq, delivery: d.delivery, posted: d.postedIds ? JSON.stringify(d.postedIds) : null })),
+    delivery: (record.delivery ?? []).map((d) => ({ seq: d.seq, delivery: d.delivery, posted: d.postedIds ? JSON.stringify(d.postedIds) : null, chat: d.chat ?? null })),
     edits: (record.edits ?? []).map((ed) => ({ seq: ed.seq, json: JSON.stringify(ed), search: ed.deleted ? '' : changesText(ed) ? searchTokensOf(ed.text ?? '') : null })),
   };
 }
@@ -150,14 +151,43 @@ export async function lostCommitOutcome(pool: pg.Pool, rows: PgAppend[], pid: nu
   }
 }
 
-/** The one statement that writes a batch: new group rows, records, entries, later delivery outcomes. */
+/** The outcomes of an entry's copies written by one batch, by chat: what the `copies` column takes. */
+type CopyOutcomes = Record<string, { delivery: string; ids?: string[] }>;
+
+/** One copy's outcome after the ones before it in the batch (as evolve applies them: ids kept when a later outcome has none). */
+function addCopy(to: CopyOutcomes | null, chat: string, delivery: string, posted: string | null): CopyOutcomes {
+  const out = to ?? {};
+  out[chat] = { ...out[chat], delivery, ...(posted !== null ? { ids: JSON.parse(posted) as string[] } : {}) };
+  return out;
+}
+
+/** What a batch changes of an entry written by an earlier one: each field null when the batch leaves it. */
+interface Later {
+  g: string;
+  seq: number;
+  delivery: string | null;
+  posted: string | null;
+  copies: CopyOutcomes | null;
+  edit: string | null;
+  search: string | null;
+}
+
+/**
+ * The one statement that writes a batch: new group rows, records, entries, and what changed of
+ * entries written earlier. Every change of one earlier entry is one row of one UPDATE: a statement
+ * that updated the same row from two of its parts would keep only one of them.
+ */
 function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text: string; values: unknown[] } {
   const newGroups = [...new Set(items.map((i) => i.groupId).filter((id) => !listed.has(id)))];
   const rec = { g: [] as string[], n: [] as number[], v: [] as number[], ts: [] as number[], body: [] as string[] };
-  const ent = { g: [] as string[], seq: [] as number[], n: [] as number[], entry: [] as string[], delivery: [] as Array<string | null>, posted: [] as Array<string | null>, search: [] as string[] };
+  const ent = { g: [] as string[], seq: [] as number[], n: [] as number[], entry: [] as string[], delivery: [] as Array<string | null>, posted: [] as Array<string | null>, copies: [] as Array<CopyOutcomes | null>, search: [] as string[] };
   const inBatch = new Map<string, number>();
-  const later = new Map<string, { g: string; seq: number; delivery: string; posted: string | null }>();
-  const edits = new Map<string, { g: string; seq: number; edit: string; search: string | null }>();
+  const later = new Map<string, Later>();
+  const laterOf = (g: string, seq: number, key: string): Later => {
+    let l = later.get(key);
+    if (!l) later.set(key, (l = { g, seq, delivery: null, posted: null, copies: null, edit: null, search: null }));
+    return l;
+  };
   for (const it of items) {
     rec.g.push(it.groupId);
     rec.n.push(it.n);
@@ -173,18 +203,25 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
       ent.search.push(e.search);
       ent.delivery.push(null);
       ent.posted.push(null);
+      ent.copies.push(null);
     }
     for (const d of it.delivery) {
       const key = `${it.groupId}\u0000${d.seq}`;
-      const posted = d.posted;
       const k = inBatch.get(key);
       // An outcome for an entry of this same batch goes straight into its row.
       if (k !== undefined) {
-        ent.delivery[k] = d.delivery;
-        if (posted !== null) ent.posted[k] = posted;
+        if (d.chat !== null) ent.copies[k] = addCopy(ent.copies[k] ?? null, d.chat, d.delivery, d.posted);
+        else {
+          ent.delivery[k] = d.delivery;
+          if (d.posted !== null) ent.posted[k] = d.posted;
+        }
       } else {
-        const prev = later.get(key);
-        later.set(key, { g: it.groupId, seq: d.seq, delivery: d.delivery, posted: posted ?? prev?.posted ?? null });
+        const l = laterOf(it.groupId, d.seq, key);
+        if (d.chat !== null) l.copies = addCopy(l.copies, d.chat, d.delivery, d.posted);
+        else {
+          l.delivery = d.delivery;
+          if (d.posted !== null) l.posted = d.posted;
+        }
       }
     }
     for (const ed of it.edits) {
@@ -198,27 +235,32 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
         ent.entry[k] = JSON.stringify(entry);
         ent.search[k] = searchColumn(entry);
       } else {
+        const l = laterOf(it.groupId, ed.seq, key);
         // A reaction after a text edit of the same batch keeps that edit's words.
-        const search = ed.search ?? edits.get(key)?.search ?? null;
-        edits.set(key, { g: it.groupId, seq: ed.seq, edit: ed.json, search });
+        l.search = ed.search ?? l.search;
+        l.edit = ed.json;
       }
     }
   }
-  const eds = [...edits.values()];
-  const del = [...later.values()];
+  const up = [...later.values()];
+  const json = (c: CopyOutcomes | null) => (c === null ? null : JSON.stringify(c));
+  // A copy's outcome is merged into what earlier batches left of that chat's copy alone (ids kept
+  // when the new outcome has none); the home chat's `delivery` / `posted_ids` never move with it.
   const text = `WITH
   g AS (INSERT INTO chorus_groups (id) SELECT unnest($1::text[]) ON CONFLICT (id) DO NOTHING),
   r AS (INSERT INTO chorus_records (group_id, n, v, ts, body)
         SELECT * FROM unnest($2::text[], $3::bigint[], $4::smallint[], $5::bigint[], $6::json[])),
-  e AS (INSERT INTO chorus_entries (group_id, seq, n, entry, delivery, posted_ids, search)
-        SELECT u.g, u.seq, u.n, u.entry, u.delivery, u.posted, ${SEARCH_VECTOR('u.s')}
-          FROM unnest($7::text[], $8::bigint[], $9::bigint[], $10::json[], $11::text[], $12::json[], $17::text[]) AS u(g, seq, n, entry, delivery, posted, s)),
-  d AS (UPDATE chorus_entries c SET delivery = u.delivery, posted_ids = COALESCE(u.posted_ids, c.posted_ids)
-        FROM unnest($13::text[], $14::bigint[], $15::text[], $16::json[]) AS u(group_id, seq, delivery, posted_ids)
-        WHERE c.group_id = u.group_id AND c.seq = u.seq),
-  x AS (UPDATE chorus_entries c SET edit = u.edit,
+  e AS (INSERT INTO chorus_entries (group_id, seq, n, entry, delivery, posted_ids, copies, search)
+        SELECT u.g, u.seq, u.n, u.entry, u.delivery, u.posted, u.copies, ${SEARCH_VECTOR('u.s')}
+          FROM unnest($7::text[], $8::bigint[], $9::bigint[], $10::json[], $11::text[], $12::json[], $13::jsonb[], $14::text[]) AS u(g, seq, n, entry, delivery, posted, copies, s)),
+  x AS (UPDATE chorus_entries c SET
+          delivery = COALESCE(u.delivery, c.delivery),
+          posted_ids = COALESCE(u.posted, c.posted_ids),
+          copies = CASE WHEN u.copies IS NULL THEN c.copies
+                   ELSE COALESCE(c.copies, '{}'::jsonb) || (SELECT jsonb_object_agg(k.key, COALESCE(c.copies -> k.key, '{}'::jsonb) || k.value) FROM jsonb_each(u.copies) AS k) END,
+          edit = COALESCE(u.edit, c.edit),
           search = CASE WHEN c.search = ''::tsvector OR u.s IS NULL THEN c.search ELSE ${SEARCH_VECTOR('u.s')} END
-        FROM unnest($18::text[], $19::bigint[], $20::json[], $21::text[]) AS u(group_id, seq, edit, s)
+        FROM unnest($15::text[], $16::bigint[], $17::text[], $18::json[], $19::jsonb[], $20::json[], $21::text[]) AS u(group_id, seq, delivery, posted, copies, edit, s)
         WHERE c.group_id = u.group_id AND c.seq = u.seq)
 SELECT 1`;
   return {
@@ -226,10 +268,8 @@ SELECT 1`;
     values: [
       newGroups,
       rec.g, rec.n, rec.v, rec.ts, rec.body,
-      ent.g, ent.seq, ent.n, ent.entry, ent.delivery, ent.posted,
-      del.map((d) => d.g), del.map((d) => d.seq), del.map((d) => d.delivery), del.map((d) => d.posted),
-      ent.search,
-      eds.map((e) => e.g), eds.map((e) => e.seq), eds.map((e) => e.edit), eds.map((e) => e.search),
+      ent.g, ent.seq, ent.n, ent.entry, ent.delivery, ent.posted, ent.copies.map(json), ent.search,
+      up.map((l) => l.g), up.map((l) => l.seq), up.map((l) => l.delivery), up.map((l) => l.posted), up.map((l) => json(l.copies)), up.map((l) => l.edit), up.map((l) => l.search),
     ],
   };
 }

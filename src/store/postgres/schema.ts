@@ -6,7 +6,8 @@
  *   the truth, like the files of the file store.
  * - `chorus_entries` indexes the transcript entries those records carry, so a page of history is one
  *   index range scan; its `delivery` / `posted_ids` hold the latest delivery outcome (the records keep
- *   every outcome in order, this is only the shortcut for reading).
+ *   every outcome in order, this is only the shortcut for reading). Later migrations add `edit`
+ *   (the latest edit, 5) and `copies` (the latest outcome of each copy in a room's other chats, 7).
  * - `chorus_checkpoints` is the shortcut for loading a group: its state after record `n`.
  * - `chorus_groups` lists every group ever written (the log rows alone would need a scan to list).
  * - `chorus_probe` takes the small durable write of `checkWritable`.

@@ -12,6 +12,7 @@
 import type pg from 'pg';
 import type { Logger, SearchFound, SearchRequest } from '../../core/ports.js';
 import type { TranscriptEntry } from '../../core/types.js';
+import type { ChatCopy } from '../../core/roomTypes.js';
 import { describeError } from '../../core/errors.js';
 import { searchTokens, searchable } from '../../core/text/search.js';
 import type { EntryEdit } from '../../core/records.js';
@@ -69,7 +70,7 @@ export async function searchEntries(pool: pg.Pool, req: SearchRequest): Promise<
   }
   type Row = EntryRow & { group_id: string };
   const { rows } = await pool.query<Row>(
-    `SELECT group_id, entry, delivery, posted_ids, edit FROM chorus_entries
+    `SELECT group_id, entry, delivery, posted_ids, copies, edit FROM chorus_entries
       WHERE group_id = ANY($1::text[]) AND search @@ $2::tsquery ${after}
       ORDER BY (entry->>'ts')::float8 DESC, group_id COLLATE "C" DESC, seq DESC
       LIMIT $3`,
@@ -83,14 +84,18 @@ export interface EntryRow {
   entry: TranscriptEntry;
   delivery: string | null;
   posted_ids: string[] | null;
+  /** The latest outcome of each copy in another chat of the room, by chat key (migration 7). */
+  copies: Record<string, ChatCopy> | null;
   edit: EntryEdit | null;
 }
 
-/** The entry of a row with its latest delivery state and edit applied. */
+/** The entry of a row with the latest delivery state of its home post and of each copy, and its edit, applied. */
 export function entryOf(r: EntryRow): TranscriptEntry {
   const e = r.entry;
   if (r.delivery !== null) e.delivery = r.delivery as TranscriptEntry['delivery'];
   if (r.posted_ids !== null) e.postedIds = r.posted_ids;
+  // Each outcome lands on its own chat's copy, over what the entry was written with (a pending copy).
+  if (r.copies !== null) for (const [chat, c] of Object.entries(r.copies)) e.copies = { ...e.copies, [chat]: { ...e.copies?.[chat], ...c } };
   if (r.edit !== null) applyEntryEdit(e, r.edit);
   return e;
 }

@@ -1,0 +1,17 @@
+/**
+ * A delivery outcome applied to an entry a store reads back, as `evolve` applies it to the entries
+ * held in memory: the home chat's post (`delivery` / `postedIds`), or, with `chat`, that chat's copy
+ * alone (`copies[chat]`), so an outcome of a copy never reads as the entry's home post.
+ */
+import type { DeliveryOutcome } from '../core/records.js';
+import type { TranscriptEntry } from '../core/types.js';
+
+export function applyOutcome(e: TranscriptEntry, d: DeliveryOutcome): void {
+  if (d.chat) {
+    // An outcome without ids keeps the ids an earlier one gave (and whatever else the copy holds).
+    e.copies = { ...e.copies, [d.chat]: { ...e.copies?.[d.chat], delivery: d.delivery, ...(d.postedIds ? { ids: d.postedIds } : {}) } };
+    return;
+  }
+  e.delivery = d.delivery;
+  if (d.postedIds) e.postedIds = d.postedIds;
+}
