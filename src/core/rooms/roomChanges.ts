@@ -19,13 +19,8 @@ export function applyRoomChange(g: GroupDoc, c: RoomChange): void {
       const left = (g.links ?? []).filter((l) => chatKeyOf(l) !== key);
       if (left.length) g.links = left;
       else delete g.links;
-      // What was still owed to that chat is not posted there any more.
-      for (const e of g.undelivered) {
-        if (e.copies?.[key]?.delivery !== 'pending') continue;
-        const { [key]: _gone, ...rest } = e.copies;
-        if (Object.keys(rest).length) e.copies = rest;
-        else delete e.copies;
-      }
+      // What was still owed there was recorded as failed in the same record (GroupManager.unlink):
+      // the entries themselves stay as the stores read them back.
       g.undelivered = g.undelivered.filter(owesPost);
       keepCarry(g.state, (it) => it.chat !== key);
       return;
