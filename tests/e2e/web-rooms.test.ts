@@ -39,6 +39,11 @@ suite('web page: rooms across chats', () => {
     gw.addGroup({ id: 'tg-team', title: 'Team chat', channel: 'telegram', chatId: '-100200', participants: ['analyst'] });
     gw.append('tg-team', { kind: 'human', authorId: 'telegram:5', authorName: 'Bob', text: 'hello from the team' });
     gw.addGroup({ id: 'dc-ops', title: 'Ops', channel: 'discord', chatId: '5550', participants: ['writer'] });
+    gw.append('dc-ops', { kind: 'human', authorId: 'discord:7', authorName: 'Kim', text: 'please cancel order 7' });
+    gw.append('dc-ops', {
+      kind: 'tool', authorId: 'agent:writer', authorName: 'Writer', agentId: 'writer', text: '',
+      tool: { id: 't1', server: 'orders', tool: 'cancel', input: { order: 7 }, outcome: 'waiting', result: '', resultBytes: 0, deadline: Date.now() + 3_600_000 },
+    });
     web = new WebChannel({ config: { enabled: true, host: '127.0.0.1', port: 0, auth_token: null }, logger: silentLogger, agents: TEST_AGENTS, aliases: {} });
     await web.start(gw);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
@@ -146,8 +151,14 @@ suite('web page: rooms across chats', () => {
     const page = await open('dc-ops');
     await expect.poll(() => page.locator('#input').isDisabled(), POLL).toBe(true);
     expect(await page.locator('#readonly-note').textContent()).toContain('This group lives on Discord');
+    // Nothing to act with in a group the page only follows: no reactions, no tool decisions.
+    const request = page.locator('.msg.tool-request');
+    await request.waitFor();
+    expect(await request.getByRole('button', { name: 'Approve orders.cancel' }).isVisible()).toBe(false);
+    expect(await page.locator('.msg.human', { hasText: 'cancel order 7' }).locator('.react-add').isVisible()).toBe(false);
     gw.link('dc-ops', { channel: 'web', chatId: 'dc-ops' });
     await expect.poll(() => page.locator('#input').isDisabled(), POLL).toBe(false);
+    await expect.poll(() => request.getByRole('button', { name: 'Approve orders.cancel' }).isVisible(), POLL).toBe(true);
     expect(await page.locator('.group-item[data-group-id="dc-ops"] .ro').count()).toBe(0);
     await page.context().close();
   }, 60_000);
