@@ -100,6 +100,7 @@ suite('web page: rooms across chats', () => {
       expect.stringMatching(/Discord\s+#general\s+Unlink/),
     ]);
     expect(await rows.nth(0).locator('button').count()).toBe(0);
+    expect(await rows.nth(1).getByRole('button', { name: 'Unlink Telegram chat Family' }).isVisible()).toBe(true);
 
     await page.getByRole('button', { name: 'Link a chat' }).click();
     const box = page.locator('#link-code');
@@ -140,7 +141,7 @@ suite('web page: rooms across chats', () => {
     await openPanel(page);
     const webRow = page.locator('#room-chats .room-chat[data-channel="web"]');
     expect(await webRow.innerText()).toMatch(/Web\s+this page/);
-    await webRow.getByRole('button', { name: 'Unlink Web room this page' }).click();
+    await webRow.getByRole('button', { name: 'Unlink the web (this page)' }).click();
     await expect.poll(() => page.locator('#input').isDisabled(), POLL).toBe(true);
     expect(await page.locator('#readonly-note').textContent()).toContain('This group lives on Telegram');
     expect(gw.getGroup('tg-team')!.links).toBeUndefined();

@@ -40,7 +40,7 @@ export class RoomPanel {
   chatRow(g, chat, home) {
     const name = CHANNEL_NAMES[chat.channel] || chat.channel;
     const title = chat.channel === 'web' && !home ? 'this page' : chat.title || chat.chatId;
-    const label = `${name} ${chat.channel === 'web' ? 'room' : 'chat'} ${title}`;
+    const label = chat.channel === 'web' ? 'the web (this page)' : `${name} chat ${title}`;
     return h('li', { className: 'room-chat', dataset: { channel: chat.channel, chatId: chat.chatId } },
       h('span', { className: 'channel-icon channel-' + chat.channel, 'aria-hidden': 'true' }, channelIcon(chat.channel)),
       h('span', { className: 'room-chat-name' }, h('strong', { text: name }), ' ', h('bdi', { text: title })),
