@@ -16,6 +16,8 @@ import { registerEditRoutes } from './editApi.js';
 import { registerReactionRoutes } from './reactionApi.js';
 import { authorName, findEntry, postMessage } from './messageApi.js';
 import { registerFileRoutes } from './fileApi.js';
+import { registerLinkRoutes } from './linkApi.js';
+import { requireWritable } from './writable.js';
 
 export interface ApiDeps {
   host(): ChannelHost;
@@ -160,9 +162,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
 
   // Another answer from the agent of one reply (its latest); the old reply stays in the transcript.
   router.add('POST', '/api/groups/:id/messages/:entryId/regenerate', async ({ res, params }) => {
-    const g = group(params.id!);
-    if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
-    if (g.channel !== 'web') throw new HttpError(403, 'read_only', `group "${g.id}" lives on ${g.channel}; the web feed only shows it`);
+    const g = requireWritable(group(params.id!));
     const host = deps.host();
     const result = await host.gateway.regenerate(g.id, params.entryId!);
     if (result.status === 'queued') {
@@ -178,9 +178,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
   // message, never stored on the web). The question is the one another reply of the same round
   // answered; failing that, the router takes the last person's message before the notice.
   router.add('POST', '/api/groups/:id/messages/:entryId/retry', async ({ req, res, params }) => {
-    const g = group(params.id!);
-    if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
-    if (g.channel !== 'web') throw new HttpError(403, 'read_only', `group "${g.id}" lives on ${g.channel}; the web feed only shows it`);
+    const g = requireWritable(group(params.id!));
     const host = deps.host();
     const body = req.headers['content-type'] ? await readJsonObject(req) : (req.resume(), {});
     const name = authorName(body, host.gateway.listAgents(), 'someone');
@@ -192,7 +190,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     const about = (await questionOfRound(host.gateway, g.id, notice)) ?? notice.id;
     const result = await host.receive({
       channel: 'web',
-      chatId: g.chatId,
+      chatId: g.webChatId,
       messageId: `retry:${notice.id}:${randomUUID()}`,
       author: { id: name, name },
       rateKey: `addr:${clientAddressKey(req.socket.remoteAddress)}`,
@@ -222,8 +220,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
 
   // `/stop` for the page: ends the running round and the waiting ones, cancels replies in progress.
   router.add('POST', '/api/groups/:id/stop', async ({ req, res, params }) => {
-    const g = group(params.id!);
-    if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
+    const g = requireWritable(group(params.id!));
     const host = deps.host();
     // The body is optional: `{ "author_name": "Maya" }` names who stopped it in the notice.
     const body = req.headers['content-type'] ? await readJsonObject(req) : (req.resume(), {});
@@ -234,7 +231,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
   // Approve or deny an agent's tool call that waits for a person (`{ "decision": "approve" | "deny",
   // "author_name": "Maya" }`). Holding the web token counts as being an admin.
   router.add('POST', '/api/groups/:id/tools/:callId', async ({ req, res, params }) => {
-    const g = group(params.id!);
+    const g = requireWritable(group(params.id!));
     const host = deps.host();
     const body = await readJsonObject(req);
     const decision = field.string(body, 'decision', { max: 16 });
@@ -262,6 +259,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
   });
 
   registerSearchRoutes(router, gw);
+  registerLinkRoutes(router, { gateway: gw, group });
   registerFileRoutes(router, () => deps.host().files);
 }
 

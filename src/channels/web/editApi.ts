@@ -9,21 +9,19 @@ import type { GatewayApi } from '../../core/ports.js';
 import { tagOf } from './client.js';
 import { HttpError, field, readJsonObject, sendJson } from './http.js';
 import type { Router } from './router.js';
+import { requireWritable, type WritableFacts } from './writable.js';
 
 export interface EditApiDeps {
   gateway(): GatewayApi;
   /** The group or a 404; throws for an unknown one. */
-  group(id: string): { id: string; archived: boolean; channel: string };
+  group(id: string): WritableFacts;
   /** The most characters a message may have (`limits.max_message_chars`). */
   maxChars(): number;
 }
 
-/** A group whose messages the page may change: a live web group (409 dissolved, 403 another channel's). */
+/** A group whose messages the page may change (writable.ts: 409 dissolved, 403 one the web only follows). */
 export function writableGroup(group: EditApiDeps['group'], id: string): { id: string } {
-  const g = group(id);
-  if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
-  if (g.channel !== 'web') throw new HttpError(403, 'read_only', `group "${g.id}" lives on ${g.channel}; the web feed only shows it`);
-  return g;
+  return requireWritable(group(id));
 }
 
 export function registerEditRoutes(router: Router, deps: EditApiDeps): void {

@@ -16,6 +16,7 @@ import { clientAddressKey, tagOf } from './client.js';
 import { HttpError, field, readJsonObject, sendJson } from './http.js';
 import type { RequestContext } from './router.js';
 import { fileTooLarge, isMultipart, readUpload, type Upload } from './upload.js';
+import { requireWritable } from './writable.js';
 
 const CLIENT_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
 
@@ -80,10 +81,9 @@ function refusal(name: string, kept: Exclude<KeptFile, { ok: true }>, maxBytes: 
 
 export async function postMessage({ req, res }: RequestContext, deps: MessageDeps, g: GroupDetail): Promise<void> {
   const host = deps.host();
-  if (g.archived) throw new HttpError(409, 'archived', `group "${g.id}" is dissolved`);
-  if (g.channel !== 'web') {
-    throw new HttpError(403, 'read_only', `group "${g.id}" lives on ${g.channel}; post there, the web feed only shows it`);
-  }
+  // A room the web has joined takes messages here too: handed over as the web chat's, the core
+  // finds the group through that chat.
+  const { webChatId } = requireWritable(g);
   const { body, upload } = await readMessage(req, host.files);
   // With files the words are optional: a picture may say it all.
   const text = field.string(body, 'text', { min: upload.length > 0 ? 0 : 1, optional: upload.length > 0 }) ?? '';
@@ -113,7 +113,7 @@ export async function postMessage({ req, res }: RequestContext, deps: MessageDep
   }
   const result = await host.receive({
     channel: 'web',
-    chatId: g.chatId,
+    chatId: webChatId,
     messageId: clientId ?? randomUUID(),
     author: { id: name, name }, // the router prefixes the channel: "web:Maya"
     // The rate limit counts per client, never per typed name (see client.ts).

@@ -12,6 +12,7 @@ import type { AroundPage, GatewayEvent, GroupDetail, GroupSummary, GroupView, Re
 import type { PromptContext } from '../../../src/core/groups/promptContextView.js';
 import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../../../src/core/types.js';
 import { silentLogger } from '../../helpers/logger.js';
+import { LINK_CODE_TTL_MS, type ChatAddress } from '../../../src/core/roomTypes.js';
 
 export const DEFAULT_GROUP_CONFIG: GroupConfig = {
   reply_strategy: 'hybrid',
@@ -211,7 +212,9 @@ export class FakeGateway implements GatewayApi, ChannelHost {
       this.nextResult = null;
       return r;
     }
-    const g = [...this.groups.values()].find((x) => x.view.channel === msg.channel && x.view.chatId === msg.chatId && !x.view.archived);
+    // Like the core: a group is found by its home chat or any chat linked to its room.
+    const here = (x: FakeGroup) => (x.view.channel === msg.channel && x.view.chatId === msg.chatId) || (x.view.links ?? []).some((l) => l.channel === msg.channel && l.chatId === msg.chatId);
+    const g = [...this.groups.values()].find((x) => here(x) && !x.view.archived);
     if (!g) return { status: 'no_group', reason: 'no group here' };
     if (g.seen.has(msg.messageId)) return { status: 'duplicate', groupId: g.view.id };
     g.seen.add(msg.messageId);
@@ -249,14 +252,51 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   async rekeyChat(): Promise<void> {}
   async reacted(): Promise<void> {}
   async edited(): Promise<void> {}
-  async linkCode(): Promise<{ code: string; until: number }> {
-    return { code: 'ABCD-1234', until: Date.now() + 600_000 };
+  /** Link codes made and not used yet (code → group); `linkCalls` records who asked what. */
+  readonly linkCodes = new Map<string, { groupId: string; until: number }>();
+  readonly linkCalls: Array<{ method: 'linkCode' | 'linkWeb' | 'unlinkChat'; groupId?: string; code?: string; chat?: ChatAddress; by: string }> = [];
+  private codeCount = 0;
+
+  /** Like GroupAdmin: 404 unknown group, 409 dissolved; a fresh code valid ten minutes. */
+  async linkCode(groupId: string, by: string): Promise<{ code: string; until: number }> {
+    const g = this.require(groupId);
+    this.linkCalls.push({ method: 'linkCode', groupId, by });
+    if (g.view.archived) throw new UserError(`group "${groupId}" is dissolved`, 'archived', 409);
+    const code = `LINK-${String(++this.codeCount).padStart(4, '0')}`;
+    const until = Date.now() + LINK_CODE_TTL_MS;
+    this.linkCodes.set(code, { groupId, until });
+    return { code, until };
   }
-  async linkWeb(): Promise<never> {
-    throw new Error('not in the fake');
+
+  /** The web joins the room of a code (used once); 404 `unknown_code` otherwise. */
+  async linkWeb(code: string, by: string): Promise<GroupView> {
+    this.linkCalls.push({ method: 'linkWeb', code, by });
+    const made = this.linkCodes.get(code.toUpperCase());
+    if (!made || made.until < Date.now()) throw new UserError('no such link code (never made, used, or expired): ask for a new one with /group link', 'unknown_code', 404);
+    this.linkCodes.delete(code.toUpperCase());
+    return this.link(made.groupId, { channel: 'web', chatId: made.groupId });
   }
-  async unlinkChat(): Promise<never> {
-    throw new Error('not in the fake');
+
+  async unlinkChat(groupId: string, chat: ChatAddress, by: string): Promise<GroupView> {
+    const g = this.require(groupId);
+    this.linkCalls.push({ method: 'unlinkChat', groupId, chat, by });
+    const links = g.view.links ?? [];
+    if (!links.some((l) => l.channel === chat.channel && l.chatId === chat.chatId)) {
+      throw new UserError(`${chat.channel}:${chat.chatId} is not linked to "${groupId}"`, 'not_linked', 404);
+    }
+    const left = links.filter((l) => !(l.channel === chat.channel && l.chatId === chat.chatId));
+    g.view = { ...g.view, links: left.length > 0 ? left : undefined };
+    this.emit({ type: 'group', groupId, action: 'updated' });
+    return g.view;
+  }
+
+  /** Test setup (and linkWeb): another chat joins the group's room; announced as `group updated`. */
+  link(groupId: string, chat: ChatAddress & { title?: string }): GroupView {
+    const g = this.require(groupId);
+    const links = (g.view.links ?? []).filter((l) => !(l.channel === chat.channel && l.chatId === chat.chatId));
+    g.view = { ...g.view, links: [...links, { channel: chat.channel, chatId: chat.chatId, title: chat.title, at: Date.now() }] };
+    this.emit({ type: 'group', groupId, action: 'updated' });
+    return g.view;
   }
   agentForPostedMessage(): string | undefined {
     return undefined;

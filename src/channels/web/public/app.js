@@ -12,7 +12,7 @@ import { Search } from './search.js';
 import { Panel } from './panel.js';
 import { Reactions } from './reactions.js';
 import { Sidebar } from './sidebar.js';
-import { agentOf, lastSeenSeq, loadUnread, markSeen, saveUnread, setAgents, state } from './state.js';
+import { agentOf, lastSeenSeq, loadUnread, markSeen, openGroup, saveUnread, setAgents, state, webJoined, webWritable } from './state.js';
 
 const DECISIONS_KEY = 'chorus.showDecisions';
 const BANNER_KEY = 'chorus.bannerDismissed';
@@ -23,6 +23,11 @@ const panel = new Panel(() => refreshDetail());
 const sidebar = new Sidebar((id) => selectGroup(id));
 // At phone width the panel covers the screen: what is behind it is inert while it is open.
 panel.onToggle = () => sidebar.syncInert();
+// The web joined another chat's room with a code: it is listed now, and opened.
+panel.room.onJoined = async (id) => {
+  await loadGroups();
+  await selectGroup(id);
+};
 const actions = new MessageActions({ feed, composer, notify: (answer) => feed.addLocal(answer) });
 const notifier = new Notifier((id) => selectGroup(id));
 feed.actionsFor = (e) => actions.control(e);
@@ -30,10 +35,7 @@ feed.reactions = new Reactions({ feed });
 // A thumbnail in the feed opens its image full size.
 new Lightbox(feed.list, $('#lightbox'));
 composer.onLocal = (answer) => feed.addLocal(answer);
-feed.canStop = () => {
-  const g = state.detail || (state.currentId ? state.groups.get(state.currentId) : null);
-  return Boolean(g && g.channel === 'web' && !g.archived);
-};
+feed.canStop = () => webWritable(openGroup());
 // The emergency brake: no confirm, nothing stored is lost (the notice says who pressed it).
 $('#stop-round').addEventListener('click', async () => {
   const id = state.currentId;
@@ -82,12 +84,12 @@ function setConn(which, s) {
 }
 
 function renderHeader() {
-  const g = state.detail || (state.currentId ? state.groups.get(state.currentId) : null);
+  const g = openGroup();
   $('#group-title').textContent = g ? g.title : 'Chorus';
   const sub = $('#group-sub');
   $('#panel-toggle').disabled = !g;
   // Replying, asking again and regenerating need a group this page can write to.
-  $('#messages').classList.toggle('no-actions', !g || g.channel !== 'web' || Boolean(g.archived));
+  $('#messages').classList.toggle('no-actions', !webWritable(g));
   // Whether Stop may show depends on the group (a writable web room), known only now.
   feed.renderTyping();
   if (!g) {
@@ -95,7 +97,9 @@ function renderHeader() {
     return;
   }
   const names = g.participants.map((id) => (agentOf(id) || { name: id }).name).join(', ');
-  const where = `${CHANNEL_NAMES[g.channel] || g.channel}${g.channel === 'web' ? ' room' : ' · read-only'}`;
+  // A room in several chats names them all: "Telegram · also on Web, Discord".
+  const also = [...new Set((g.links || []).map((l) => CHANNEL_NAMES[l.channel] || l.channel))];
+  const where = `${CHANNEL_NAMES[g.channel] || g.channel}${g.channel === 'web' ? ' room' : webJoined(g) ? '' : ' · read-only'}${also.length ? ' · also on ' + also.join(', ') : ''}`;
   sub.textContent = `${where} · ${names || 'no agents'}${g.config ? ' · ' + g.config.reply_strategy : ''}${g.archived ? ' · dissolved' : ''}`;
 }
 
@@ -127,7 +131,7 @@ async function refreshDetail() {
     setConn('group', 'idle');
     feed.reset();
     panel.setOpen(false);
-    const next = [...state.groups.values()].find((g) => !g.archived && g.channel === 'web') || [...state.groups.values()].find((g) => !g.archived);
+    const next = [...state.groups.values()].find((g) => webWritable(g)) || [...state.groups.values()].find((g) => !g.archived);
     if (next) await selectGroup(next.id);
     else {
       history.replaceState(null, '', '#');
@@ -371,7 +375,7 @@ async function boot() {
   openGlobalStream();
   const wanted = groupFromHash();
   const groups = [...state.groups.values()].filter((g) => !g.archived);
-  const first = (wanted && state.groups.has(wanted) && wanted) || (groups.find((g) => g.channel === 'web') || groups[0] || {}).id;
+  const first = (wanted && state.groups.has(wanted) && wanted) || (groups.find((g) => webJoined(g)) || groups[0] || {}).id;
   if (first) await selectGroup(first);
   else composer.update();
   document.body.dataset.ready = 'true';

@@ -11,7 +11,7 @@ import { $, avatar, clear, h, show } from './dom.js';
 import { loadDraft, saveDraft } from './drafts.js';
 import { askName, ensureName, savedName } from './identity.js';
 import { unknownMentions } from './mentions.js';
-import { agentOf, currentGroup, knownHandles, participants, state } from './state.js';
+import { agentOf, knownHandles, openGroup, participants, state, webWritable } from './state.js';
 
 /** The counter appears once a draft passes this share of the limit. */
 const COUNTER_FROM = 0.8;
@@ -147,8 +147,8 @@ export class Composer {
   /** Reflect the open group: writable or read-only, sticky agent, picker contents. */
   update() {
     this.switchDraft();
-    const g = state.detail || currentGroup();
-    const writable = Boolean(g && g.channel === 'web' && !g.archived);
+    const g = openGroup();
+    const writable = webWritable(g);
     if (this.replyTo && (this.replyTo.groupId !== state.currentId || !writable)) this.clearReplyTo();
     this.input.disabled = !writable;
     this.send.disabled = !writable;

@@ -3,17 +3,30 @@
 // the reactions under a message: reactions.js; the files it carries: fileview.js). The feed (feed.js) decides where
 // entries go; this only builds them. Message text is Markdown (markdown.js), finished by
 // msgbody.js; a reply that streamed on this page keeps what was rendered while it streamed.
-import { accentVars, avatar, colorFor, formatCost, formatInt, formatMs, formatTime, h } from './dom.js';
+import { CHANNEL_NAMES, accentVars, avatar, colorFor, formatCost, formatInt, formatMs, formatTime, h } from './dom.js';
 import { isOwn, personColor } from './identity.js';
 import { markdownReady, renderMarkdown } from './markdown.js';
 import { finishBody, messageBody } from './msgbody.js';
 import { attachmentsView, filesSummary } from './fileview.js';
-import { agentOf, handleColor } from './state.js';
+import { agentOf, handleColor, openGroup } from './state.js';
 import { seenRow } from './seen.js';
 
 export const DECISION_ICONS = { pass: '·', cooldown: '⏳', cap: '⛔', error: '⚠', muted: '🔇', depth: '↳', batch: '≡', selector: '🎯', stopped: '⏹' };
 /** Bidi controls and invisible characters: names stored before the server cleaned them still show plainly. */
 const NAME_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]/g;
+
+/**
+ * Where a person's message was written, when that is not the web: a room spans several chats, and
+ * people elsewhere are shown with their platform ("Maya · Telegram") as words, not colour alone.
+ * An entry says where it came from (`origin`); one without came from the group's home chat.
+ */
+function platformTag(e) {
+  const g = openGroup();
+  const where = e.origin ? e.origin.channel : g ? g.channel : 'web';
+  if (!where || where === 'web') return null;
+  const name = CHANNEL_NAMES[where] || where;
+  return h('span', { className: 'platform-tag platform-' + where, title: `written on ${name}`, text: name });
+}
 
 export function visibleName(name) {
   return String(name || '').replace(NAME_CONTROLS, '').trim() || 'someone';
@@ -80,7 +93,10 @@ export function renderEntry(feed, e, view = null) {
       h('div', { className: 'bubble' },
         h('div', { className: 'meta' },
           h('bdi', { className: 'author', text: visibleName(e.authorName) }),
-          h('span', { className: 'role-tag', title: 'a person, not an agent', text: 'person' }),
+          e.authorKind === 'bot'
+            ? h('span', { className: 'role-tag bot-tag', title: 'a bot, not one of the agents', text: 'bot' })
+            : h('span', { className: 'role-tag', title: 'a person, not an agent', text: 'person' }),
+          platformTag(e),
           timeEl(e.ts),
           e.editedAt && !e.deleted ? editedTag(e.editedAt) : null,
           rx && rx.addButton(),

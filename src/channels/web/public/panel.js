@@ -1,8 +1,10 @@
-// Members and settings of the open group: add/remove agents, change the config, usage, dissolve.
+// Members and settings of the open group: add/remove agents, the room's chats (roompanel.js),
+// change the config, usage, dissolve.
 // Validation errors from the API are shown next to the form (and the field they name).
 import { api } from './api.js';
 import { $, avatar, clear, formatCost, formatInt, h, show } from './dom.js';
 import { savedName } from './identity.js';
+import { RoomPanel } from './roompanel.js';
 import { agentOf, state } from './state.js';
 
 const NUMBER_KEYS = ['max_agent_turns_per_message', 'max_depth', 'cooldown_seconds', 'max_voluntary_responders', 'agent_reply_timeout_seconds', 'voluntary_timeout_seconds', 'history_turns'];
@@ -22,6 +24,8 @@ export class Panel {
     this.configError = $('#config-error');
     this.saved = $('#config-saved');
     this.dissolveBtn = $('#dissolve');
+    /** The chats of the room and linking them (roompanel.js). */
+    this.room = new RoomPanel(() => this.onChanged());
     this.armed = false;
     /** The member whose removal (or muting: `confirmAction`) waits for a confirm, or null. */
     this.confirming = null;
@@ -68,6 +72,7 @@ export class Panel {
     if (!g) return;
     if (this.confirmingGroup !== g.id) this.confirming = null;
     this.renderMembers(g);
+    this.room.render(g);
     if (force || !this.configForm.dataset.dirty) this.fillConfig(g.config, g.participants);
     this.renderUsage(g);
     this.dissolveBtn.hidden = g.archived;

@@ -9,7 +9,7 @@ import { api } from './api.js';
 import { h } from './dom.js';
 import { visibleName } from './entryview.js';
 import { ensureName, isOwnReaction } from './identity.js';
-import { state } from './state.js';
+import { openGroup, state, webWritable } from './state.js';
 
 /** Names a label spells out before it counts the rest ("and 3 others"). */
 const MAX_NAMES = 8;
@@ -116,10 +116,9 @@ export class Reactions {
     if (focused && document.activeElement !== focused) (focused.isConnected ? focused : add).focus();
   }
 
-  /** Whether this page may react in the open group: a web room not dissolved. */
+  /** Whether this page may react in the open group: one it may write to (state.js). */
   writable() {
-    const g = state.detail || state.groups.get(state.currentId);
-    return Boolean(g && g.channel === 'web' && !g.archived);
+    return webWritable(openGroup());
   }
 
   toggle(chip) {

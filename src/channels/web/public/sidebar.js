@@ -1,8 +1,8 @@
-// The sidebar: every group (web rooms writable, Telegram/Discord read-only with their icon),
+// The sidebar: every group (web rooms and rooms the web joined writable, other Telegram/Discord groups read-only, with their icon),
 // unread badges, and the create-group dialog.
 import { api } from './api.js';
 import { $, CHANNEL_NAMES, avatar, channelIcon, clear, h, show } from './dom.js';
-import { state } from './state.js';
+import { state, webJoined } from './state.js';
 
 export class Sidebar {
   constructor(onSelect) {
@@ -62,14 +62,15 @@ export class Sidebar {
     clear(this.list);
     const groups = [...state.groups.values()].filter((g) => !g.archived || g.id === state.currentId);
     groups.sort((a, b) => {
-      if ((a.channel === 'web') !== (b.channel === 'web')) return a.channel === 'web' ? -1 : 1;
+      if (webJoined(a) !== webJoined(b)) return webJoined(a) ? -1 : 1;
       const ta = a.lastMessage ? a.lastMessage.ts : a.createdAt;
       const tb = b.lastMessage ? b.lastMessage.ts : b.createdAt;
       return tb - ta || a.title.localeCompare(b.title);
     });
     for (const g of groups) {
       const unread = state.unread.get(g.id) || 0;
-      const readOnly = g.channel !== 'web';
+      // A Telegram or Discord group whose room the web joined is written to here too.
+      const readOnly = !webJoined(g);
       const typing = [...(state.typingIn.get(g.id) || [])].map((id) => (state.agentById.get(id) || { name: id }).name);
       const preview = typing.length ? `${typing.join(', ')} ${typing.length === 1 ? 'is' : 'are'} typing…` : g.lastMessage ? `${g.lastMessage.authorName}: ${g.lastMessage.text || '📎 a file'}` : `${g.participants.length} agent${g.participants.length === 1 ? '' : 's'}`;
       const current = g.id === state.currentId;

@@ -58,6 +58,21 @@ export function currentGroup() {
   return state.currentId ? state.groups.get(state.currentId) || null : null;
 }
 
+/** The open group as best known: its detail once loaded, its summary before. */
+export function openGroup() {
+  return state.detail || currentGroup();
+}
+
+/** The web is one of the group's chats: its home, or a chat of its room (`links`). */
+export function webJoined(g) {
+  return Boolean(g && (g.channel === 'web' || (g.links || []).some((l) => l.channel === 'web')));
+}
+
+/** Whether this page may write to the group (the server's writable.ts asks the same): joined and not dissolved. */
+export function webWritable(g) {
+  return webJoined(g) && !g.archived;
+}
+
 /** Handles that address someone in the open group: member handles, configured aliases, @all/@everyone. */
 export function knownHandles() {
   const out = [];
