@@ -24,6 +24,8 @@ export interface OutboundContext {
 export interface Sender {
   username: string;
   avatarURL: string | undefined;
+  /** 'none': the text pings nobody (a relayed person's "@everyone" stays text); else users only. */
+  mentions?: 'none' | undefined;
 }
 
 /**
@@ -36,10 +38,10 @@ export interface Sender {
  */
 const UNSURE_RETRIES = 4;
 /** How far back (ms) a message counts as "the one we just tried to send": covers clock skew. */
-const LOOKUP_SLACK_MS = 5000;
+export const LOOKUP_SLACK_MS = 5000;
 /** Ids of recent posts whose send was answered, so a lookup never mistakes one for a lost post. */
 const confirmed = new BoundedSet<string>(1000);
-function confirm(id: string): string {
+export function confirm(id: string): string {
   confirmed.add(id);
   return id;
 }
@@ -59,6 +61,7 @@ export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: st
         ...(files?.length ? { files } : {}),
         username: who.username,
         ...(who.avatarURL ? { avatarURL: who.avatarURL } : {}),
+        ...(who.mentions === 'none' ? { allowedMentions: { parse: [] } } : {}),
         ...(chat.threadId ? { threadId: chat.threadId } : {}),
       });
       return confirm(sent.id);
@@ -101,21 +104,49 @@ function isUnsure(err: unknown): boolean {
   return err.name === 'AbortError' || (typeof code === 'string' && /^(UND_ERR_|E[A-Z]+$)/.test(code));
 }
 
+/** Pages of 100 read when looking for a post; a resumed delivery may be an outage behind. */
+const LOOKUP_PAGES = 10;
+
 /**
- * The id of our webhook's message with this author and text, created since `sinceMs`; undefined
- * when there is none or the channel cannot be read (then the caller resends).
+ * The id of our webhooks' message (this one's, or an earlier webhook of ours in the channel) with
+ * this author and text, created since `sinceMs` and after message `after`, not in `skip`; the
+ * oldest such. Undefined when there is none or the channel cannot be read (then the caller sends).
  */
-async function findPosted(ctx: OutboundContext, chat: ChatRef, webhookId: string, username: string, content: string, sinceMs: number): Promise<string | undefined> {
+export async function findPosted(
+  ctx: OutboundContext,
+  chat: ChatRef,
+  webhookId: string,
+  username: string,
+  content: string,
+  sinceMs: number,
+  opts: { after?: string | undefined; skip?: ReadonlySet<string> | undefined } = {},
+): Promise<string | undefined> {
   try {
-    const after = SnowflakeUtil.generate({ timestamp: BigInt(sinceMs) }).toString();
-    const recent = (await ctx.client.rest.get(Routes.channelMessages(chat.threadId ?? chat.chatId), {
-      query: new URLSearchParams({ after, limit: '50' }),
-    })) as APIMessage[];
-    const mine = recent.filter(
-      (m) => m.webhook_id === webhookId && !confirmed.has(m.id) && m.author.username === username && m.content.trim() === content.trim(),
-    );
-    // Oldest first: if a blind resend (lookup failed earlier) made two, the first one is kept.
-    return mine.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))[0]?.id;
+    let after = SnowflakeUtil.generate({ timestamp: BigInt(Math.max(0, sinceMs)) }).toString();
+    if (opts.after && BigInt(opts.after) > BigInt(after)) after = opts.after;
+    const text = content.trim();
+    for (let page = 0; page < LOOKUP_PAGES; page++) {
+      const recent = (await ctx.client.rest.get(Routes.channelMessages(chat.threadId ?? chat.chatId), {
+        query: new URLSearchParams({ after, limit: '100' }),
+      })) as APIMessage[];
+      // Oldest first: if a blind resend (lookup failed earlier) made two, the first one is kept.
+      const ordered = recent.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+      const mine = ordered.find(
+        (m) =>
+          m.webhook_id !== undefined &&
+          (m.webhook_id === webhookId || ctx.webhooks.isOwn(m.webhook_id)) &&
+          !confirmed.has(m.id) &&
+          !opts.skip?.has(m.id) &&
+          m.author.username === username &&
+          m.content.trim() === text &&
+          (text !== '' || m.attachments.length > 0),
+      );
+      if (mine) return mine.id;
+      const last = ordered.at(-1);
+      if (recent.length < 100 || !last) return undefined;
+      after = last.id;
+    }
+    return undefined;
   } catch (err) {
     ctx.log.warn({ chatId: chat.chatId, err: sanitizeError(err, 'Discord: reading recent messages').message }, 'discord: cannot check whether a post went through');
     return undefined;
