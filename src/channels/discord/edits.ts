@@ -72,14 +72,14 @@ async function editOne(ctx: OutboundContext, job: EditJob, id: string, content: 
     await throughWebhook(ctx, chat, where, (hook) => hook.editMessage(id, { content, allowedMentions: { parse }, ...(chat.threadId ? { threadId: chat.threadId } : {}) }));
     return;
   } catch (err) {
-    first = refusalOf(sanitizeError(err, where));
+    first = failure(err, where);
     if (!job.system || !notThroughWebhook(err)) throw first;
   }
   // The system voice's message may be the bot's own: the bot edits it (another's: 403, refused).
   try {
     await ctx.client.rest.patch(Routes.channelMessage(chat.threadId ?? chat.chatId, id), { body: { content, allowed_mentions: { parse } } });
   } catch (err) {
-    throw isMissingPermission(err) || isUnknownMessage(err) ? first : refusalOf(sanitizeError(err, where));
+    throw isMissingPermission(err) || isUnknownMessage(err) ? first : failure(err, where);
   }
 }
 
@@ -95,15 +95,20 @@ async function deleteOne(ctx: OutboundContext, chat: ChatRef, id: string): Promi
     await throughWebhook(ctx, chat, where, (hook) => hook.deleteMessage(id, chat.threadId));
     return;
   } catch (err) {
-    first = refusalOf(sanitizeError(err, where));
+    first = failure(err, where);
     if (!notThroughWebhook(err)) throw first;
   }
   try {
     await ctx.client.rest.delete(Routes.channelMessage(chat.threadId ?? chat.chatId, id));
   } catch (err) {
     if (isUnknownMessage(err)) return;
-    throw isMissingPermission(err) ? first : refusalOf(sanitizeError(err, where));
+    throw isMissingPermission(err) ? first : failure(err, where);
   }
+}
+
+/** `err` sanitised, as the core reads it (refusals for good are PostRefusedError). */
+function failure(err: unknown, where: string): Error {
+  return err instanceof PostRefusedError ? err : refusalOf(sanitizeError(err, where));
 }
 
 /** The webhook cannot do it (not its message, no webhook to use): the bot may. */

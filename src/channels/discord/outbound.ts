@@ -19,6 +19,11 @@ export interface OutboundContext {
   log: Logger;
   /** Remember a channel-level problem so `/group list` can show it. */
   channelProblem(channelId: string, message: string): void;
+  /**
+   * Ids of this process's posts whose send was answered (or that a lookup already claimed), so a
+   * lookup never takes one of them for the post it is looking for.
+   */
+  answered: BoundedSet<string>;
 }
 
 export interface Sender {
@@ -39,12 +44,8 @@ export interface Sender {
 const UNSURE_RETRIES = 4;
 /** How far back (ms) a message counts as "the one we just tried to send": covers clock skew. */
 export const LOOKUP_SLACK_MS = 5000;
-/** Ids of recent posts whose send was answered, so a lookup never mistakes one for a lost post. */
-const confirmed = new BoundedSet<string>(1000);
-export function confirm(id: string): string {
-  confirmed.add(id);
-  return id;
-}
+/** Ids kept in `OutboundContext.answered`. */
+export const ANSWERED_KEPT = 1000;
 
 /** Post `content` (already within 2,000 characters) and return the Discord message id. */
 export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: string, who: Sender, isSystem: boolean, files?: Array<{ attachment: Buffer; name: string }>): Promise<string> {
@@ -64,7 +65,8 @@ export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: st
         ...(who.mentions === 'none' ? { allowedMentions: { parse: [] } } : {}),
         ...(chat.threadId ? { threadId: chat.threadId } : {}),
       });
-      return confirm(sent.id);
+      ctx.answered.add(sent.id);
+      return sent.id;
     } catch (err) {
       if (hook && isUnsure(err) && unsure < UNSURE_RETRIES) {
         unsure++;
@@ -72,7 +74,8 @@ export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: st
         const found = await findPosted(ctx, chat, hook.id, who.username, content, firstTry - LOOKUP_SLACK_MS);
         if (found) {
           ctx.log.warn({ chatId: chat.chatId, messageId: found }, 'discord: the answer to a post was lost, but the message is in the channel; not sending it again');
-          return confirm(found);
+          ctx.answered.add(found);
+          return found;
         }
         ctx.log.warn({ chatId: chat.chatId, err: sanitizeError(err, where).message, attempt: unsure }, 'discord: a post failed without a clear answer; sending it again');
         continue;
@@ -135,7 +138,7 @@ export async function findPosted(
         (m) =>
           m.webhook_id !== undefined &&
           (m.webhook_id === webhookId || ctx.webhooks.isOwn(m.webhook_id)) &&
-          !confirmed.has(m.id) &&
+          !ctx.answered.has(m.id) &&
           !opts.skip?.has(m.id) &&
           m.author.username === username &&
           m.content.trim() === text &&

@@ -8,7 +8,7 @@
  * and only the ones not there are sent, so a restart after `kill -9` posts it exactly once.
  */
 import type { Files } from '../../core/fileTypes.js';
-import { BoundedMap } from '../../core/lib/BoundedMap.js';
+import { BoundedMap, BoundedSet } from '../../core/lib/BoundedMap.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
 import type { Logger, PostOptions, PostedMessage } from '../../core/ports.js';
 import type { PostedBy, RelayedAuthor } from '../../core/roomTypes.js';
@@ -19,13 +19,13 @@ import { deleteChunks, editChunks } from './edits.js';
 import { DiscordPostError, isMissingPermission, refusalOf } from './errors.js';
 import { uploadsOf } from './files.js';
 import { identityFor, relayIdentity } from './identity.js';
-import { LOOKUP_SLACK_MS, confirm, findPosted, sendChunk, type OutboundContext, type Sender } from './outbound.js';
+import { ANSWERED_KEPT, LOOKUP_SLACK_MS, findPosted, sendChunk, type OutboundContext, type Sender } from './outbound.js';
 import { MissingWebhookPermission } from './webhooks.js';
 
 type Uploads = Array<{ attachment: Buffer; name: string }>;
 
 /** What posting needs of the running session; null while the channel is not running. */
-export type PostingContext = OutboundContext & { files: Files };
+export type PostingContext = Omit<OutboundContext, 'answered'> & { files: Files };
 
 export class Poster {
   /** Platform message id → the agent that posted it, for replies to an agent's message. */
@@ -36,6 +36,8 @@ export class Poster {
    * later posts instead of letting them overtake.
    */
   private readonly queue = new KeyedQueue();
+  /** This process's posts, never taken for a lost or resumed one (outbound.ts). */
+  private readonly answered = new BoundedSet<string>(ANSWERED_KEPT);
 
   constructor(
     private readonly cfg: DiscordConfig,
@@ -83,10 +85,10 @@ export class Poster {
     return opts?.attachments?.length && files ? uploadsOf(files, opts.attachments, this.log) : [];
   }
 
-  private context(): PostingContext {
+  private context(): PostingContext & OutboundContext {
     const ctx = this.session();
     if (!ctx) throw new DiscordPostError('Discord channel is not running', undefined, undefined);
-    return ctx;
+    return { ...ctx, answered: this.answered };
   }
 
   /**
@@ -133,7 +135,8 @@ export async function postChunks(ctx: OutboundContext, job: PostJob): Promise<st
       const found = await findPosted(ctx, chat, lookIn, who.username, content, job.resumedSince! - LOOKUP_SLACK_MS, { after: ids.at(-1), skip: new Set(ids) });
       if (found) {
         ctx.log.info({ chatId: chat.chatId, messageId: found }, 'discord: a resumed post was already in the channel; not sending it again');
-        ids.push(confirm(found));
+        ctx.answered.add(found);
+        ids.push(found);
         continue;
       }
       // Chunks go out in order: the ones after a missing one were never sent either.
