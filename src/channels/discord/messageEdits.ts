@@ -37,7 +37,8 @@ type AnyMessage = Message | PartialMessage;
 
 export function listenForEdits(client: Client, ctx: EditEventsContext): void {
   client.on('messageUpdate', (old, m) => {
-    if (ctx.live(client)) void onUpdate(old, m, ctx);
+    if (!ctx.live(client)) return;
+    onUpdate(old, m, ctx).catch((err: unknown) => ctx.log.error({ messageId: m.id, reason: sanitizeError(err, 'Discord: an edit').message }, 'discord: an edit could not be handed over'));
   });
   client.on('messageDelete', (m) => {
     if (ctx.live(client)) onDelete(m, ctx);
@@ -59,6 +60,8 @@ async function onUpdate(old: AnyMessage, updated: AnyMessage, ctx: EditEventsCon
   }
   // Not an edit of the text: a preview, a pin, a flag (known old text), or no edit time at all.
   if (!old.partial ? old.content === m.content : m.editedTimestamp === null) return;
+  // Reading it took a while: the session may have ended meanwhile.
+  if (!ctx.live(m.client)) return;
   const result = ctx.normalize(m);
   if ('skip' in result) {
     ctx.log.debug({ messageId: m.id, reason: result.skip }, 'discord: edit skipped');

@@ -107,7 +107,10 @@ function isUnsure(err: unknown): boolean {
   return err.name === 'AbortError' || (typeof code === 'string' && /^(UND_ERR_|E[A-Z]+$)/.test(code));
 }
 
-/** Pages of 100 read when looking for a post; a resumed delivery may be an outage behind. */
+/**
+ * Pages of 100 read when looking for a post: a resumed delivery may be an outage behind. One
+ * further back than that is sent again (a duplicate, never a loss).
+ */
 const LOOKUP_PAGES = 10;
 
 /**
@@ -136,7 +139,7 @@ export async function findPosted(
       const ordered = recent.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
       const mine = ordered.find(
         (m) =>
-          m.webhook_id !== undefined &&
+          m.webhook_id &&
           (m.webhook_id === webhookId || ctx.webhooks.isOwn(m.webhook_id)) &&
           !ctx.answered.has(m.id) &&
           !opts.skip?.has(m.id) &&

@@ -5,7 +5,8 @@
  * One post is split into the chunks Discord takes and sent through the channel webhook. A post
  * resumed after the process stopped
  * (`resumedSince`) may be in the channel already, in part or whole: each chunk is looked for first
- * and only the ones not there are sent, so a restart after `kill -9` posts it exactly once.
+ * and only the ones not there are sent, so a restart after `kill -9` posts it exactly once. (A
+ * notice the bot posted itself, without the webhook, is not looked for: it may come twice.)
  */
 import type { Files } from '../../core/fileTypes.js';
 import { BoundedMap, BoundedSet } from '../../core/lib/BoundedMap.js';

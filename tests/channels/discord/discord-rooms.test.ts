@@ -127,8 +127,9 @@ describe('discord rooms: relaying people', () => {
     expect(s.fake.messages.find((m) => m.id === alone.ids[0])!.attachments).toHaveLength(1);
   });
 
-  it("the relayed copies are never input, whatever the name, nor any of Chorus's webhooks' posts", async () => {
-    s = await setup();
+  it("the relayed copies are never input, whatever the name, nor any of Chorus's webhooks' posts (even with allow_bots)", async () => {
+    // With allow_bots other integrations' webhook posts are input: only Chorus's own are not.
+    s = await setup({ config: { allow_bots: true } });
     await s.channel.start(s.host);
     await s.channel.relay(chatOf(s), MAYA, 'relayed one');
     await s.channel.relay(chatOf(s), { name: 'Writer', platform: 'web', kind: 'person' }, 'pretending to be an agent');
@@ -358,8 +359,8 @@ describe('discord rooms: inbound', () => {
     ]);
   });
 
-  it("Chorus's own edits and deletions (relayed copies, agents' posts) do not come back", async () => {
-    s = await setup();
+  it("Chorus's own edits and deletions (relayed copies, agents' posts) do not come back, even with allow_bots", async () => {
+    s = await setup({ config: { allow_bots: true } });
     await s.channel.start(s.host);
     const relayed = await s.channel.relay(chatOf(s), MAYA, 'copy');
     const agentPost = await s.channel.postAsAgent(chatOf(s), WRITER, 'draft');
@@ -367,16 +368,17 @@ describe('discord rooms: inbound', () => {
     await s.channel.editPosted(chatOf(s), relayed.ids, { relayed: MAYA }, 'copy edited');
     await s.channel.editPosted(chatOf(s), agentPost.ids, { agentId: 'writer' }, 'draft 2');
     await s.channel.deletePosted(chatOf(s), relayed.ids, { relayed: MAYA });
-    // Another bot's edit is not input either (allow_bots off).
+    // Another bot's edit is input (allow_bots), like its messages.
     const other = s.fake.addUser('OtherBot', { bot: true });
     const botMsg = s.fake.humanSays(s.chatId, other, 'bot text');
+    await until(() => s!.host.received.some((m) => m.messageId === botMsg), 'the bot message');
     s.fake.humanEdits(botMsg, 'bot text 2');
     const mine = s.fake.humanSays(s.chatId, s.maya, 'mine');
     await until(() => s!.host.received.some((m) => m.messageId === mine), 'her message');
     s.fake.humanEdits(mine, 'mine, edited');
-    await until(() => s!.host.edits.length >= 1, 'her edit');
+    await until(() => s!.host.edits.length >= 2, 'the edits');
     await settle(s);
-    expect(s.host.edits.map((e) => e.platformMessageId)).toEqual([mine]);
+    expect(s.host.edits.map((e) => e.platformMessageId)).toEqual([botMsg, mine]);
   });
 
   it('a reply names the message it answers; the author carries an https picture', async () => {
