@@ -8,28 +8,30 @@
  * itself, so the notice explaining the problem still gets through.
  *
  * Replies: Discord webhooks cannot post message replies, so `replyToMessageId` is not used; the
- * router's addressing does not depend on it.
+ * router's addressing does not depend on it. The same holds for people relayed from other chats.
+ *
+ * Rooms across chats: people from the room's other chats are relayed through the same webhook as
+ * "Maya · Telegram" (identity.ts), pinging nobody; edits and deletions carried to what Chorus
+ * posted go through edits.ts; people's own edits and deletions come in through messageEdits.ts.
  *
  * Reactions: people's come in from the gateway's reaction events (reactionEvents.ts); agents' are
  * shown by the gateway bot with `agent_reactions: bot`, since webhooks cannot react (agentReactions.ts).
  */
 import { Routes, type Client, type Message } from 'discord.js';
-import { PostRefusedError } from '../../core/errors.js';
 import type { Channel, ChannelCapabilities, ChannelHost, ConnectionGate, Logger, PostOptions, PostedMessage } from '../../core/ports.js';
+import type { PlatformEdit, PostedBy, RelayedAuthor } from '../../core/roomTypes.js';
 import type { ChannelStatus } from '../../core/readModels.js';
 import type { AgentDef, ChatRef, PlatformReaction } from '../../core/types.js';
-import { splitMessage } from '../../core/text/split.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
-import { BoundedMap } from '../../core/lib/BoundedMap.js';
 import { AgentReactions } from './agentReactions.js';
 import { ChannelHealth } from './channelHealth.js';
 import { newClient } from './client.js';
-import { DISCORD_MAX_MESSAGE, POSTED_INDEX_SIZE, READY_TIMEOUT_MS, type DiscordConfig } from './config.js';
-import { DiscordPostError, sanitizeError } from './errors.js';
-import { identityFor } from './identity.js';
-import { normalizeMessage } from './normalize.js';
-import { attachFiles, uploadsOf } from './files.js';
-import { sendChunk, type Sender } from './outbound.js';
+import { DISCORD_MAX_MESSAGE, READY_TIMEOUT_MS, type DiscordConfig } from './config.js';
+import { sanitizeError } from './errors.js';
+import { listenForEdits } from './messageEdits.js';
+import { normalizeMessage, type NormalizeContext } from './normalize.js';
+import { attachFiles } from './files.js';
+import { Poster } from './posting.js';
 import { fetchGuildOf, hasManageChannels } from './permissions.js';
 import { Reactors, listenForReactions } from './reactionEvents.js';
 import { DiscordStartupError, MISSING_TOKEN_MESSAGE, agentNameProblems, loginFailure } from './startupChecks.js';
@@ -73,14 +75,8 @@ export class DiscordChannel implements Channel {
   private readonly nameProblems: Map<string, string>;
   /** Per channel: its name, and why the bot cannot post there (for `/readyz` and `/group list`). */
   private readonly channels: ChannelHealth;
-  /** Platform message id → the agent that posted it, for replies to an agent's message. */
-  private readonly posted = new BoundedMap<string, string>(POSTED_INDEX_SIZE);
-  /**
-   * Posts per chat, one at a time: the chunks of one reply never interleave with another reply,
-   * and a 429 (which discord.js REST waits out) delays the later posts instead of letting them
-   * overtake.
-   */
-  private readonly outbound = new KeyedQueue();
+  /** Posts, edits and deletions, per chat in order (posting.ts). */
+  private readonly poster: Poster;
   /** Messages per chat, handed to the router one at a time in the order Discord delivered them. */
   private readonly inbound = new KeyedQueue();
   private readonly typing: TypingIndicators;
@@ -112,6 +108,7 @@ export class DiscordChannel implements Channel {
     this.channels = new ChannelHealth(this.log);
     this.typing = new TypingIndicators(this.log);
     this.agentReactions = new AgentReactions(opts.config.agent_reactions, this.log);
+    this.poster = new Poster(this.cfg, this.agents, this.log, () => this.running && { client: this.running.client, webhooks: this.running.webhooks, files: this.running.host.files, log: this.log, channelProblem: (id, msg) => this.channels.setProblem(id, msg) });
   }
 
   async start(host: ChannelHost): Promise<void> {
@@ -235,6 +232,8 @@ export class DiscordChannel implements Channel {
       deliver: (r) => this.onReaction(r),
       cleared: (messageId, emoji) => this.agentReactions.cleared(messageId, emoji),
     });
+    const live = (c: Client) => Boolean(this.running?.gateway && this.running.client === c);
+    listenForEdits(client, { log: this.log, live, allowBots: this.cfg.allow_bots, allowList: this.allowList, deliver: (e) => this.onEdit(e), normalize: (m) => normalizeMessage(m, this.normalizing(this.running!)), ownership: () => this.normalizing(this.running!) });
 
     // Go live in the ready handler itself: discord.js replays messages queued during the
     // handshake right after it, and they must find the adapter running.
@@ -294,16 +293,7 @@ export class DiscordChannel implements Channel {
   private onMessage(m: Message): void {
     const run = this.running;
     if (!run?.gateway || run.client !== m.client) return;
-    const result = normalizeMessage(m, {
-      botUserId: run.client.user?.id,
-      applicationId: run.client.application?.id,
-      isOwnWebhook: (id) => run.webhooks.isOwn(id),
-      webhookName: this.cfg.webhook_name,
-      allowBots: this.cfg.allow_bots,
-      allowList: this.allowList,
-      agents: this.agents,
-      agentForMessage: (chatId, id) => this.posted.get(id) ?? run.host.agentForPostedMessage('discord', chatId, id),
-    });
+    const result = normalizeMessage(m, this.normalizing(run));
     if ('skip' in result) {
       this.log.debug({ messageId: m.id, reason: result.skip }, 'discord: message skipped');
       return;
@@ -320,6 +310,26 @@ export class DiscordChannel implements Channel {
       .catch((err) => this.log.error({ err, messageId: msg.messageId, chatId: msg.chatId }, 'discord: router did not take the message'));
   }
 
+  private normalizing(run: Running): NormalizeContext {
+    return {
+      botUserId: run.client.user?.id,
+      applicationId: run.client.application?.id ?? this.applicationId,
+      isOwnWebhook: (id) => run.webhooks.isOwn(id),
+      webhookName: this.cfg.webhook_name,
+      allowBots: this.cfg.allow_bots,
+      allowList: this.allowList,
+      agents: this.agents,
+      agentForMessage: (chatId, id) => this.poster.agentOf(id) ?? run.host.agentForPostedMessage('discord', chatId, id),
+    };
+  }
+
+  /** A person's edit or deletion, in order with the chat's messages (the message came in first). */
+  private onEdit(e: PlatformEdit): void {
+    const run = this.running;
+    if (!run) return;
+    void this.inbound.run(e.chatId, () => run.host.edited(e)).catch((err) => this.log.error({ err, messageId: e.platformMessageId, chatId: e.chatId }, 'discord: an edit or deletion was not recorded'));
+  }
+
   /** A person's reaction, in order with the chat's messages (one reacted to has been handed on first). */
   private onReaction(r: PlatformReaction): void {
     const run = this.running;
@@ -328,48 +338,24 @@ export class DiscordChannel implements Channel {
   }
 
   /** `opts.approval` is not used: webhook messages cannot carry buttons, and the request's text names /approve and /deny. */
-  async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage> {
-    const id = identityFor(agent, this.cfg);
-    const body = id.label ? id.label + text : text;
-    const files = opts?.attachments?.length && this.running ? await uploadsOf(this.running.host.files, opts.attachments, this.log) : [];
-    return this.post(chat, body, { username: id.username, avatarURL: id.avatarURL }, agent.id, files);
+  postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage> {
+    return this.poster.asAgent(chat, agent, text, opts);
   }
 
-  async postAsSystem(chat: ChatRef, text: string, _opts?: PostOptions): Promise<PostedMessage> {
-    return this.post(chat, text, { username: this.cfg.webhook_name, avatarURL: undefined }, undefined);
+  postAsSystem(chat: ChatRef, text: string, opts?: PostOptions): Promise<PostedMessage> {
+    return this.poster.asSystem(chat, text, opts);
   }
 
-  /** Split, then send every chunk through the channel webhook, in order, one chat at a time. */
-  private post(chat: ChatRef, text: string, who: Sender, agentId: string | undefined, files: Array<{ attachment: Buffer; name: string }> = []): Promise<PostedMessage> {
-    const run = this.running;
-    if (!run) return Promise.reject(new DiscordPostError('Discord channel is not running', undefined, undefined));
-    const chunks = splitMessage(text, DISCORD_MAX_MESSAGE).filter((c) => c.trim().length > 0);
-    if (chunks.length === 0 && files.length === 0) return Promise.resolve({ ids: [] });
-    if (chunks.length === 0) chunks.push('');
-    return this.outbound.run(chat.chatId, async () => {
-      const ids: string[] = [];
-      for (const [i, content] of chunks.entries()) {
-        const ctx = { client: run.client, webhooks: run.webhooks, log: this.log, channelProblem: (id: string, msg: string) => this.channels.setProblem(id, msg) };
-        // The files go with the last chunk, so they sit under the whole text.
-        const sentId = await sendChunk(ctx, chat, content, who, agentId === undefined, i === chunks.length - 1 ? files : undefined);
-        ids.push(sentId);
-        if (agentId) this.posted.set(sentId, agentId);
-      }
-      return { ids };
-    });
+  relay(chat: ChatRef, from: RelayedAuthor, text: string, opts?: PostOptions): Promise<PostedMessage> {
+    return this.poster.relay(chat, from, text, opts);
   }
 
-  // Rooms across chats: relaying people and carrying edits (Discord side still to be built).
-  async relay(): Promise<PostedMessage> {
-    throw new PostRefusedError('Discord: relaying messages from other chats is not supported yet');
+  editPosted(chat: ChatRef, ids: readonly string[], by: PostedBy, text: string): Promise<void> {
+    return this.poster.edit(chat, ids, by, text);
   }
 
-  async editPosted(): Promise<void> {
-    throw new PostRefusedError('Discord: changing relayed messages is not supported yet');
-  }
-
-  async deletePosted(): Promise<void> {
-    throw new PostRefusedError('Discord: removing relayed messages is not supported yet');
+  deletePosted(chat: ChatRef, ids: readonly string[], _by: PostedBy): Promise<void> {
+    return this.poster.delete(chat, ids);
   }
 
   startTyping(chat: ChatRef, _agent: AgentDef): () => void {

@@ -6,9 +6,12 @@
  * re-thrown as a DiscordPostError with the status, Discord's code and its message only.
  */
 import { DiscordAPIError, HTTPError, RateLimitError } from 'discord.js';
+import { PostRefusedError } from '../../core/errors.js';
 
 /** Discord's JSON error codes the adapter reacts to. */
 export const DiscordCode = {
+  UnknownChannel: 10003,
+  UnknownMessage: 10008,
   UnknownWebhook: 10015,
   MissingAccess: 50001,
   MissingPermissions: 50013,
@@ -50,4 +53,23 @@ export function sanitizeError(err: unknown, doing: string): DiscordPostError {
   // Belt and braces: strip anything that looks like a webhook path with its token.
   detail = detail.replace(/\/webhooks\/\d+\/[\w-]+/g, '/webhooks/<id>/<token>');
   return new DiscordPostError(`${doing}: ${detail}`, status, code);
+}
+
+/** The message is not there (deleted, or never one this webhook / the bot can reach). */
+export function isUnknownMessage(err: unknown): boolean {
+  return apiErrorInfo(err).code === DiscordCode.UnknownMessage;
+}
+
+/**
+ * `err` as the core reads it: a 4xx is Discord refusing this request for good (the channel or the
+ * message is gone, the bot may not, the body is invalid), so it becomes a PostRefusedError, and
+ * the core stops trying; anything else (429, 5xx, no answer) passes and is tried again later. 401
+ * is the bot's token, which a restart with a fixed config mends: not this post's fault.
+ */
+export function refusalOf(err: unknown): Error {
+  if (err instanceof PostRefusedError) return err;
+  const status = err instanceof DiscordPostError ? err.status : apiErrorInfo(err).status;
+  const message = err instanceof Error ? err.message : String(err);
+  if (status !== undefined && status >= 400 && status < 500 && status !== 429 && status !== 401 && status !== 408) return new PostRefusedError(message, { cause: err });
+  return err instanceof Error ? err : new Error(message);
 }

@@ -1,8 +1,11 @@
 /**
- * How an agent appears on Discord: the webhook `username` and `avatar_url` of its posts, and the
- * rules Discord puts on webhook usernames (1–80 characters, never "discord" or "clyde").
+ * How an agent, or a person relayed from another chat, appears on Discord: the webhook `username`
+ * and `avatar_url` of its posts, and the rules Discord puts on webhook usernames (1–80
+ * characters, never "discord" or "clyde").
  */
-import type { AgentDef } from '../../core/types.js';
+import type { RelayedAuthor } from '../../core/roomTypes.js';
+import { cleanDisplayName } from '../../core/text/displayName.js';
+import type { AgentDef, ChannelKind } from '../../core/types.js';
 import type { DiscordConfig } from './config.js';
 
 /** Discord's limit on webhook usernames. */
@@ -16,6 +19,44 @@ export function webhookUsernameProblem(name: string): string | null {
   const banned = /discord|clyde/i.exec(trimmed);
   if (banned) return `it contains "${banned[0].toLowerCase()}", which Discord does not allow in webhook names`;
   return null;
+}
+
+const PLATFORM_NAMES: Record<ChannelKind, string> = { telegram: 'Telegram', web: 'Web', discord: 'Discord' };
+
+/**
+ * A name Discord takes as a webhook username, whoever chose it: a person on Telegram called
+ * "Discord Fan" is still relayed ("Disc0rd Fan"): one letter of each word Discord refuses becomes
+ * a digit, so the name stays readable; cut to 80 characters (never inside a surrogate pair).
+ */
+export function safeWebhookUsername(name: string): string {
+  let s = name
+    .replace(/discord/gi, (w) => `${w.slice(0, 4)}0${w.slice(5)}`)
+    .replace(/clyde/gi, (w) => `${w[0]}1${w.slice(2)}`)
+    .trim();
+  if (s.length > WEBHOOK_USERNAME_MAX) {
+    const points = Array.from(s);
+    while (points.join('').length > WEBHOOK_USERNAME_MAX) points.pop();
+    s = points.join('').trimEnd();
+  }
+  return s;
+}
+
+/**
+ * How a person (or a foreign bot) from another chat of the room posts here: "Maya · Telegram",
+ * "Helper (bot) · Telegram", with their picture when it is an https URL. The name is cut before
+ * the platform, so a long one still shows where it comes from. Their text never pings anyone.
+ */
+export function relayIdentity(from: RelayedAuthor): { username: string; avatarURL: string | undefined; mentions: 'none' } {
+  const suffix = `${from.kind === 'bot' ? ' (bot)' : ''} · ${PLATFORM_NAMES[from.platform] ?? from.platform}`;
+  const name = cleanDisplayName(from.name, WEBHOOK_USERNAME_MAX) || 'Someone';
+  const points = Array.from(name);
+  while (points.length > 1 && points.join('').trimEnd().length + suffix.length > WEBHOOK_USERNAME_MAX) points.pop();
+  const avatar = from.avatarUrl?.trim();
+  return {
+    username: safeWebhookUsername(points.join('').trimEnd() + suffix),
+    avatarURL: avatar && /^https:\/\/\S+$/i.test(avatar) ? avatar : undefined,
+    mentions: 'none',
+  };
 }
 
 /** What one post of an agent carries besides its text. */

@@ -48,8 +48,11 @@ export function normalizeMessage(m: Message, ctx: NormalizeContext): NormalizedM
     ts: m.createdTimestamp,
     threadId: thread?.id,
     replyToAgentId: replyTarget(m, chatId, ctx),
+    replyToPlatformId: m.reference?.messageId ?? undefined,
     chatTitle: parentName ? `#${parentName}` : undefined,
   };
+  const avatar = avatarUrlOf(m.member, m.author);
+  if (avatar) message.authorAvatarUrl = avatar;
   return { message };
 }
 
@@ -62,7 +65,21 @@ export function personName(member: GuildMember | null | undefined, user: User | 
   return cleanDisplayName(member?.displayName ?? user.globalName ?? user.username ?? '') || cleanDisplayName(user.username ?? '') || `user ${user.id}`;
 }
 
-function isOwnMessage(m: Message, ctx: NormalizeContext): boolean {
+/** The picture Discord shows for a person (their server avatar, else their own or the default): https only. */
+export function avatarUrlOf(member: GuildMember | null | undefined, user: User): string | undefined {
+  try {
+    const url = (member ?? user).displayAvatarURL({ extension: 'png', size: 128 });
+    return /^https:\/\/\S+$/i.test(url) ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Chorus's own post (the gateway bot's, or any of its webhooks' under whatever name: agents, the
+ * system voice, people relayed from other chats): never input, or it would loop back.
+ */
+export function isOwnMessage(m: Pick<Message, 'author' | 'webhookId' | 'applicationId'>, ctx: Pick<NormalizeContext, 'botUserId' | 'applicationId' | 'isOwnWebhook'>): boolean {
   if (ctx.botUserId && m.author.id === ctx.botUserId) return true;
   if (!m.webhookId) return false;
   if (ctx.isOwnWebhook(m.webhookId)) return true;

@@ -19,11 +19,18 @@ export interface OutboundContext {
   log: Logger;
   /** Remember a channel-level problem so `/group list` can show it. */
   channelProblem(channelId: string, message: string): void;
+  /**
+   * Ids of this process's posts whose send was answered (or that a lookup already claimed), so a
+   * lookup never takes one of them for the post it is looking for.
+   */
+  answered: BoundedSet<string>;
 }
 
 export interface Sender {
   username: string;
   avatarURL: string | undefined;
+  /** 'none': the text pings nobody (a relayed person's "@everyone" stays text); else users only. */
+  mentions?: 'none' | undefined;
 }
 
 /**
@@ -36,13 +43,9 @@ export interface Sender {
  */
 const UNSURE_RETRIES = 4;
 /** How far back (ms) a message counts as "the one we just tried to send": covers clock skew. */
-const LOOKUP_SLACK_MS = 5000;
-/** Ids of recent posts whose send was answered, so a lookup never mistakes one for a lost post. */
-const confirmed = new BoundedSet<string>(1000);
-function confirm(id: string): string {
-  confirmed.add(id);
-  return id;
-}
+export const LOOKUP_SLACK_MS = 5000;
+/** Ids kept in `OutboundContext.answered`. */
+export const ANSWERED_KEPT = 1000;
 
 /** Post `content` (already within 2,000 characters) and return the Discord message id. */
 export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: string, who: Sender, isSystem: boolean, files?: Array<{ attachment: Buffer; name: string }>): Promise<string> {
@@ -59,9 +62,11 @@ export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: st
         ...(files?.length ? { files } : {}),
         username: who.username,
         ...(who.avatarURL ? { avatarURL: who.avatarURL } : {}),
+        ...(who.mentions === 'none' ? { allowedMentions: { parse: [] } } : {}),
         ...(chat.threadId ? { threadId: chat.threadId } : {}),
       });
-      return confirm(sent.id);
+      ctx.answered.add(sent.id);
+      return sent.id;
     } catch (err) {
       if (hook && isUnsure(err) && unsure < UNSURE_RETRIES) {
         unsure++;
@@ -69,7 +74,8 @@ export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: st
         const found = await findPosted(ctx, chat, hook.id, who.username, content, firstTry - LOOKUP_SLACK_MS);
         if (found) {
           ctx.log.warn({ chatId: chat.chatId, messageId: found }, 'discord: the answer to a post was lost, but the message is in the channel; not sending it again');
-          return confirm(found);
+          ctx.answered.add(found);
+          return found;
         }
         ctx.log.warn({ chatId: chat.chatId, err: sanitizeError(err, where).message, attempt: unsure }, 'discord: a post failed without a clear answer; sending it again');
         continue;
@@ -102,20 +108,51 @@ function isUnsure(err: unknown): boolean {
 }
 
 /**
- * The id of our webhook's message with this author and text, created since `sinceMs`; undefined
- * when there is none or the channel cannot be read (then the caller resends).
+ * Pages of 100 read when looking for a post: a resumed delivery may be an outage behind. One
+ * further back than that is sent again (a duplicate, never a loss).
  */
-async function findPosted(ctx: OutboundContext, chat: ChatRef, webhookId: string, username: string, content: string, sinceMs: number): Promise<string | undefined> {
+const LOOKUP_PAGES = 10;
+
+/**
+ * The id of our webhooks' message (this one's, or an earlier webhook of ours in the channel) with
+ * this author and text, created since `sinceMs` and after message `after`, not in `skip`; the
+ * oldest such. Undefined when there is none or the channel cannot be read (then the caller sends).
+ */
+export async function findPosted(
+  ctx: OutboundContext,
+  chat: ChatRef,
+  webhookId: string,
+  username: string,
+  content: string,
+  sinceMs: number,
+  opts: { after?: string | undefined; skip?: ReadonlySet<string> | undefined } = {},
+): Promise<string | undefined> {
   try {
-    const after = SnowflakeUtil.generate({ timestamp: BigInt(sinceMs) }).toString();
-    const recent = (await ctx.client.rest.get(Routes.channelMessages(chat.threadId ?? chat.chatId), {
-      query: new URLSearchParams({ after, limit: '50' }),
-    })) as APIMessage[];
-    const mine = recent.filter(
-      (m) => m.webhook_id === webhookId && !confirmed.has(m.id) && m.author.username === username && m.content.trim() === content.trim(),
-    );
-    // Oldest first: if a blind resend (lookup failed earlier) made two, the first one is kept.
-    return mine.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))[0]?.id;
+    let after = SnowflakeUtil.generate({ timestamp: BigInt(Math.max(0, sinceMs)) }).toString();
+    if (opts.after && BigInt(opts.after) > BigInt(after)) after = opts.after;
+    const text = content.trim();
+    for (let page = 0; page < LOOKUP_PAGES; page++) {
+      const recent = (await ctx.client.rest.get(Routes.channelMessages(chat.threadId ?? chat.chatId), {
+        query: new URLSearchParams({ after, limit: '100' }),
+      })) as APIMessage[];
+      // Oldest first: if a blind resend (lookup failed earlier) made two, the first one is kept.
+      const ordered = recent.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+      const mine = ordered.find(
+        (m) =>
+          m.webhook_id &&
+          (m.webhook_id === webhookId || ctx.webhooks.isOwn(m.webhook_id)) &&
+          !ctx.answered.has(m.id) &&
+          !opts.skip?.has(m.id) &&
+          m.author.username === username &&
+          m.content.trim() === text &&
+          (text !== '' || m.attachments.length > 0),
+      );
+      if (mine) return mine.id;
+      const last = ordered.at(-1);
+      if (recent.length < 100 || !last) return undefined;
+      after = last.id;
+    }
+    return undefined;
   } catch (err) {
     ctx.log.warn({ chatId: chat.chatId, err: sanitizeError(err, 'Discord: reading recent messages').message }, 'discord: cannot check whether a post went through');
     return undefined;

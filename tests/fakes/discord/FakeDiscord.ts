@@ -2,8 +2,9 @@
  * A local Discord that the real discord.js talks to: REST under `<apiBase>/v10/...` and a gateway
  * websocket whose URL `GET /gateway/bot` hands out. Everything binds to 127.0.0.1 on a free port.
  *
- * Tests drive it from the platform side (`humanSays`, `humanReacts`, `denyBot`, `rateLimitNext`, ...)
- * and assert on what it recorded (`posts`, `reactionsOn`, `requests`, `typing`).
+ * Tests drive it from the platform side (`humanSays`, `humanEdits`, `humanDeletes`, `humanReacts`,
+ * `denyBot`, `rateLimitNext`, `outage`, ...) and assert on what it recorded (`posts`, `reactionsOn`,
+ * `requests`, `typing`).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -321,6 +322,54 @@ export class FakeDiscord {
     this.gateway?.dispatchMessage(msg);
     return id;
   }
+
+  /**
+   * A message from before the bot connected: stored (the REST history has it) but never sent to a
+   * session, so discord.js does not hold it and its edits and deletions arrive as partials.
+   */
+  pastMessage(channelId: string, user: FakeUser, content: string): string {
+    const msg: StoredMessage = { id: snowflake(), channel_id: channelId, author: user, content, webhook_id: null, application_id: null, avatar_url: null, reply_to: null, ts: Date.now() };
+    this.messages.push(msg);
+    return msg.id;
+  }
+
+  /** A person edits their message: the text changes and MESSAGE_UPDATE goes out with the whole message. */
+  humanEdits(messageId: string, content: string): void {
+    const msg = this.messages.find((m) => m.id === messageId);
+    if (!msg) throw new Error(`FakeDiscord: no message ${messageId}`);
+    this.editStored(msg, content);
+  }
+
+  /** Change a stored message's text (a person, the bot or a webhook) and tell the sessions. */
+  editStored(msg: StoredMessage, content: string): void {
+    msg.content = content;
+    msg.edited_ts = Date.now();
+    this.gateway?.dispatchMessage(msg, 'MESSAGE_UPDATE');
+  }
+
+  /**
+   * Discord updating a message without an edit (a link preview arriving, a pin): MESSAGE_UPDATE with
+   * the same text and no new edit time.
+   */
+  embedUpdate(messageId: string): void {
+    const msg = this.messages.find((m) => m.id === messageId);
+    if (msg) this.gateway?.dispatchMessage(msg, 'MESSAGE_UPDATE');
+  }
+
+  /** A person (or a moderator) deletes messages: one → MESSAGE_DELETE, several → MESSAGE_DELETE_BULK. */
+  humanDeletes(channelId: string, ...ids: string[]): void {
+    for (const id of ids) {
+      const at = this.messages.findIndex((m) => m.id === id);
+      if (at >= 0) this.messages.splice(at, 1);
+    }
+    this.gateway?.dispatchDelete(channelId, ids);
+  }
+
+  /**
+   * While on, every REST call (not the attachment downloads) answers 500 with Discord's JSON body,
+   * as during a Discord outage; nothing is acted on.
+   */
+  outage = false;
 
   /** Store and broadcast a message created through REST (bot post or webhook execute). */
   recordPost(msg: StoredMessage): void {

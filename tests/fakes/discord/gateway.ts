@@ -1,6 +1,6 @@
 /**
  * The fake gateway: HELLO, IDENTIFY → READY + GUILD_CREATE, heartbeat ACKs, MESSAGE_CREATE
- * for every message the fake stores, and MESSAGE_REACTION_* for reactions (only to sessions that
+ * for every message the fake stores, MESSAGE_UPDATE / MESSAGE_DELETE(_BULK) when one changes or goes, and MESSAGE_REACTION_* for reactions (only to sessions that
  * asked for GuildMessageReactions, as on Discord). Speaks plain JSON (discord.js only asks for zlib-stream when
  * the optional zlib-sync package is installed, which it is not here).
  */
@@ -154,7 +154,7 @@ export class FakeGateway {
   }
 
   /** Send a stored message to every identified session, honouring each one's intents. */
-  dispatchMessage(m: StoredMessage): void {
+  dispatchMessage(m: StoredMessage, t: 'MESSAGE_CREATE' | 'MESSAGE_UPDATE' = 'MESSAGE_CREATE'): void {
     const f = this.fake;
     const referenced = m.reply_to ? f.messages.find((x) => x.id === m.reply_to) : undefined;
     for (const s of this.sessions) {
@@ -165,8 +165,18 @@ export class FakeGateway {
       // Like Discord, resolve `<@id>` mentions into user objects on the message.
       const mentions = [...m.content.matchAll(/<@!?(\d+)>/g)].map((x) => f.users.get(x[1]!)).filter((u) => u !== undefined);
       const d = messagePayload(m, f.guildId, referenced, { blankContent: blank, memberRoles, mentions });
-      this.dispatched.push({ session: s.id, messageId: m.id, webhookId: m.webhook_id, content: d.content as string });
-      this.dispatch(s, 'MESSAGE_CREATE', d);
+      if (t === 'MESSAGE_CREATE') this.dispatched.push({ session: s.id, messageId: m.id, webhookId: m.webhook_id, content: d.content as string });
+      // Discord's MESSAGE_UPDATE carries the whole message, as MESSAGE_CREATE does.
+      this.dispatch(s, t, d);
+    }
+  }
+
+  /** MESSAGE_DELETE (one message) or MESSAGE_DELETE_BULK (a moderator's purge): only ids, as on Discord. */
+  dispatchDelete(channelId: string, ids: string[]): void {
+    const f = this.fake;
+    const d = ids.length === 1 ? { id: ids[0], channel_id: channelId, guild_id: f.guildId } : { ids, channel_id: channelId, guild_id: f.guildId };
+    for (const s of this.sessions) {
+      if (s.identified && s.intents & Intent.GuildMessages) this.dispatch(s, ids.length === 1 ? 'MESSAGE_DELETE' : 'MESSAGE_DELETE_BULK', d);
     }
   }
 

@@ -8,6 +8,7 @@
 export const Perm = {
   Administrator: 1n << 3n,
   ManageChannels: 1n << 4n,
+  ManageMessages: 1n << 13n,
   AddReactions: 1n << 6n,
   ViewChannel: 1n << 10n,
   SendMessages: 1n << 11n,
@@ -69,6 +70,10 @@ export interface StoredMessage {
   avatar_url: string | null;
   reply_to: string | null;
   ts: number;
+  /** When its text was last edited (Discord's `edited_timestamp`). */
+  edited_ts?: number | null | undefined;
+  /** What the post asked for (`allowed_mentions` of the execute / create call), as Discord got it. */
+  allowed_mentions?: unknown;
   /** Files on the message: a person's (served at `url`), or ones a webhook uploaded (`sha256`). */
   attachments?: Array<{ id: string; filename: string; size: number; url: string; content_type?: string | undefined; sha256?: string | undefined }> | undefined;
 }
@@ -196,7 +201,7 @@ export function messagePayload(
     ...(m.webhook_id || opts.memberRoles === undefined ? {} : { member: memberPayload(m.author, opts.memberRoles, false) }),
     content: blank ? '' : m.content,
     timestamp: new Date(m.ts).toISOString(),
-    edited_timestamp: null,
+    edited_timestamp: m.edited_ts ? new Date(m.edited_ts).toISOString() : null,
     tts: false,
     mention_everyone: false,
     mentions: (opts.mentions ?? []).map((u) => userPayload(u)),

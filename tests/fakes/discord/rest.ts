@@ -1,6 +1,7 @@
 /**
  * The fake's REST API: the routes discord.js and the Chorus adapter call, with Discord's error
- * shapes (401, 403 code 50013, 404 codes 1000x, 400 code 50035, 429 with `retry_after`).
+ * shapes (401, 403 codes 50013 / 50005, 404 codes 1000x, 400 code 50035, 429 with `retry_after`,
+ * 500 during an outage).
  */
 import { readMultipart, sha256 } from '../telegram/files.js';
 import { randomBytes } from 'node:crypto';
@@ -57,6 +58,12 @@ export async function handleRest(fake: FakeDiscord, req: IncomingMessage, res: S
   }
   const record: RecordedRequest = { method, path: path + url.search, body, status: 0 };
   fake.requests.push(record);
+  if (fake.outage) {
+    record.status = 500;
+    res.writeHead(500, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ message: '500: Internal Server Error', code: 0 }));
+    return;
+  }
 
   const fault = fake.takeFault(method, path, body);
   if (fault !== null) {
@@ -131,7 +138,7 @@ function route(fake: FakeDiscord, method: string, path: string, query: URLSearch
   const parts = path.split('/').filter(Boolean);
 
   // Webhook execution authenticates with the webhook token in the path, not the bot token.
-  if (parts[0] === 'webhooks' && parts.length >= 3) return webhookRoute(fake, method, parts[1]!, parts[2]!, query, body);
+  if (parts[0] === 'webhooks' && parts.length >= 3) return webhookRoute(fake, method, parts[1]!, parts[2]!, parts.slice(3), query, body);
 
   if (auth !== `Bot ${fake.token}`) return err(401, 0, '401: Unauthorized');
 
@@ -202,6 +209,7 @@ function channelRoute(fake: FakeDiscord, method: string, channelId: string, rest
       avatar_url: null,
       reply_to: body?.message_reference?.message_id ?? null,
       ts: Date.now(),
+      allowed_mentions: body?.allowed_mentions,
     };
     fake.recordPost(msg);
     return ok(messagePayload(msg, fake.guildId, undefined));
@@ -226,12 +234,50 @@ function channelRoute(fake: FakeDiscord, method: string, channelId: string, rest
     const msg = fake.messages.find((m) => m.id === rest[1] && m.channel_id === channelId);
     return msg ? ok(messagePayload(msg, fake.guildId, undefined)) : err(404, 10008, 'Unknown Message');
   }
+
+  // The bot edits only its own messages; it deletes its own, and others' with Manage Messages.
+  if ((method === 'PATCH' || method === 'DELETE') && rest[0] === 'messages' && rest[1] && rest.length === 2) {
+    const msg = fake.messages.find((m) => m.id === rest[1] && m.channel_id === channelId);
+    if (!msg) return err(404, 10008, 'Unknown Message');
+    const own = msg.author.id === fake.bot.id && !msg.webhook_id;
+    if (method === 'PATCH') {
+      if (!own) return err(403, 50005, 'Cannot edit a message authored by another user');
+      return editMessage(fake, msg, body);
+    }
+    if (!own && !(perms & Perm.ManageMessages)) return err(403, 50013, 'Missing Permissions');
+    fake.humanDeletes(channelId, msg.id);
+    return { status: 204 };
+  }
   return err(404, 0, '404: Not Found');
 }
 
-function webhookRoute(fake: FakeDiscord, method: string, id: string, token: string, query: URLSearchParams, body: any): Reply {
+/** Change a message's text (`content` only; a message keeps its files), as PATCH answers it. */
+function editMessage(fake: FakeDiscord, msg: StoredMessage, body: any): Reply {
+  if (body?.content !== undefined) {
+    const problem = (msg.attachments?.length ?? 0) > 0 && body.content === '' ? null : contentProblem(body.content);
+    if (problem) return problem;
+  }
+  msg.allowed_mentions = body?.allowed_mentions;
+  fake.editStored(msg, body?.content ?? msg.content);
+  return ok(messagePayload(msg, fake.guildId, undefined));
+}
+
+function webhookRoute(fake: FakeDiscord, method: string, id: string, token: string, rest: string[], query: URLSearchParams, body: any): Reply {
   const hook = fake.webhooks.find((w) => w.id === id);
   if (!hook || hook.token !== token) return err(404, 10015, 'Unknown Webhook');
+  // A webhook reads, edits and deletes only its own messages; any other id is Unknown Message.
+  if (rest[0] === 'messages' && rest[1] && rest.length === 2) {
+    const msg = fake.messages.find((m) => m.id === rest[1] && m.webhook_id === hook.id);
+    if (!msg) return err(404, 10008, 'Unknown Message');
+    if (method === 'GET') return ok(messagePayload(msg, fake.guildId, undefined));
+    if (method === 'PATCH') return editMessage(fake, msg, body);
+    if (method === 'DELETE') {
+      fake.humanDeletes(msg.channel_id, msg.id);
+      return { status: 204 };
+    }
+    return err(405, 0, '405: Method Not Allowed');
+  }
+  if (rest.length > 0) return err(404, 0, '404: Not Found');
   if (method === 'GET') return ok(webhookPayload(hook, fake.guildId, null));
   if (method !== 'POST') return err(405, 0, '405: Method Not Allowed');
 
@@ -252,6 +298,7 @@ function webhookRoute(fake: FakeDiscord, method: string, id: string, token: stri
     avatar_url: typeof body?.avatar_url === 'string' ? body.avatar_url : null,
     reply_to: null,
     ts: Date.now(),
+    allowed_mentions: body?.allowed_mentions,
     ...(uploads.length > 0
       ? { attachments: uploads.map((f) => ({ id: snowflake(), filename: f.name, size: f.bytes.length, url: `https://cdn.discordapp.test/${f.name}`, sha256: sha256(f.bytes) })) }
       : {}),
