@@ -99,6 +99,45 @@ export class RoomLinks {
     return viewOf(g);
   }
 
+  /**
+   * The config's `groups[].chats`: the room's other chats are linked at start, quietly (the
+   * config says so; nobody typed a code). Already linked: nothing changes, so every start is the
+   * same. A chat that has its own group gets it archived (its history is kept); one linked into
+   * another room is left there, with a warning.
+   */
+  async declare(g: GroupDoc, chats: ReadonlyArray<{ channel: LinkedChat['channel']; chatId?: string | undefined }>): Promise<void> {
+    try {
+      this.d.owned(g.id);
+    } catch {
+      return; // its owner declares it
+    }
+    let linked = false;
+    for (const c of chats) {
+      // A room's web chat is the group's own page.
+      const chat = { channel: c.channel, chatId: c.channel === 'web' ? g.id : (c.chatId ?? '') };
+      if (isHome(g, chat) || linkOf(g, chat)) continue;
+      const own = this.d.groups.find(chat.channel, chat.chatId);
+      if (own && (!isHome(own, chat) || own.links?.length)) {
+        this.d.logger.warn({ group: g.id, chat: chatKeyOf(chat), other: own.id }, 'a declared chat of a room belongs to another room; left there (unlink it there to move it)');
+        continue;
+      }
+      if (own) {
+        try {
+          this.d.owned(own.id);
+        } catch (err) {
+          this.d.logger.warn({ group: g.id, chat: chatKeyOf(chat), other: own.id, err: (err as Error).message }, 'a declared chat of a room has a group another instance runs; not linked now');
+          continue;
+        }
+        this.d.groups.archive(own);
+        await this.d.recorder.record(own);
+        this.d.logger.warn({ group: own.id, room: g.id, chat: chatKeyOf(chat) }, "a declared room's chat had a group of its own: that group is archived (its history is kept) and the chat joins the room");
+      }
+      this.d.groups.link(g, { ...chat, ...(chat.channel === 'web' ? { title: g.title } : {}), at: this.d.clock.now() });
+      linked = true;
+    }
+    if (linked) await this.d.recorder.record(g);
+  }
+
   /** Link a chat and announce it in every chat of the room (`code`: the code it used, gone now). */
   async link(g: GroupDoc, chat: LinkedChat, code?: string): Promise<void> {
     this.d.groups.link(g, chat, code);
