@@ -5,6 +5,7 @@
 import { FileKeeper } from './files/FileKeeper.js';
 import { resolve } from 'node:path';
 import type { ChorusConfig } from './config/schema.js';
+import type { DeclaredGroup } from './core/router/declaredGroups.js';
 import { configDeprecations, idleTimeoutSeconds, replyTimeoutSeconds, summaryModelOf } from './config/schema.js';
 import { DEFAULT_CONTEXT_TOKENS } from './core/session/contextBudget.js';
 import { validateGroupConfig } from './config/groupConfig.js';
@@ -64,6 +65,18 @@ export interface App {
    * no tools.
    */
   tools: ToolsRuntime;
+}
+
+/** The config's `groups:` as the core declares them: the home chat, and the room's other chats. */
+export function declaredGroupsOf(config: ChorusConfig): DeclaredGroup[] {
+  return config.groups.map((g) => ({
+    channel: g.channel,
+    chatId: g.chat_id,
+    title: g.title,
+    participants: g.participants,
+    config: g.config,
+    ...(g.chats && g.chats.length > 1 ? { links: g.chats.slice(1).map((c) => ({ channel: c.channel, chatId: c.chat_id })) } : {}),
+  }));
 }
 
 /** Agents as the core sees them. */
@@ -157,7 +170,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
     clock,
     metrics,
     logger: logger.child({ part: 'router' }),
-    declaredGroups: config.groups.map((g) => ({ channel: g.channel, chatId: g.chat_id, title: g.title, participants: g.participants, config: g.config })),
+    declaredGroups: declaredGroupsOf(config),
     scripted: chosen.provider.name === 'scripted',
     tools: opts.tools ?? tools,
     // What the room is shown of tool calls loses the config's secrets, as the log does.

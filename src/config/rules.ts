@@ -58,22 +58,30 @@ export function refineConfig(cfg: ChorusConfig): ConfigProblem[] {
   if (cfg.group_defaults.last_speaker && !ids.has(cfg.group_defaults.last_speaker)) {
     problems.push({ path: 'group_defaults.last_speaker', message: unknown(cfg.group_defaults.last_speaker) });
   }
-  const chats = new Set<string>();
+  // Every chat belongs to one declared group at most: its home or one chat of its room.
+  const chats = new Map<string, string>();
   cfg.groups.forEach((g, i) => {
     g.participants.forEach((p, j) => {
       if (!ids.has(p)) problems.push({ path: `groups[${i}].participants[${j}]`, message: unknown(p) });
     });
-    const key = `${g.channel}:${g.chat_id}`;
-    if (chats.has(key)) problems.push({ path: `groups[${i}].chat_id`, message: `another group is already declared for ${key}` });
-    chats.add(key);
-    if (g.channel === 'web' && !/^[a-z0-9][a-z0-9_-]{0,63}$/.test(g.chat_id)) {
-      problems.push({ path: `groups[${i}].chat_id`, message: 'web rooms need a slug id (a-z 0-9 _ -)' });
-    }
+    const listed = g.chats ?? [{ channel: g.channel, chat_id: g.chat_id }];
+    listed.forEach((c, j) => {
+      const at = g.chats ? `groups[${i}].chats[${j}]` : `groups[${i}]`;
+      // A room's web chat is found by the group's id: it is no chat another group could claim.
+      if (c.chat_id === undefined) return;
+      const key = `${c.channel}:${c.chat_id}`;
+      const prev = chats.get(key);
+      if (prev) problems.push({ path: `${at}.chat_id`, message: `${key} is already a chat of ${prev}` });
+      else chats.set(key, at);
+      if (c.channel === 'web' && !/^[a-z0-9][a-z0-9_-]{0,63}$/.test(c.chat_id)) {
+        problems.push({ path: `${at}.chat_id`, message: g.chats && j === 0 && !g.chats[0]!.chat_id ? `the title makes no usable room id ("${c.chat_id}"); give chat_id (a slug)` : 'web rooms need a slug id (a-z 0-9 _ -)' });
+      }
+    });
+    listed.forEach((c, j) => {
+      if (c.channel !== 'web' && !cfg.channels[c.channel].enabled) problems.push({ path: g.chats ? `groups[${i}].chats[${j}].channel` : `groups[${i}].channel`, message: `channels.${c.channel}.enabled is false` });
+    });
     if (g.config?.last_speaker && !ids.has(g.config.last_speaker)) {
       problems.push({ path: `groups[${i}].config.last_speaker`, message: unknown(g.config.last_speaker) });
-    }
-    if (g.channel !== 'web' && !cfg.channels[g.channel].enabled) {
-      problems.push({ path: `groups[${i}].channel`, message: `channels.${g.channel}.enabled is false` });
     }
   });
 

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { agentToolsSchema, maxToolResultBytesSchema, toolsSchema } from './toolsSchema.js';
+import { declaredGroupSchema } from './groupsSchema.js';
 
 const slug = z
   .string()
@@ -167,16 +168,6 @@ const agentSchema = z
   })
   .strict();
 
-const declaredGroupSchema = z
-  .object({
-    channel: z.enum(['web', 'telegram', 'discord']),
-    chat_id: z.union([z.string().min(1), z.number()]).transform(String),
-    title: z.string().min(1).max(100).optional(),
-    participants: z.array(slug).min(1),
-    config: groupConfigSchema.partial().optional(),
-  })
-  .strict();
-
 export const configSchema = z
   .object({
     data_dir: z.string().min(1).default('./data'),
@@ -278,6 +269,8 @@ export const configSchema = z
         // A file is held in memory while it is checked and kept: 100 MB at most.
         max_file_bytes: z.number().int().min(1024).max(100 * 1024 * 1024).default(10 * 1024 * 1024),
         max_files_per_message: z.number().int().min(1).max(20).default(4),
+        // Messages two bots that are not agents may exchange in one room per minute (a loop stops there).
+        bot_pair_events_per_minute: z.number().int().min(1).max(10000).default(10),
       })
       .strict()
       .prefault({}),
@@ -344,7 +337,7 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    groups: z.array(declaredGroupSchema).default([]),
+    groups: z.array(declaredGroupSchema(slug, groupConfigSchema.partial())).default([]),
     /** MCP servers by name (see toolsSchema.ts); agents name them in `agents[].tools`. */
     tools: toolsSchema,
   })

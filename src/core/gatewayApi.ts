@@ -82,16 +82,23 @@ export interface GatewayApi {
   /**
    * A one-time code (valid 10 minutes) that links another chat to this group's room: typed as
    * `/group link <code>` there by an admin of that chat. `by`: who asked (the web token's holder).
-   * Throws a UserError: 404 unknown group, 409 archived or a private chat's group.
+   * Throws a UserError: 404 `not_found` unknown or archived group, 409 `private_chat` a private
+   * chat's group, 409 `not_owner` another instance runs the group.
    */
   linkCode(groupId: string, by: string): Promise<{ code: string; until: number }>;
   /**
    * The web joins the room a code was made for (the web panel's "Link a chat"): its group can then
    * be written to from the page. Returns the room's group. Throws a UserError: 404 `unknown_code`
-   * (never made, used, or expired).
+   * (never made, used, or expired), 409 `already_linked` (a web room's code, or the web is in that
+   * room already), 409 `not_owner` (another instance runs the room's group).
    */
   linkWeb(code: string, by: string): Promise<GroupView>;
-  /** A linked chat leaves the room (`/group unlink` there, or the web panel). Throws a UserError: 404 not linked. */
+  /**
+   * A linked chat leaves the room (`/group unlink` there, or the web panel); a notice tells the
+   * room's other chats. Throws a UserError: 404 `not_found` unknown group, 404 `not_linked` the
+   * chat is not linked to it, 409 `home_chat` the group's own chat (dissolve the group instead),
+   * 409 `not_owner` another instance runs the group.
+   */
   unlinkChat(groupId: string, chat: ChatAddress, by: string): Promise<GroupView>;
 }
 

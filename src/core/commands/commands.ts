@@ -8,6 +8,7 @@ import { StoreUnavailableError, UserError, describeError } from '../errors.js';
 import type { CommandContext } from './CommandContext.js';
 import type { HandleIndex } from '../router/mentions.js';
 import { formatGroupList, formatUsage } from './format.js';
+import { linkCommand, unlinkCommand } from './linkCommands.js';
 
 export type { CommandContext } from './CommandContext.js';
 
@@ -31,7 +32,7 @@ export function parseCommand(text: string): ParsedCommand | null {
   return { name: word === 'start' ? 'help' : (word as ParsedCommand['name']), target: m[2], args: rest ? rest.split(/\s+/) : [], rest };
 }
 
-const ADMIN_SUBCOMMANDS = new Set(['create', 'add', 'remove', 'mute', 'unmute', 'reset', 'dissolve', 'config']);
+const ADMIN_SUBCOMMANDS = new Set(['create', 'add', 'remove', 'mute', 'unmute', 'reset', 'dissolve', 'config', 'link', 'unlink']);
 
 export const HELP_TEXT = [
   'Chorus commands:',
@@ -43,6 +44,9 @@ export const HELP_TEXT = [
   '/group reset [agent] — clear agent memory (admin)',
   '/group usage — tokens and estimated cost per agent',
   '/group dissolve — archive the group (admin)',
+  '/group link — a one-time code to share this group with another chat (admin)',
+  '/group link <code> — this chat joins the room the code was made in (admin)',
+  '/group unlink — this chat leaves the room it joined (admin)',
   '/ask <agent> [<agent> …] [text] — make these agents answer',
   '/stop — end the agents\' current round and cancel their replies in progress (anyone)',
   '/approve <id> · /deny <id> — let an agent\'s tool call run, or refuse it',
@@ -69,6 +73,8 @@ export const COMMAND_LIST: readonly { command: string; args: string; summary: st
   { command: '/group reset', args: '[agent]', summary: 'clear agent memory (admin)' },
   { command: '/group dissolve', args: '', summary: 'archive the group (admin)' },
   { command: '/group create', args: '<agent> <agent> …', summary: 'make this chat a group (admin)' },
+  { command: '/group link', args: '[code]', summary: 'a code to share the group with another chat, or join with one (admin)' },
+  { command: '/group unlink', args: '', summary: 'this chat leaves the room it joined (admin)' },
 ];
 
 /** What a command did: its answer (already passed to `r.reply`) and whether it failed. */
@@ -132,6 +138,8 @@ async function run(r: CommandContext, msg: InboundMessage, cmd: ParsedCommand, g
     if (!admin) throw new UserError(`only chat admins can use /group ${subLower}`);
   }
   if (subLower === 'create') return create(r, msg, args, g);
+  if (subLower === 'link') return linkCommand(r, msg, args, g);
+  if (subLower === 'unlink') return unlinkCommand(r, msg, g);
   if (!g) throw new UserError('this chat has no group yet; an admin can start one with /group create <agent> <agent> …');
   switch (subLower) {
     case 'add': {

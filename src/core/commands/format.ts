@@ -2,11 +2,14 @@
 import type { GroupDoc } from '../records.js';
 import type { CommandContext } from './CommandContext.js';
 import { budgetLevel, compact, today } from '../router/budget.js';
+import { chatName, chatsOf } from '../groups/linkCodes.js';
 
 export function formatGroupList(r: CommandContext, g: GroupDoc): string {
   const detail = r.admin.getGroup(g.id)!;
   const now = r.now();
   const lines = [`Group “${g.title}” · ${g.channel} · ${detail.messageCount} messages`];
+  // A room in several chats: each of them, its home first.
+  if (g.links?.length) lines.push(`Chats: ${chatsOf(g).map((c, i) => `${chatName(c)}${i === 0 ? ' (home)' : ''}`).join(', ')}`);
   for (const m of detail.members) {
     const agent = r.agentMap.get(m.agentId);
     const status = [

@@ -21,6 +21,7 @@ import { pageAround, searchHistory, type HistoryDeps } from './history.js';
 import { MessageEditor } from './MessageEditor.js';
 import { Reactions } from './Reactions.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
+import { RoomLinks } from './RoomLinks.js';
 
 export interface GroupAdminDeps {
   groups: GroupManager;
@@ -53,23 +54,29 @@ export class GroupAdmin implements GatewayApi {
   readonly editor: MessageEditor;
   /** People's reactions, and agents' (`byAgent`, for the rounds). */
   readonly reactions: Reactions;
+  /** Chats joining and leaving the groups' rooms. */
+  readonly links: RoomLinks;
 
   constructor(private readonly d: GroupAdminDeps) {
     // Edits, deletions and reactions of one group's entries run one after another.
     const entryChanges = { groups: d.groups, store: d.store, now: () => d.clock.now(), running: d.running, serial: new KeyedQueue() };
     this.editor = new MessageEditor(entryChanges);
     this.reactions = new Reactions({ ...entryChanges, perMinute: d.reactionsPerMinute });
+    this.links = new RoomLinks({ groups: d.groups, recorder: d.recorder, clock: d.clock, logger: d.logger, owned: (id) => this.owned(id) });
   }
 
-  // Rooms across chats (being built).
-  async linkCode(_groupId: string, _by: string): Promise<{ code: string; until: number }> {
-    throw new UserError('linking chats is not available yet', 'not_implemented', 501);
+  // Rooms across chats: the web page's side (its token holder is an admin).
+  linkCode(groupId: string, by: string): Promise<{ code: string; until: number }> {
+    this.d.logger.info({ group: groupId, by }, 'link code asked for on the web');
+    return this.links.makeCode(groupId, { channel: 'web', chatId: groupId });
   }
-  async linkWeb(_code: string, _by: string): Promise<GroupView> {
-    throw new UserError('linking chats is not available yet', 'not_implemented', 501);
+  linkWeb(code: string, by: string): Promise<GroupView> {
+    this.d.logger.info({ by }, 'the web joins a room by code');
+    return this.links.joinWeb(code);
   }
-  async unlinkChat(_groupId: string, _chat: ChatAddress, _by: string): Promise<GroupView> {
-    throw new UserError('linking chats is not available yet', 'not_implemented', 501);
+  unlinkChat(groupId: string, chat: ChatAddress, by: string): Promise<GroupView> {
+    this.d.logger.info({ group: groupId, chat: `${chat.channel}:${chat.chatId}`, by }, 'a chat is unlinked on the web');
+    return this.links.unlink(groupId, chat);
   }
 
   react(groupId: string, entryId: string, reaction: ReactionRequest): Promise<TranscriptEntry> {
@@ -181,7 +188,9 @@ export class GroupAdmin implements GatewayApi {
     const g = this.d.groups.find(channel, oldChatId);
     if (!g || this.d.groups.find(channel, newChatId)) return;
     if (!this.d.running.runs(g.id)) return; // its owner sees the same migration
-    this.d.groups.rekey(g, newChatId);
+    // The home chat, or a chat linked to the room (a linked Telegram group became a supergroup).
+    const home = g.channel === channel && g.chatId === oldChatId;
+    this.d.groups.rekey(g, newChatId, home ? undefined : { channel, chatId: oldChatId });
     this.d.logger.info({ group: g.id, from: oldChatId, to: newChatId }, 'chat moved to a new id; group re-keyed');
     await this.d.recorder.record(g);
   }

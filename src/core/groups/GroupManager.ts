@@ -9,6 +9,7 @@
  * live events of a record are made from it then (`projection.ts`). If a write fails, the group is
  * reloaded from the store as after a crash: what was not durable is gone without a trace.
  */
+import { chatKeyOf } from '../roomTypes.js';
 import { copiesFor } from '../rooms/chats.js';
 import type { Logger, Store, StoredGroup } from '../ports.js';
 import type { TranscriptPage } from '../readModels.js';
@@ -18,14 +19,17 @@ import { UserError } from '../errors.js';
 import { TRANSCRIPT_TAIL, emptyGroup, emptyUsage, entryAt, plus, pruneSeen, rebuild } from './evolve.js';
 import { CHECKPOINT_EVERY, GroupWrites } from './groupWrites.js';
 import { contextStart, mailboxOf, pageOfGroup } from './groupReads.js';
-import { chatKey, naturalGroupId } from './groupIds.js';
+import { checkedParticipants, firstHead, freshGroupId, type NewGroup } from './newGroup.js';
+import { ChatIndex } from './chatIndex.js';
+import type { ChatAddress, LinkCode, LinkedChat } from '../roomTypes.js';
 
 /** Transcript messages a newcomer is shown on `/group add`. */
 const JOIN_CONTEXT = 20;
 
 export class GroupManager {
   private readonly groups = new Map<string, GroupDoc>();
-  private readonly byChat = new Map<string, string>();
+  /** Every chat of every live group: home chats and linked ones. */
+  private readonly chats = new ChatIndex();
   /** Ids of groups whose data could not be read: never created over. */
   private readonly reserved = new Set<string>();
   /** Pending records, commits, and the write state of each group. */
@@ -65,7 +69,7 @@ export class GroupManager {
     const old = this.groups.get(id);
     if (old) this.writes.markStale(old);
     const loaded = await this.build(await this.store.reopen(id));
-    if (old) this.byChat.delete(chatKey(old.channel, old.chatId, old.dmAgentId));
+    if (old) this.chats.remove(old);
     if (!loaded) {
       this.groups.delete(id);
       return undefined;
@@ -95,7 +99,7 @@ export class GroupManager {
   private install(loaded: { doc: GroupDoc; n: number }, indexed = true): GroupDoc {
     const g = loaded.doc;
     this.groups.set(g.id, g);
-    if (indexed && !g.state.archived) this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
+    if (indexed) this.chats.add(g);
     this.writes.track(g, loaded.n);
     return g;
   }
@@ -115,28 +119,17 @@ export class GroupManager {
     return g;
   }
 
-  /** The live (not archived) group bound to a chat. */
+  /** The live (not archived) group a chat belongs to: its home chat or one linked to its room. */
   find(channel: ChannelKind, chatId: string, dmAgentId?: string): GroupDoc | undefined {
-    const id = this.byChat.get(chatKey(channel, chatId, dmAgentId));
+    const id = this.chats.get(channel, chatId, dmAgentId);
     return id ? this.groups.get(id) : undefined;
   }
 
   /** A new group with a fresh session per participant; durable with its first commit. */
-  create(input: {
-    channel: ChannelKind;
-    chatId: string;
-    title: string;
-    participants: string[];
-    id?: string | undefined;
-    config?: Partial<GroupConfig> | undefined;
-    dmAgentId?: string | undefined;
-  }): GroupDoc {
+  create(input: NewGroup): GroupDoc {
     if (input.chatId && this.find(input.channel, input.chatId, input.dmAgentId)) throw new UserError('this chat already has a group; use /group add or /group dissolve', 'conflict', 409);
-    const participants = [...new Set(input.participants)];
-    const unknown = participants.filter((p) => !this.agents.has(p));
-    if (unknown.length) throw new UserError(`unknown agent(s): ${unknown.join(', ')}; known: ${[...this.agents.keys()].join(', ')}`, 'unknown_agent', 400);
-    if (participants.length === 0) throw new UserError('a group needs at least one agent', 'bad_request', 400);
-    const id = input.id ?? this.freshId(input.channel, input.dmAgentId ? `${input.chatId}-${input.dmAgentId}` : input.chatId, input.title);
+    const participants = checkedParticipants(input, this.agents);
+    const id = input.id ?? freshGroupId(input, (x) => this.groups.has(x) || this.reserved.has(x));
     if (this.groups.has(id) || this.reserved.has(id)) {
       const archived = this.groups.get(id)?.state.archived;
       const why = this.reserved.has(id) ? ' (its data could not be read; it is kept untouched)' : archived ? ' (archived; its history is kept)' : '';
@@ -144,21 +137,8 @@ export class GroupManager {
     }
     const g = this.install({ doc: emptyGroup(id), n: 0 }, false);
     // The first record describes the group whole.
-    this.writes.change(g, {
-      t: 'head',
-      head: {
-        id,
-        title: input.title.trim() || id,
-        channel: input.channel,
-        chatId: input.chatId || id,
-        ...(input.dmAgentId ? { dmAgentId: input.dmAgentId } : {}),
-        participants,
-        config: { ...this.defaults, ...input.config },
-        createdAt: this.now(),
-        state: { muted: [], lastSpoke: {}, sticky: null, rrIndex: 0, archived: false, usage: {} },
-      },
-    });
-    this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
+    this.writes.change(g, { t: 'head', head: firstHead(input, id, participants, this.defaults, this.now()) });
+    this.chats.add(g);
     for (const p of participants) this.join(g, p, false);
     return g;
   }
@@ -168,19 +148,37 @@ export class GroupManager {
     if (this.groups.get(g.id) !== g) return;
     this.writes.markStale(g);
     this.groups.delete(g.id);
-    this.byChat.delete(chatKey(g.channel, g.chatId, g.dmAgentId));
+    this.chats.remove(g);
   }
 
   /** The group is dissolved: its rounds end, its chat is free for a new group, its history stays. */
   archive(g: GroupDoc): void {
+    this.chats.remove(g);
     this.writes.change(g, { t: 'archive' });
-    this.byChat.delete(chatKey(g.channel, g.chatId, g.dmAgentId));
   }
 
-  rekey(g: GroupDoc, newChatId: string): void {
-    this.byChat.delete(chatKey(g.channel, g.chatId, g.dmAgentId));
-    this.writes.change(g, { t: 'rekey', chatId: newChatId });
-    this.byChat.set(chatKey(g.channel, g.chatId, g.dmAgentId), g.id);
+  /** The home chat (`from` absent) or the linked chat `from` moved to a new platform id. */
+  rekey(g: GroupDoc, newChatId: string, from?: ChatAddress): void {
+    this.chats.around(g, () => this.writes.change(g, { t: 'rekey', chatId: newChatId, ...(from ? { from: { channel: from.channel, chatId: from.chatId } } : {}) }));
+  }
+
+  /** Another chat joins the room (using link code `code`, which is gone from then on). */
+  link(g: GroupDoc, chat: LinkedChat, code?: string): void {
+    this.chats.around(g, () => this.writes.change(g, { t: 'link', chat: { ...chat }, ...(code ? { code } : {}) }));
+  }
+
+  /** A linked chat leaves the room. */
+  unlink(g: GroupDoc, chat: ChatAddress): void {
+    // What was still owed there is never posted: recorded as failed in the same record, so the
+    // stores read the entries back as they are held.
+    const key = chatKeyOf(chat);
+    for (const e of [...g.undelivered]) if (e.copies?.[key]?.delivery === 'pending') this.markDelivered(g, e, 'failed', undefined, key);
+    this.chats.around(g, () => this.writes.change(g, { t: 'unlink', channel: chat.channel, chatId: chat.chatId }));
+  }
+
+  /** A link code was made (expired ones go with it). */
+  addLinkCode(g: GroupDoc, code: LinkCode): void {
+    this.writes.change(g, { t: 'link-code', code: { ...code }, at: this.now() });
   }
 
   // -------------------------------------------------------------------------------------------
@@ -396,13 +394,5 @@ export class GroupManager {
   /** Ids of groups whose data could not be read: left untouched, not loaded, never created over. */
   unreadable(): string[] {
     return [...this.reserved];
-  }
-
-  private freshId(channel: ChannelKind, chatId: string, title: string): string {
-    const base = naturalGroupId(channel, chatId, title);
-    let id = base;
-    // Archived and unreadable ids stay taken: their data keeps the old history.
-    for (let n = 2; this.groups.has(id) || this.reserved.has(id); n++) id = `${base.slice(0, 56)}-${n}`;
-    return id;
   }
 }

@@ -31,6 +31,9 @@ export function eventsOf(g: GroupDoc, rec: GroupRecord): GatewayEvent[] {
         break;
       case 'mute':
       case 'rekey':
+      // A chat joined or left the group's room.
+      case 'link':
+      case 'unlink':
         out.push({ type: 'group', groupId: g.id, action: 'updated' });
         break;
       case 'config':

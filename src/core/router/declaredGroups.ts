@@ -17,11 +17,18 @@ export interface DeclaredGroup {
   title?: string | undefined;
   participants: string[];
   config?: Partial<GroupConfig> | undefined;
+  /** The room's other chats (`groups[].chats` after the first); a web chat's id is the group's. */
+  links?: Array<{ channel: ChannelKind; chatId?: string | undefined }> | undefined;
 }
 
 export async function createDeclaredGroups(d: { groups: GroupManager; gateway: GroupAdmin; logger: Logger }, declared: readonly DeclaredGroup[]): Promise<void> {
   for (const decl of declared) {
-    if (d.groups.find(decl.channel, decl.chatId)) continue;
+    const existing = d.groups.find(decl.channel, decl.chatId);
+    if (existing) {
+      // Made at an earlier start: its chats are linked again only where they are not (yet).
+      if (decl.links?.length && existing.channel === decl.channel && existing.chatId === decl.chatId) await d.gateway.links.declare(existing, decl.links);
+      continue;
+    }
     const title = decl.title ?? decl.chatId;
     // A web room's id is its chat id; other chats get an id made from theirs.
     const id = decl.channel === 'web' ? decl.chatId : undefined;
@@ -60,6 +67,7 @@ export async function createDeclaredGroups(d: { groups: GroupManager; gateway: G
       }
       throw err;
     }
+    if (decl.links?.length) await d.gateway.links.declare(g, decl.links);
   }
 }
 
