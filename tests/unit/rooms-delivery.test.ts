@@ -9,7 +9,6 @@ import { parseConfigText } from '../../src/config/load.js';
 import { validateGroupConfig } from '../../src/config/groupConfig.js';
 import { agentsFromConfig } from '../../src/app.js';
 import { GroupRouter } from '../../src/core/router/GroupRouter.js';
-import type { GroupChange } from '../../src/core/records.js';
 import type { ChannelKind, InboundMessage } from '../../src/core/types.js';
 import { FakeChannel } from '../helpers/fake-channel.js';
 import { FakeClock } from '../helpers/fake-clock.js';
@@ -42,10 +41,9 @@ async function room(store = new MemoryStore(), clock = new FakeClock()) {
   if (!router.gateway.getGroup('room')) {
     await router.gateway.createGroup({ title: 'Team', participants: ['analyst', 'writer'], id: 'room' });
     const g = router.groups.get('room')!;
-    // The change `/group link` makes, applied as the log applies it.
-    const writes = (router.groups as unknown as { writes: { change(g: unknown, c: GroupChange): void } }).writes;
-    writes.change(g, { t: 'link', chat: { channel: 'telegram', chatId: TG, title: 'Team chat', at: clock.now() } });
-    writes.change(g, { t: 'link', chat: { channel: 'discord', chatId: DC, title: '#general', at: clock.now() } });
+    // What `/group link` does once both sides agreed (tests/unit/rooms-link.test.ts covers the codes).
+    router.groups.link(g, { channel: 'telegram', chatId: TG, title: 'Team chat', at: clock.now() });
+    router.groups.link(g, { channel: 'discord', chatId: DC, title: '#general', at: clock.now() });
     await router.groups.commit(g).durable;
   }
   let n = 0;
