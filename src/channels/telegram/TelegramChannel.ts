@@ -201,8 +201,8 @@ export class TelegramChannel implements Channel {
   private readonly directory: BotDirectory = {
     agentByBotId: (id) => this.bots.find((b) => b.me?.id === id)?.agent.id,
     agentByUsername: (name) => this.bots.find((b) => b.me?.username.toLowerCase() === name.toLowerCase())?.agent.id,
-    // A token starts with its bot's id: known before (and without) getMe.
-    isOwnBot: (id) => [...this.bots.map((b) => b.token), this.relayBot?.token].some((t) => t !== undefined && t.split(':')[0] === String(id)),
+    // getMe's id, or before it answered the id a token starts with.
+    isOwnBot: (id) => [...this.bots, this.relayBot].some((b) => b !== undefined && (b.me ? b.me.id === id : b.token.split(':')[0] === String(id))),
   };
 
   /** Resolves once the router recorded the message: only then may the update be confirmed. */

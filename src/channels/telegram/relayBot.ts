@@ -21,8 +21,10 @@ export class RelayBot {
 
   constructor(token: string, apiRoot: string, private readonly log: Logger) {
     this.bot = new Bot(token, { client: { apiRoot } });
-    // As for the agents' bots: a 429 is waited out, so posts to one chat keep their order.
-    this.bot.api.config.use(autoRetry({ maxRetryAttempts: 10, maxDelaySeconds: 600, rethrowHttpErrors: true }));
+    // As for the agents' bots, a 429 is waited out, so posts to one chat keep their order. A 5xx
+    // is not: the core tries a relayed post again later, in order, and this chat's queue (agents'
+    // posts too) is not held by a backoff that can run for many minutes.
+    this.bot.api.config.use(autoRetry({ maxRetryAttempts: 10, maxDelaySeconds: 600, rethrowHttpErrors: true, rethrowInternalServerErrors: true }));
   }
 
   get token(): string {
