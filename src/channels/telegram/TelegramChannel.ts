@@ -97,7 +97,7 @@ export class TelegramChannel implements Channel {
     this.inboundEdits = new InboundEdits({ log: this.log, host: () => this.host, basic: this.basic, directory: this.directory });
     this.rooms = new TelegramRooms({
       log: this.log, host: () => this.host, target: (c) => this.addresses.target(c), queue: (id, fn) => this.queues.run(id, fn),
-      relayBot: () => (this.relayBot?.ready ? this.relayBot.bot : undefined),
+      relayBot: () => (!this.relayBot || this.relayBot.rejected ? 'never' : this.relayBot.ready ? this.relayBot.bot : undefined),
       agentBot: (id) => this.readyBot(id)?.bot ?? (this.bots.some((b) => b.agent.id === id) ? undefined : 'never'),
       systemBots: (c) => this.botsOf(c, this.addresses.target(c).tgId, this.addresses.target(c).dmAgentId).map((b) => ({ key: b.agent.id, bot: b.bot })),
       replyId: (c, tgId, key, replyTo) => this.addresses.replyId(c, tgId, key, replyTo),

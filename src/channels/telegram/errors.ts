@@ -74,3 +74,9 @@ export function isRefusal(err: unknown): boolean {
   const e = err instanceof GrammyError ? err : err instanceof Error && err.cause instanceof GrammyError ? err.cause : undefined;
   return e !== undefined && (e.error_code === 403 || e.error_code === 400);
 }
+
+/** The Bot API's error code anywhere along an error's causes (our wrappers keep theirs). */
+export function causeApiCode(err: unknown): number | undefined {
+  for (let e = err, i = 0; e instanceof Error && i < 5; e = e.cause, i++) if (e instanceof GrammyError) return e.error_code;
+  return undefined;
+}

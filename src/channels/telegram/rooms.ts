@@ -8,7 +8,8 @@
  * message edit it (and delete it, unless that bot is an admin), so which bot posted what is kept;
  * after a restart it is found again by trying the likely bots in order (supergroups only: in a
  * basic group every bot numbers messages its own way, so another bot's id would name another
- * message — there only the first choice is tried).
+ * message — there only the first choice is tried). For the same reason a relayed message in a basic
+ * group is not threaded: the relay bot receives no updates, so it knows no message's id there.
  *
  * A relayed post that was owed when the process stopped (`resumedSince`) is posted again: a bot
  * cannot read its chat to see whether Telegram took it just before, so in that one window a
@@ -21,7 +22,7 @@ import { BoundedMap } from '../../core/lib/BoundedMap.js';
 import type { ChannelHost, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
 import type { PostedBy, RelayedAuthor } from '../../core/roomTypes.js';
 import type { ChannelKind, ChatRef } from '../../core/types.js';
-import { describeError, isMediaMessage, isNotModified, isNotOurs, isParseError, isRefusal, isTextMessage } from './errors.js';
+import { causeApiCode, describeError, isMediaMessage, isNotModified, isNotOurs, isParseError, isRefusal, isTextMessage } from './errors.js';
 import { CAPTION_LIMIT, sendWithFiles } from './files.js';
 import { escapeHtml } from './format.js';
 import { isBasicGroupId } from './normalize.js';
@@ -38,8 +39,8 @@ export const RELAY_KEY = 'relay';
 export interface RoomsDeps {
   log: Logger;
   host(): ChannelHost | undefined;
-  /** The relay bot when it is configured and up. */
-  relayBot(): Bot | undefined;
+  /** The relay bot when it is up; 'never' when none is configured or Telegram refused its token. */
+  relayBot(): Bot | 'never' | undefined;
   /** An agent's bot when it can send; 'never' when the agent has no bot here at all. */
   agentBot(agentId: string): Bot | 'never' | undefined;
   /** The bots the system voice posts through in this chat, in the order it tries them. */
@@ -78,6 +79,19 @@ export class TelegramRooms {
   async relay(chat: ChatRef, from: RelayedAuthor, text: string, opts?: PostOptions): Promise<PostedMessage> {
     const poster = this.relayPoster(chat);
     if (!poster) throw new Error(`telegram: no bot can relay into chat ${chat.chatId} (no relay bot is up and no participant's bot is)`);
+    try {
+      return await this.relayThrough(poster, chat, from, text, opts);
+    } catch (err) {
+      // The relay bot was never added to this group (or was removed): an agent's bot posts instead,
+      // so nobody's message is lost to a setup slip; the log says what to fix.
+      const fallback = poster.key === RELAY_KEY && causeApiCode(err) === 403 ? this.participantPosters(chat)[0] : undefined;
+      if (!fallback) throw err;
+      this.deps.log.warn({ chatId: chat.chatId, via: fallback.key }, "telegram: the relay bot cannot post in this chat (add it to the group); relaying through an agent's bot meanwhile");
+      return this.relayThrough(fallback, chat, from, text, opts);
+    }
+  }
+
+  private async relayThrough(poster: Poster, chat: ChatRef, from: RelayedAuthor, text: string, opts: PostOptions | undefined): Promise<PostedMessage> {
     const t = this.deps.target(chat);
     const prefix = relayPrefix(from);
     const host = this.deps.host();
@@ -151,7 +165,7 @@ export class TelegramRooms {
   /** The relay bot, else the first participant's bot of the chat's group. */
   private relayPoster(chat: ChatRef): Poster | undefined {
     const relay = this.deps.relayBot();
-    if (relay) return { key: RELAY_KEY, bot: relay };
+    if (relay && relay !== 'never') return { key: RELAY_KEY, bot: relay };
     for (const id of this.deps.host()?.findGroup('telegram', chat.chatId)?.participants ?? []) {
       const bot = this.deps.agentBot(id);
       if (bot && bot !== 'never') return { key: id, bot };
@@ -169,13 +183,10 @@ export class TelegramRooms {
     }
     const known = this.posters.get(`${chat.chatId}:${ids[0]}`);
     const likely: Poster[] = [];
-    if (known === RELAY_KEY) {
-      const relay = this.deps.relayBot();
-      if (relay) likely.push({ key: RELAY_KEY, bot: relay });
-    } else if (known) {
-      const bot = this.deps.agentBot(known);
-      if (bot && bot !== 'never') likely.push({ key: known, bot });
-    }
+    // The bot that posted it is down for now: try again later rather than through bots that cannot.
+    const bot = known === RELAY_KEY ? this.deps.relayBot() : known ? this.deps.agentBot(known) : 'never';
+    if (bot === undefined) throw new Error(`telegram: the bot that posted message ${ids[0]} in chat ${chat.chatId} is not up yet`);
+    if (bot !== 'never') likely.push({ key: known!, bot });
     const { tgId } = this.deps.target(chat);
     // In a basic group another bot's numbering would name another message: only the first choice.
     if (!(known && isBasicGroupId(tgId))) {

@@ -178,11 +178,18 @@ describe('telegram adapter: rooms across chats', () => {
     fake.setOutage(null);
     await channel.editPosted(ref, res.ids, { relayed: MAYA_DISCORD }, 'after');
     expect(fake.transcript(chat.id).at(-1)!.text).toBe('Maya (Discord): after');
-    // The relay bot is removed from the group: posting, editing and deleting are refused for good.
+    // The relay bot is removed from the group: its messages can no longer be changed (refused for
+    // good), and new ones go through the first participant's bot instead of being lost.
     fake.removeBotFromChat(chat.id, RELAY.token, MAYA);
-    await expect(channel.relay(ref, MAYA_DISCORD, 'anyone?')).rejects.toBeInstanceOf(PostRefusedError);
     await expect(channel.editPosted(ref, res.ids, { relayed: MAYA_DISCORD }, 'again')).rejects.toThrow(/kicked/);
     await expect(channel.deletePosted(ref, res.ids, { relayed: MAYA_DISCORD })).rejects.toBeInstanceOf(PostRefusedError);
+    const via = await channel.relay(ref, MAYA_DISCORD, 'anyone?');
+    expect(fake.postsIn(chat.id).at(-1)).toMatchObject({ bot: USERNAMES.writer, text: 'Maya (Discord): anyone?', messageId: Number(via.ids[0]) });
+    await channel.editPosted(ref, via.ids, { relayed: MAYA_DISCORD }, 'anyone at all?');
+    expect(fake.changes.edits.at(-1)).toMatchObject({ bot: USERNAMES.writer, text: 'Maya (Discord): anyone at all?' });
+    // No bot of the room can post there any more: refused for good.
+    for (const id of AGENTS) fake.removeBotFromChat(chat.id, TOKENS[id], MAYA);
+    await expect(channel.relay(ref, MAYA_DISCORD, 'hello?')).rejects.toBeInstanceOf(PostRefusedError);
   });
 
   it("a person's edit reaches every bot and is handed over once per edit; a caption edit carries the caption", async () => {
