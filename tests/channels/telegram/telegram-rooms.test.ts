@@ -135,6 +135,31 @@ describe('telegram adapter: rooms across chats', () => {
     expect(fake.postsIn(chat.id).filter((p) => p.bot === USERNAMES.writer)).toHaveLength(1);
   });
 
+  it("an edit that needs fewer text chunks keeps the post's files", async () => {
+    const { chat, ref, fake, channel, host } = await setup();
+    const kept = await (host.files as FileKeeper).keep({ name: 'chart.png', bytes: samplePng(16, 12, 7) });
+    if (!kept.ok) throw new Error(kept.reason);
+    // Too long for a caption: the text goes first, then the photo.
+    const post = await channel.postAsAgent(ref, host.agents()[0]!, 'numbers '.repeat(200).trim(), { attachments: [kept.attachment] });
+    expect(post.ids).toHaveLength(2);
+    await channel.editPosted(ref, post.ids, { agentId: 'analyst' }, 'fewer numbers');
+    expect(fake.changes.edits).toEqual([expect.objectContaining({ messageId: Number(post.ids[0]), kind: 'text', text: 'fewer numbers' })]);
+    expect(fake.changes.deletions).toEqual([]);
+    expect(fake.transcript(chat.id).map((m) => m.id)).toContain(Number(post.ids[1]));
+  });
+
+  it('a basic group: an edit is handed over under the id Chorus knows the message by', async () => {
+    w = await makeWorld();
+    const chat = w.fake.createGroup('Basic team', { type: 'group' });
+    for (const id of AGENTS) w.fake.addBotToChat(chat.id, TOKENS[id], MAYA);
+    await w.channel.start(w.host);
+    const said = w.fake.humanSays(chat.id, MAYA, 'basic draft');
+    const [msg] = await w.host.waitForReceived(1);
+    w.fake.humanEdits(said, 'basic final', 2_000);
+    await drained(w);
+    expect(w.host.edits).toEqual([expect.objectContaining({ chatId: String(chat.id), platformMessageId: msg!.messageId, text: 'basic final' })]);
+  });
+
   it("edits a system notice through the bot the system voice used, and refuses an agent's edit of another bot's post", async () => {
     const { ref, fake, channel, host } = await setup();
     const notice = await channel.postAsSystem({ ...ref, viaAgentId: 'critic' }, 'Group created');
