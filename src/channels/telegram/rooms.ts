@@ -34,7 +34,8 @@ export interface Poster {
   bot: Bot;
 }
 
-export const RELAY_KEY = 'relay';
+/** Not a possible agent id (those are slugs), so it never names an agent's bot. */
+export const RELAY_KEY = '@relay';
 
 export interface RoomsDeps {
   log: Logger;
@@ -55,6 +56,9 @@ export interface RoomsDeps {
 
 const PLATFORM: Record<ChannelKind, string> = { telegram: 'Telegram', discord: 'Discord', web: 'Web' };
 
+/** How long an agent's bot relays in a chat the relay bot could not post in, before it is asked again. */
+const RELAY_ABSENT_MS = 10 * 60 * 1000;
+
 /** What a cut edit ends with: the message had fewer chunks than the new text needs. */
 export const CUT_MARKER = '\n… (cut: the edited text is longer than this message was)';
 
@@ -68,6 +72,11 @@ export function relayPrefix(from: RelayedAuthor): Prefix {
 export class TelegramRooms {
   /** `chatId:messageId` → who posted it (relayed and system posts; an agent's post names its agent). */
   private readonly posters = new BoundedMap<string, string>(20_000);
+  /**
+   * Chats the relay bot could not post in (not added, removed) → until when an agent's bot relays
+   * there without asking it first. It takes no updates, so it is asked again after a while.
+   */
+  private readonly relayAbsent = new BoundedMap<string, number>(1_000);
 
   constructor(private readonly deps: RoomsDeps) {}
 
@@ -77,7 +86,8 @@ export class TelegramRooms {
   }
 
   async relay(chat: ChatRef, from: RelayedAuthor, text: string, opts?: PostOptions): Promise<PostedMessage> {
-    const poster = this.relayPoster(chat);
+    const absent = (this.relayAbsent.get(chat.chatId) ?? 0) > Date.now();
+    const poster = absent ? this.participantPosters(chat)[0] : this.relayPoster(chat);
     if (!poster) throw new Error(`telegram: no bot can relay into chat ${chat.chatId} (no relay bot is up and no participant's bot is)`);
     try {
       return await this.relayThrough(poster, chat, from, text, opts);
@@ -86,6 +96,7 @@ export class TelegramRooms {
       // so nobody's message is lost to a setup slip; the log says what to fix.
       const fallback = poster.key === RELAY_KEY && causeApiCode(err) === 403 ? this.participantPosters(chat)[0] : undefined;
       if (!fallback) throw err;
+      this.relayAbsent.set(chat.chatId, Date.now() + RELAY_ABSENT_MS);
       this.deps.log.warn({ chatId: chat.chatId, via: fallback.key }, "telegram: the relay bot cannot post in this chat (add it to the group); relaying through an agent's bot meanwhile");
       return this.relayThrough(fallback, chat, from, text, opts);
     }

@@ -69,7 +69,7 @@ describe('telegram adapter: rooms across chats', () => {
     expect(fake.postsIn(chat.id).at(-1)!.text).toBe('Maya (Discord): owed');
     expect(fake.callsOf('getMe', RELAY.username).length).toBeGreaterThan(0);
     expect(fake.callsOf('getUpdates', RELAY.username)).toHaveLength(0);
-    expect(channel.status().bots?.relay).toMatchObject({ ok: true, name: `@${RELAY.username}` });
+    expect(channel.status().bots?.['@relay']).toMatchObject({ ok: true, name: `@${RELAY.username}` });
   });
 
   it("without a relay bot, relays through the first participant's bot", async () => {
@@ -212,6 +212,11 @@ describe('telegram adapter: rooms across chats', () => {
     expect(fake.postsIn(chat.id).at(-1)).toMatchObject({ bot: USERNAMES.writer, text: 'Maya (Discord): anyone?', messageId: Number(via.ids[0]) });
     await channel.editPosted(ref, via.ids, { relayed: MAYA_DISCORD }, 'anyone at all?');
     expect(fake.changes.edits.at(-1)).toMatchObject({ bot: USERNAMES.writer, text: 'Maya (Discord): anyone at all?' });
+    // It is not asked again for a while: one failed call, not one per message.
+    const asked = fake.callsOf('sendMessage', RELAY.username).length;
+    await channel.relay(ref, MAYA_DISCORD, 'still there?');
+    expect(fake.callsOf('sendMessage', RELAY.username)).toHaveLength(asked);
+    expect(fake.postsIn(chat.id).at(-1)).toMatchObject({ bot: USERNAMES.writer, text: 'Maya (Discord): still there?' });
     // No bot of the room can post there any more: refused for good.
     for (const id of AGENTS) fake.removeBotFromChat(chat.id, TOKENS[id], MAYA);
     await expect(channel.relay(ref, MAYA_DISCORD, 'hello?')).rejects.toBeInstanceOf(PostRefusedError);
