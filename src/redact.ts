@@ -100,6 +100,7 @@ export function configSecrets(config: ChorusConfig): string[] {
     config.channels.discord.token,
     config.channels.web.auth_token,
     config.channels.telegram.webhook.secret_token,
+    config.channels.telegram.relay_token,
     ...config.agents.map((a) => a.telegram?.token),
     databasePassword(config.storage.url),
     ...toolSecrets(config.tools),

@@ -228,7 +228,7 @@ function normalizeEmpty(data: object): unknown {
     if (v && typeof v === 'object') {
       return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, visit(x, k)]));
     }
-    if (v === '' && (key === 'api_key' || key === 'auth_token' || key === 'base_url' || key === 'api_base')) return null;
+    if (v === '' && (key === 'api_key' || key === 'auth_token' || key === 'relay_token' || key === 'base_url' || key === 'api_base')) return null;
     if (v === null && key === 'token') return '';
     return v;
   };

@@ -98,6 +98,14 @@ export function refineConfig(cfg: ChorusConfig): ConfigProblem[] {
       problems.push({ path: 'channels.telegram.enabled', message: 'no agent has a telegram.token; give each agent its own bot token' });
     }
     if (cfg.channels.telegram.mode === 'webhook') problems.push(...webhookProblems(cfg));
+    const relay = cfg.channels.telegram.relay_token?.trim();
+    if (relay && !/^\d+:[\w-]+$/.test(relay)) {
+      problems.push({ path: 'channels.telegram.relay_token', message: 'does not look like a bot token from @BotFather ("123456:ABC...")' });
+    } else if (relay) {
+      // The relay bot's posts are never read as input; an agent's bot must read its chats.
+      const i = cfg.agents.findIndex((a) => a.telegram?.token.trim() === relay);
+      if (i >= 0) problems.push({ path: 'channels.telegram.relay_token', message: `is the bot token of agents[${i}] ("${cfg.agents[i]!.id}"); the relay needs a bot of its own from @BotFather` });
+    }
   }
   if (cfg.llm.timeout_seconds !== undefined && cfg.llm.reply_timeout_seconds !== undefined) {
     problems.push({ path: 'llm.timeout_seconds', message: 'is the deprecated name of llm.reply_timeout_seconds; set only llm.reply_timeout_seconds' });

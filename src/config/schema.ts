@@ -301,6 +301,9 @@ export const configSchema = z
             api_root: z.string().url().default('https://api.telegram.org'),
             auto_create_groups: z.boolean().default(true),
             admins: z.array(z.union([z.string(), z.number()]).transform(String)).default([]),
+            // A bot that only posts: people's messages from the room's other chats, under their
+            // names. Unset: those go through the first participant agent's bot of the chat.
+            relay_token: z.string().nullable().default(null),
             // polling: each bot long-polls getUpdates; webhook: Telegram POSTs updates to the web
             // channel's HTTP server (any instance behind a load balancer can take them).
             mode: z.enum(['polling', 'webhook']).default('polling'),

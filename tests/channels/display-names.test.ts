@@ -11,7 +11,7 @@ import { setup, type DiscordSetup } from './discord/harness.js';
 const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u206F\u061C\uFEFF\u0000-\u001F]/;
 
 describe('Telegram names', () => {
-  const dir: BotDirectory = { agentByBotId: () => undefined, agentByUsername: () => undefined };
+  const dir: BotDirectory = { agentByBotId: () => undefined, agentByUsername: () => undefined, isOwnBot: () => false };
   const message = (from: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     ({ message_id: 7, date: 1, chat: { id: -100200, type: 'supergroup', title: 'Team' }, from: { id: 42, is_bot: false, ...from }, text: 'hello', ...extra }) as unknown as Message;
 

@@ -32,6 +32,15 @@ describe('config', () => {
     expect(loaded.config.llm.api_key).toBeNull();
   });
 
+  it('channels.telegram.relay_token takes ${VAR} like the bot tokens, is unset when empty, and is a secret', async () => {
+    const { configSecrets } = await import('../../src/redact.js');
+    const yaml = 'agents:\n  - { id: a, name: A, persona: p, telegram: { token: "1:aaaa" } }\nchannels: { telegram: { enabled: true, relay_token: "${TG_RELAY:-}" } }\n';
+    expect(parseConfigText(yaml, 'test.yaml', {}).config.channels.telegram.relay_token).toBeNull();
+    const set = parseConfigText(yaml, 'test.yaml', { TG_RELAY: '999:relay-SECRET-token' }).config;
+    expect(set.channels.telegram.relay_token).toBe('999:relay-SECRET-token');
+    expect(configSecrets(set)).toContain('999:relay-SECRET-token');
+  });
+
   it('substitutes ${VAR} and ${VAR:-default} in a value; $${ is a literal ${', () => {
     const r = substituteEnv('${A}/${B:-two}/${C}/$${D}', { A: 'one' });
     expect(r.text).toBe('one/two//${D}');
@@ -64,6 +73,8 @@ describe('config', () => {
       ['agents[0].telegram.token: required when channels.telegram.enabled', '(environment): not set: TG_A'],
     ],
     ['malformed token', 'agents:\n  - { id: a, name: A, persona: p, telegram: { token: "abc" } }\nchannels: { telegram: { enabled: true } }\n', ['agents[0].telegram.token: does not look like a bot token from @BotFather ("123456:ABC...")']],
+    ['malformed relay token', 'agents:\n  - { id: a, name: A, persona: p, telegram: { token: "1:a" } }\nchannels: { telegram: { enabled: true, relay_token: "relay" } }\n', ['channels.telegram.relay_token: does not look like a bot token from @BotFather ("123456:ABC...")']],
+    ['relay token of an agent', 'agents:\n  - { id: a, name: A, persona: p, telegram: { token: "1:a" } }\nchannels: { telegram: { enabled: true, relay_token: "1:a" } }\n', ['channels.telegram.relay_token: is the bot token of agents[0] ("a"); the relay needs a bot of its own from @BotFather']],
     ['discord agent_reactions', AGENT + 'channels: { discord: { agent_reactions: emoji } }\n', ['channels.discord.agent_reactions: must be one of: off, bot']],
     ['discord token required', AGENT + 'channels: { discord: { enabled: true } }\n', ['channels.discord.token: required when channels.discord.enabled']],
     ['public bind without token', AGENT + 'channels: { web: { host: 0.0.0.0 } }\n', ['channels.web.host: refusing to listen on 0.0.0.0 without channels.web.auth_token; set a token or use 127.0.0.1']],

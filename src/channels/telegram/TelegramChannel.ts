@@ -5,28 +5,33 @@
  * confirmed (polling: the offset moves; webhook: answered 200) only after the router recorded it.
  * Outbound: each reply goes through the speaking agent's own bot, the system voice through the bot
  * a command was addressed to (or the first participant's bot). Reactions both ways: reactions.ts.
+ * Rooms across chats: relayed people and carried edits out (rooms.ts), people's edits in (inboundEdits.ts).
  */
-import { PostRefusedError } from '../../core/errors.js';
 import type { Message, ChatMemberUpdated } from 'grammy/types';
 import type { Bot } from 'grammy';
 import type { Channel, ChannelCapabilities, ChannelHost, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
+import type { PostedBy, RelayedAuthor } from '../../core/roomTypes.js';
 import type { ChannelStatus } from '../../core/readModels.js';
 import type { AgentDef, ChatRef } from '../../core/types.js';
 import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
 import { AdminCache } from './admins.js';
-import { AgentBot, botWarnings, channelStatus, reactionWarnings } from './bots.js';
-import { typingLoop } from './typing.js';
+import { AgentBot, botWarnings, bringUpRetrying, channelStatus, reactionWarnings } from './bots.js';
+import { Typers } from './typing.js';
 import { describeError, apiErrorCode } from './errors.js';
 import { isBasicGroupId, membershipDirection, normalizeMessage, parseChatId, updateChatKey, type BotDirectory } from './normalize.js';
-import { sendText, TELEGRAM_LIMIT } from './sender.js';
+import { sendText, TELEGRAM_LIMIT, type SendHooks } from './sender.js';
 import { createWebhookHandler, webhookEndpoint } from './webhook.js';
 import { MalformedUpdateError, checkUpdateShape, deadLetterKeeper } from './deadLetters.js';
 import { ApprovalButtons, approvalKeyboard } from './approvals.js';
 import { BasicGroupIds } from './basicIds.js';
+import { ChatAddresses } from './addresses.js';
 import { TelegramReactions } from './reactions.js';
 import type { TelegramChannelOptions } from './options.js';
 import { TelegramFiles, attachFiles, hasFiles, sendWithFiles } from './files.js';
 import { readKept } from '../../core/fileTypes.js';
+import { RelayBot } from './relayBot.js';
+import { RELAY_KEY, TelegramRooms } from './rooms.js';
+import { InboundEdits } from './inboundEdits.js';
 
 export type { TelegramChannelOptions } from './options.js';
 
@@ -50,14 +55,14 @@ export class TelegramChannel implements Channel {
   private running = false;
   private starting: Promise<void> | undefined;
   private lifecycle: AbortController | undefined;
-  private readonly typers = new Set<() => void>();
-  /** old chat id → new chat id after group → supergroup upgrades. */
-  private readonly migrations = new Map<number, number>();
+  private readonly typers = new Typers();
   private readonly rekeys = new Map<string, Promise<void>>();
   /** Agents whose bots we saw in a chat (updates, joins): candidates for the system voice. */
   private readonly present = new Map<number, Set<string>>();
   /** Basic groups: each bot's own ids of recent messages (replies, reactions). */
   private readonly basic = new BasicGroupIds();
+  /** Chat ids to call (following upgrades), topics, reply targets. */
+  private readonly addresses = new ChatAddresses(this.basic);
   /**
    * Webhook mode: POSTed updates of one chat are handed over one at a time, in the order their
    * bodies arrived (Telegram may deliver on parallel connections; polling hands them over in
@@ -73,14 +78,31 @@ export class TelegramChannel implements Channel {
   private readonly reactions: TelegramReactions;
   /** Photos and documents in (one fetch per message, whichever bot's copy comes first). */
   private readonly tgFiles: TelegramFiles;
+  /** The relay bot, when `relay_token` is set: it only posts. */
+  private readonly relayBot: RelayBot | undefined;
+  private readonly rooms: TelegramRooms;
+  private readonly inboundEdits: InboundEdits;
+  private readonly hooks: SendHooks;
 
   constructor(private readonly opts: TelegramChannelOptions) {
     this.log = opts.logger.child({ channel: 'telegram' });
+    this.hooks = { log: this.log, onMigrated: (o, n) => this.migrate(o, n) };
     this.approvals = new ApprovalButtons({ log: this.log, host: () => this.host, running: () => this.running, bot: (id) => this.readyBot(id), isAdmin: (c, u) => this.isAdmin(c, u) });
     this.admins = new AdminCache(opts.config.admins, this.log);
     this.reactions = new TelegramReactions({ log: this.log, host: () => this.host, basic: this.basic });
     const apiRoot = opts.config.api_root.replace(/\/+$/, '');
     this.tgFiles = new TelegramFiles(apiRoot, this.log);
+    const relayToken = opts.config.relay_token?.trim();
+    this.relayBot = relayToken ? new RelayBot(relayToken, apiRoot, this.log) : undefined;
+    this.inboundEdits = new InboundEdits({ log: this.log, host: () => this.host, basic: this.basic, directory: this.directory });
+    this.rooms = new TelegramRooms({
+      log: this.log, host: () => this.host, target: (c) => this.addresses.target(c), queue: (id, fn) => this.queues.run(id, fn),
+      relayBot: () => (!this.relayBot || this.relayBot.rejected ? 'never' : this.relayBot.ready ? this.relayBot.bot : undefined),
+      agentBot: (id) => this.readyBot(id)?.bot ?? (this.bots.some((b) => b.agent.id === id) ? undefined : 'never'),
+      systemBots: (c) => this.botsOf(c, this.addresses.target(c).tgId, this.addresses.target(c).dmAgentId).map((b) => ({ key: b.agent.id, bot: b.bot })),
+      replyId: (c, tgId, key, replyTo) => this.addresses.replyId(c, tgId, key, replyTo),
+      hooks: this.hooks,
+    });
     const wh = opts.config.mode === 'webhook' ? opts.config.webhook : undefined;
     if (wh && (!wh.url || !wh.secret_token || !opts.mounts)) {
       throw new Error('telegram: webhook mode needs channels.telegram.webhook.url and secret_token, and the web channel to serve the endpoints');
@@ -103,21 +125,19 @@ export class TelegramChannel implements Channel {
       // Before any handler reads it: a malformed update fails here, as a MalformedUpdateError.
       ab.bot.use((ctx, next) => (checkUpdateShape(ctx.update), next()));
       ab.bot.on('message', (ctx) => this.onMessage(ab, ctx.message));
+      ab.bot.on('edited_message', (ctx) => this.inboundEdits.received(ab.agent.id, ctx.editedMessage));
       ab.bot.on('my_chat_member', (ctx) => this.onMembership(ab, ctx.myChatMember));
       ab.bot.on('callback_query', (ctx) => this.approvals.press(ab, ctx.callbackQuery));
       ab.bot.on('message_reaction', (ctx) => this.reactions.received(ab, ctx.update.update_id, ctx.messageReaction));
       this.bots.push(ab);
+      // Mounted for the channel's lifetime: before start and after stop it answers 503, so
+      // Telegram keeps the update and delivers it again.
       if (endpoint && settings) {
         const handler = createWebhookHandler({
-          secretToken: settings.secretToken,
-          log: this.log,
-          secrets: [token, settings.secretToken],
+          secretToken: settings.secretToken, log: this.log, secrets: [token, settings.secretToken], deadLetter,
           bot: () => (this.accepting && ab.me !== undefined && ab.status !== 'unauthorized' ? ab.bot : undefined),
           run: (update, handle) => this.inboundQueues.run(updateChatKey(update), handle),
-          deadLetter,
         });
-        // Mounted for the channel's lifetime: before start and after stop it answers 503, so
-        // Telegram keeps the update and delivers it again.
         opts.mounts!.mount(endpoint.path, (req, res) => handler(req, res));
       }
     }
@@ -137,15 +157,13 @@ export class TelegramChannel implements Channel {
       if (this.bots.length === 0) this.log.warn('telegram: enabled, but no agent has a telegram.token; nothing to poll');
       // Normally every bot is up in well under a second. When the Bot API is slow or failing, do not
       // hold the other channels (the web feed) hostage: the bots keep coming up in the background.
-      const all = Promise.all(this.bots.map((b) => this.bringUp(b, lifecycle.signal)));
+      const all = Promise.all([...this.bots, ...(this.relayBot ? [this.relayBot] : [])].map((b) => this.bringUp(b, lifecycle.signal)));
       let timer: NodeJS.Timeout | undefined;
       const waited = await Promise.race([all.then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), START_WAIT_MS)))]);
       clearTimeout(timer);
       if (!waited) this.log.warn({ waitedMs: START_WAIT_MS }, 'telegram: the Bot API is slow to answer; bots keep starting in the background');
       if (this.opts.config.mode === 'webhook') {
-        this.webhookTimer = setInterval(() => {
-          for (const b of this.bots) void b.checkWebhook();
-        }, this.opts.webhookCheckMs ?? 60_000);
+        this.webhookTimer = setInterval(() => this.bots.forEach((b) => void b.checkWebhook()), this.opts.webhookCheckMs ?? 60_000);
         this.webhookTimer.unref();
       }
       this.running = true;
@@ -153,21 +171,9 @@ export class TelegramChannel implements Channel {
     return this.starting;
   }
 
-  /** First attempt is awaited; if Telegram is unreachable, keep trying in the background. */
-  private async bringUp(b: AgentBot, signal: AbortSignal): Promise<void> {
-    const result = await b.bringUp();
+  private bringUp(b: AgentBot | RelayBot, signal: AbortSignal): Promise<void> {
     // A typed @bot_username addresses its agent even when Telegram sends no mention entity.
-    if (result === 'ok' && b.me?.username) this.host?.registerHandle(b.me.username, b.agent.id);
-    if (result !== 'retry') return;
-    void (async () => {
-      for (let delay = 2000; !signal.aborted; delay = Math.min(delay * 2, 60_000)) {
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, delay);
-          signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
-        });
-        if (signal.aborted || (await b.bringUp()) !== 'retry') return;
-      }
-    })();
+    return bringUpRetrying(b, signal, () => b instanceof AgentBot && b.me?.username && this.host?.registerHandle(b.me.username, b.agent.id));
   }
 
   /**
@@ -175,7 +181,9 @@ export class TelegramChannel implements Channel {
    * polling that keeps failing (another instance polling the same token: 409) makes it not ready.
    */
   status(): ChannelStatus {
-    return channelStatus(this.bots, this.skipped, this.running || this.starting !== undefined);
+    const s = channelStatus(this.bots, this.skipped, this.running || this.starting !== undefined);
+    // The relay bot is shown, but relayed messages go through an agent's bot while it is down.
+    return this.relayBot ? { ...s, bots: { ...s.bots, [RELAY_KEY]: this.relayBot.health() } } : s;
   }
 
   async stop(): Promise<void> {
@@ -185,7 +193,7 @@ export class TelegramChannel implements Channel {
     this.accepting = false;
     clearInterval(this.webhookTimer);
     this.lifecycle?.abort();
-    for (const stop of [...this.typers]) stop();
+    this.typers.stopAll();
     await Promise.all(this.bots.map((b) => b.stop()));
   }
 
@@ -193,6 +201,8 @@ export class TelegramChannel implements Channel {
   private readonly directory: BotDirectory = {
     agentByBotId: (id) => this.bots.find((b) => b.me?.id === id)?.agent.id,
     agentByUsername: (name) => this.bots.find((b) => b.me?.username.toLowerCase() === name.toLowerCase())?.agent.id,
+    // getMe's id, or before it answered the id a token starts with.
+    isOwnBot: (id) => [...this.bots, this.relayBot].some((b) => b !== undefined && (b.me ? b.me.id === id : b.token.split(':')[0] === String(id))),
   };
 
   /** Resolves once the router recorded the message: only then may the update be confirmed. */
@@ -205,7 +215,7 @@ export class TelegramChannel implements Channel {
     let result;
     try {
       if (msg.chat.type === 'group') this.basic.noteSeen(msg, b.agent.id);
-      result = normalizeMessage(msg, b.agent.id, this.directory, (chatId, id) => host.agentForPostedMessage('telegram', chatId, id));
+      result = normalizeMessage(msg, b.agent.id, this.directory, (chatId, id) => host.agentForPostedMessage('telegram', chatId, id), (own) => this.basic.nameOf(msg.chat.id, b.agent.id, own));
     } catch (err) {
       // A message we cannot read must not block the bot's queue: kept as a dead letter, confirmed.
       throw new MalformedUpdateError(`could not read the message: ${describeError(err, [b.token])}`, { cause: err });
@@ -250,7 +260,7 @@ export class TelegramChannel implements Channel {
     const key = `${oldId}>${newId}`;
     let p = this.rekeys.get(key);
     if (!p) {
-      this.migrations.set(oldId, newId);
+      this.addresses.migrations.set(oldId, newId);
       this.admins.invalidate(oldId);
       const was = this.present.get(oldId);
       if (was) this.present.set(newId, new Set(was));
@@ -282,33 +292,17 @@ export class TelegramChannel implements Channel {
     return this.bots.find((b) => b.agent.id === agentId && b.me !== undefined && b.status !== 'unauthorized');
   }
 
-  /** Telegram chat id to send to, following known migrations. */
-  private target(chat: ChatRef): { tgId: number; threadId: number | undefined; dmAgentId: string | undefined } {
-    const parsed = parseChatId(chat.chatId);
-    let tgId = parsed.tgId;
-    for (let i = 0; i < 3 && this.migrations.has(tgId); i++) tgId = this.migrations.get(tgId)!;
-    const threadId = chat.threadId !== undefined && /^\d+$/.test(chat.threadId) ? Number(chat.threadId) : undefined;
-    return { tgId, threadId, dmAgentId: parsed.dmAgentId };
-  }
-
-  /** The reply target in this bot's own numbering, when we know it. */
-  private replyId(chat: ChatRef, tgId: number, agentId: string, replyTo: string | undefined): number | undefined {
-    if (replyTo === undefined) return undefined;
-    if (/^\d+$/.test(replyTo)) return isBasicGroupId(tgId) ? undefined : Number(replyTo);
-    return this.basic.ownIdOfKey(parseChatId(chat.chatId).tgId, agentId, replyTo);
-  }
-
   /** `approval`: the agent's request for approval carries the Approve / Deny buttons (the system voice never does). */
   private async send(b: AgentBot, chat: ChatRef, text: string, opts: PostOptions | undefined, approval?: PostOptions['approval']): Promise<PostedMessage> {
-    const t = this.target(chat);
-    const hooks = { log: this.log, onMigrated: (o: number, n: number) => this.migrate(o, n) };
+    const t = this.addresses.target(chat);
+    const hooks = this.hooks;
     const keyboard = approval ? approvalKeyboard(approval.id) : undefined;
     const files = opts?.attachments?.length && this.host ? await readKept(this.host.files, opts.attachments, (a) => this.log.error({ file: a.id }, 'telegram: a file to post is not kept; posting without it')) : [];
-    const target = { chatId: t.tgId, threadId: t.threadId, replyTo: this.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard };
+    const target = { chatId: t.tgId, threadId: t.threadId, replyTo: this.addresses.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard };
     const ids = await this.queues.run(chat.chatId, () => (files.length ? sendWithFiles(b.bot, target, text, files, () => sendText(b.bot, target, text, hooks)) : sendText(b.bot, target, text, hooks)));
     if (isBasicGroupId(t.tgId)) this.basic.notePosted(t.tgId, b.agent.id, ids);
     // Its buttons go away once the call is decided (see approvals.ts).
-    if (approval && keyboard && ids.length) this.approvals.posted(chat.chatId, approval.id, { agentId: b.agent.id, tgChatId: this.target(chat).tgId, messageId: ids.at(-1)! });
+    if (approval && keyboard && ids.length) this.approvals.posted(chat.chatId, approval.id, { agentId: b.agent.id, tgChatId: this.addresses.target(chat).tgId, messageId: ids.at(-1)! });
     return { ids: ids.map(String) };
   }
 
@@ -320,13 +314,15 @@ export class TelegramChannel implements Channel {
 
   async postAsSystem(chat: ChatRef, text: string, opts?: PostOptions): Promise<PostedMessage> {
     this.approvals.systemLine(chat, text);
-    const { tgId, dmAgentId } = this.target(chat);
+    const { tgId, dmAgentId } = this.addresses.target(chat);
     const candidates = this.botsOf(chat, tgId, dmAgentId);
     if (candidates.length === 0) throw new Error(`no Telegram bot can post in chat ${chat.chatId}`);
     let lastErr: unknown;
     for (const b of candidates) {
       try {
-        return await this.send(b, chat, text, opts);
+        const posted = await this.send(b, chat, text, opts);
+        this.rooms.notePoster(chat.chatId, posted.ids, b.agent.id);
+        return posted;
       } catch (err) {
         lastErr = err;
         this.log.warn({ agent: b.agent.id, chatId: chat.chatId, err: describeError(err, [b.token]) }, 'telegram: system notice failed through this bot; trying the next');
@@ -335,44 +331,31 @@ export class TelegramChannel implements Channel {
     throw lastErr;
   }
 
-  // Rooms across chats: relaying people and carrying edits (Telegram side still to be built).
-  async relay(): Promise<PostedMessage> {
-    throw new PostRefusedError('Telegram: relaying messages from other chats is not supported yet');
-  }
-
-  async editPosted(): Promise<void> {
-    throw new PostRefusedError('Telegram: changing relayed messages is not supported yet');
-  }
-
-  async deletePosted(): Promise<void> {
-    throw new PostRefusedError('Telegram: removing relayed messages is not supported yet');
-  }
+  // Rooms across chats: see rooms.ts.
+  relay = (chat: ChatRef, from: RelayedAuthor, text: string, opts?: PostOptions): Promise<PostedMessage> => this.rooms.relay(chat, from, text, opts);
+  editPosted = (chat: ChatRef, ids: readonly string[], by: PostedBy, text: string): Promise<void> => this.rooms.editPosted(chat, ids, by, text);
+  deletePosted = (chat: ChatRef, ids: readonly string[], by: PostedBy): Promise<void> => this.rooms.deletePosted(chat, ids, by);
 
   startTyping(chat: ChatRef, agent: AgentDef): () => void {
     const b = this.readyBot(agent.id);
     if (!b) return () => undefined;
-    const stop = typingLoop(() => {
-      const t = this.target(chat);
+    const onError = (err: unknown) => this.log.debug({ agent: agent.id, err: describeError(err, [b.token]) }, 'telegram: typing failed');
+    return this.typers.start(() => {
+      const t = this.addresses.target(chat);
       return b.bot.api.sendChatAction(t.tgId, 'typing', t.threadId !== undefined ? { message_thread_id: t.threadId } : {});
-    }, (err) => this.log.debug({ agent: agent.id, err: describeError(err, [b.token]) }, 'telegram: typing failed'));
-    const remove = () => {
-      stop();
-      this.typers.delete(remove);
-    };
-    this.typers.add(remove);
-    return remove;
+    }, onError);
   }
 
   /** Through the agent's own bot; false when Telegram cannot show it (see reactions.ts). */
   async react(chat: ChatRef, agent: AgentDef, platformMessageId: string, emoji: string, on: boolean): Promise<boolean> {
-    const { tgId } = this.target(chat);
+    const { tgId } = this.addresses.target(chat);
     const own = isBasicGroupId(tgId) ? this.basic.ownId(tgId, agent.id, platformMessageId) : /^\d+$/.test(platformMessageId) ? Number(platformMessageId) : undefined;
     return this.reactions.show(this.readyBot(agent.id), agent.id, tgId, own, emoji, on);
   }
 
   async isAdmin(chat: ChatRef, userId: string): Promise<boolean> {
     if (this.opts.config.admins.includes(userId)) return true;
-    const { tgId, dmAgentId } = this.target(chat);
+    const { tgId, dmAgentId } = this.addresses.target(chat);
     // In a private chat the user is the only human: they manage their own DM.
     if (dmAgentId !== undefined) return String(tgId) === userId;
     try {
@@ -397,14 +380,14 @@ export class TelegramChannel implements Channel {
 
   /** Read the chat's admin list in the background when it is older than `maxAgeMs` (default a minute). */
   private refreshAdmins(chat: ChatRef, maxAgeMs?: number): void {
-    const { tgId } = this.target(chat);
+    const { tgId } = this.addresses.target(chat);
     this.admins.refresh(tgId, this.chatBots(chat, tgId), maxAgeMs);
   }
 
   warnings(chat: ChatRef, participants: readonly string[]): string[] {
     // A private chat has one bot in it, which answered to be there.
     if (parseChatId(chat.chatId).dmAgentId !== undefined) return [];
-    const { tgId } = this.target(chat);
+    const { tgId } = this.addresses.target(chat);
     // What is known now; a list over a minute old is read again for the next time.
     this.refreshAdmins(chat);
     return [...botWarnings(this.opts.agents, this.bots, participants), ...reactionWarnings(this.opts.agents, this.bots, participants, (b) => this.admins.botIsAdmin(tgId, b.me!.id))];

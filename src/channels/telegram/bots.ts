@@ -220,6 +220,28 @@ export class AgentBot {
   }
 }
 
+/**
+ * Bring a bot up: the first attempt is awaited; while Telegram cannot be reached, keep trying in
+ * the background (2 s, doubling to a minute) until `signal` ends it. `onUp` runs once it is up.
+ */
+export async function bringUpRetrying(b: { bringUp(): Promise<'ok' | 'fatal' | 'retry'> }, signal: AbortSignal, onUp: () => unknown): Promise<void> {
+  const result = await b.bringUp();
+  if (result === 'ok') onUp();
+  if (result !== 'retry') return;
+  void (async () => {
+    for (let delay = 2000; !signal.aborted; delay = Math.min(delay * 2, 60_000)) {
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, delay);
+        signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
+      });
+      if (signal.aborted) return;
+      const again = await b.bringUp();
+      if (again === 'ok') onUp();
+      if (again !== 'retry') return;
+    }
+  })();
+}
+
 /** The channel's `/readyz` part: connected when every agent's bot works (`skipped`: agents left out, with why). */
 export function channelStatus(list: readonly AgentBot[], skipped: ReadonlyMap<string, string>, running: boolean): ChannelStatus {
   const bots: Record<string, ChannelPartStatus> = {};

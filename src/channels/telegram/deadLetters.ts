@@ -86,6 +86,7 @@ export function checkUpdateShape(u: Update): void {
   const raw = u as unknown as Obj;
   let problem: string | null = null;
   if (raw.message !== undefined) problem = messageProblem(raw.message, 'message');
+  else if (raw.edited_message !== undefined) problem = messageProblem(raw.edited_message, 'edited_message');
   else if (raw.my_chat_member !== undefined) {
     const m = raw.my_chat_member;
     if (!isObj(m)) problem = 'my_chat_member is not an object';

@@ -43,3 +43,40 @@ export function isThreadNotFound(err: unknown): boolean {
 export function isNetworkError(err: unknown): boolean {
   return err instanceof HttpError;
 }
+
+/** Telegram's answer to an edit that changes nothing: the message already shows it. */
+export function isNotModified(err: unknown): boolean {
+  return err instanceof GrammyError && err.error_code === 400 && /message is not modified/i.test(err.description);
+}
+
+/** editMessageText on a photo or document: its text is a caption. */
+export function isMediaMessage(err: unknown): boolean {
+  return err instanceof GrammyError && err.error_code === 400 && /no text in the message/i.test(err.description);
+}
+
+/** editMessageCaption on a text message. */
+export function isTextMessage(err: unknown): boolean {
+  return err instanceof GrammyError && err.error_code === 400 && /no caption in the message/i.test(err.description);
+}
+
+/** Another bot's message (only the bot that sent a message may edit it, or delete it unless an admin). */
+export function isNotOurs(err: unknown): boolean {
+  return err instanceof GrammyError && err.error_code === 400 && /message can't be (edited|deleted)/i.test(err.description);
+}
+
+/**
+ * A refusal trying again cannot change: 403 (the bot was kicked, is not a member, was blocked)
+ * and 400 (chat not found, message to edit not found, message can't be deleted, …). The sender's
+ * errors carry the Bot API's as their cause. 401 (a revoked token), 429 (waited out by
+ * auto-retry), 5xx and network errors pass.
+ */
+export function isRefusal(err: unknown): boolean {
+  const e = err instanceof GrammyError ? err : err instanceof Error && err.cause instanceof GrammyError ? err.cause : undefined;
+  return e !== undefined && (e.error_code === 403 || e.error_code === 400);
+}
+
+/** The Bot API's error code anywhere along an error's causes (our wrappers keep theirs). */
+export function causeApiCode(err: unknown): number | undefined {
+  for (let e = err, i = 0; e instanceof Error && i < 5; e = e.cause, i++) if (e instanceof GrammyError) return e.error_code;
+  return undefined;
+}

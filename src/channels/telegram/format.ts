@@ -7,7 +7,7 @@
 
 import { inlineCodeSpans, parseFenceLine } from '../../core/text/markdownScan.js';
 
-const escapeHtml = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+export const escapeHtml = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 const escapeAttr = (s: string): string => escapeHtml(s).replace(/"/g, '&quot;');
 
 /**

@@ -11,6 +11,8 @@ import type { InboundMessage, NormalizedMessage } from '../../core/types.js';
 export interface BotDirectory {
   agentByBotId(botUserId: number): string | undefined;
   agentByUsername(username: string): string | undefined;
+  /** An agent's bot or the relay bot: their messages are Chorus's own, never input. */
+  isOwnBot(botUserId: number): boolean;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -70,8 +72,22 @@ function authorOf(msg: Message): { id: string; name: string } | undefined {
   // characters): a first name of "\u202Etsylan\u202CA" must not render as "Analyst".
   if (msg.sender_chat) return { id: String(msg.sender_chat.id), name: cleanDisplayName(msg.sender_chat.title ?? '') || 'Anonymous' };
   const u = msg.from;
-  if (!u || u.is_bot) return undefined;
+  if (!u) return undefined;
   return { id: String(u.id), name: userName(u) };
+}
+
+/**
+ * Why a bot's message is not input, or undefined when it is: Telegram delivers other bots'
+ * messages only in Bot-to-Bot Communication Mode (set in @BotFather; the receiving bot must be
+ * an admin with privacy mode off to get them all). Chorus's own bots — the agents', the relay —
+ * are never input (a loop); another bot in a group speaks like a person, marked as a bot.
+ */
+function botSkip(msg: Message, dir: BotDirectory): string | undefined {
+  const u = msg.from;
+  if (msg.sender_chat || !u?.is_bot) return undefined;
+  if (dir.isOwnBot(u.id)) return dir.agentByBotId(u.id) ? "an agent's bot (Chorus's own post)" : "the relay bot (Chorus's own post)";
+  if (msg.chat.type === 'private') return 'a bot in a private chat';
+  return undefined;
 }
 
 /** A person's display name, cleaned (see authorOf). */
@@ -107,9 +123,14 @@ export function normalizeMessage(
   viaAgentId: string,
   dir: BotDirectory,
   postedBy: (chatId: string, messageId: string) => string | undefined,
+  /** Basic groups: the id Chorus knows a message by that this bot numbers `ownId`, when known. */
+  nameOf: (ownId: number) => string | undefined = () => undefined,
 ): NormalizedMessage {
+  const skipBot = botSkip(msg, dir);
+  if (skipBot) return { skip: skipBot };
   const author = authorOf(msg);
-  if (!author) return { skip: msg.from?.is_bot ? 'bot author' : 'no author' };
+  if (!author) return { skip: 'no author' };
+  const byBot = msg.from?.is_bot === true && !msg.sender_chat;
   // A photo or document without a caption is a message: its files stand in for the text.
   const media = (msg.photo?.length ?? 0) > 0 || msg.document !== undefined;
   const text = msg.text ?? msg.caption ?? '';
@@ -119,6 +140,7 @@ export function normalizeMessage(
   const threadId = msg.is_topic_message && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;
 
   let replyToAgentId: string | undefined;
+  let replyToPlatformId: string | undefined;
   const r = msg.reply_to_message;
   // In a forum every topic message "replies" to the topic's first message; that is no reply.
   const topicRoot = r !== undefined && msg.is_topic_message === true && r.message_id === msg.message_thread_id;
@@ -126,6 +148,8 @@ export function normalizeMessage(
     if (r.from?.is_bot) replyToAgentId = dir.agentByBotId(r.from.id);
     // Reply ids are per account in basic groups, so only the bot id above is reliable there.
     if (!replyToAgentId && msg.chat.type !== 'group') replyToAgentId = postedBy(chatId, String(r.message_id));
+    // There a person's message is known by its key, a post by the id its bot got (when known).
+    replyToPlatformId = msg.chat.type !== 'group' ? String(r.message_id) : (nameOf(r.message_id) ?? (r.from?.is_bot ? undefined : messageKey(r as Message)));
   }
   const mentions = mentionedAgents(text, msg.entities ?? msg.caption_entities, dir);
   const chatTitle = 'title' in msg.chat && msg.chat.title ? msg.chat.title : isPrivate ? author.name : undefined;
@@ -142,8 +166,10 @@ export function normalizeMessage(
     viaAgentId: (isPrivate ? undefined : commandTarget(text, dir)) ?? viaAgentId,
     isPrivate: isPrivate || undefined,
     replyToAgentId,
+    replyToPlatformId,
     mentionedAgentIds: mentions.length ? mentions : undefined,
     chatTitle,
+    ...(byBot ? { authorKind: 'bot' as const } : {}),
   };
   return { message };
 }
@@ -221,6 +247,6 @@ export function normalizePress(q: CallbackQuery, viaAgentId: string, now: number
 
 /** The chat an update belongs to: updates of one chat are handed over one at a time; other chats run alongside. */
 export function updateChatKey(u: Update): string {
-  const chat = u.message?.chat ?? u.my_chat_member?.chat ?? u.callback_query?.message?.chat ?? u.message_reaction?.chat;
+  const chat = u.message?.chat ?? u.edited_message?.chat ?? u.my_chat_member?.chat ?? u.callback_query?.message?.chat ?? u.message_reaction?.chat;
   return chat ? String(chat.id) : `update:${u.update_id}`;
 }

@@ -5,8 +5,8 @@ import type { AgentDef } from '../../core/types.js';
 import type { HttpMounts } from '../web/mounts.js';
 
 type TelegramConfig = ChorusConfig['channels']['telegram'];
-/** Tests may build the channel by hand without the webhook keys: polling is the default. */
-type TelegramConfigInput = Omit<TelegramConfig, 'mode' | 'webhook'> & Partial<Pick<TelegramConfig, 'mode' | 'webhook'>>;
+/** Tests may build the channel by hand without the webhook keys (polling is the default) or a relay bot. */
+type TelegramConfigInput = Omit<TelegramConfig, 'mode' | 'webhook' | 'relay_token'> & Partial<Pick<TelegramConfig, 'mode' | 'webhook' | 'relay_token'>>;
 
 export interface TelegramChannelOptions {
   config: TelegramConfigInput;

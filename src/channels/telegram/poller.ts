@@ -14,7 +14,7 @@ import { MalformedUpdateError, handlerError, type KeepDeadLetter } from './deadL
 export interface PollerOptions {
   /** Seconds a getUpdates call may wait for news. */
   timeoutSeconds: number;
-  allowedUpdates: ReadonlyArray<'message' | 'my_chat_member' | 'callback_query' | 'message_reaction'>;
+  allowedUpdates: ReadonlyArray<'message' | 'edited_message' | 'my_chat_member' | 'callback_query' | 'message_reaction'>;
   /** The token stopped working (401): the bot is out until the next start. */
   onUnauthorized: () => void;
   /**

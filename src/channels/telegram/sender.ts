@@ -22,6 +22,27 @@ export interface SendTarget {
   replyTo?: number | undefined;
   /** Buttons under the post (a request for approval): on its last chunk. */
   keyboard?: InlineKeyboardMarkup | undefined;
+  /** Put before the first chunk (a relayed person's name): ready HTML, and the same as plain text. */
+  prefix?: Prefix | undefined;
+}
+
+/** Text before a post's first chunk, in both of the forms a chunk is sent in. */
+export interface Prefix {
+  html: string;
+  plain: string;
+}
+
+/**
+ * The chunks `text` is posted as, the first leaving room for `prefix`: posting and editing split
+ * alike, so an edit meets the chunks it changes.
+ */
+export function chunksOf(text: string, prefix?: Prefix): string[] {
+  return splitMessage(text, TELEGRAM_LIMIT - (prefix?.plain.length ?? 0)).filter((c) => c.trim().length > 0);
+}
+
+/** A chunk as sent: HTML (with the prefix's HTML on the first), or plain after Telegram refused the markup. */
+export function renderChunk(chunk: string, html: boolean, prefix: Prefix | undefined): string {
+  return html ? (prefix?.html ?? '') + toTelegramHtml(chunk) : (prefix?.plain ?? '') + chunk;
 }
 
 export interface SendHooks {
@@ -43,22 +64,22 @@ const NETWORK_RETRIES = 3;
 
 /** Send `text` as one or more messages; resolves with the message ids in order. */
 export async function sendText(bot: Bot, target: SendTarget, text: string, hooks: SendHooks): Promise<number[]> {
-  const chunks = splitMessage(text, TELEGRAM_LIMIT).filter((c) => c.trim().length > 0);
+  const chunks = chunksOf(text, target.prefix);
   const ids: number[] = [];
   const t = { ...target };
   for (const [i, chunk] of chunks.entries()) {
-    ids.push(await sendChunk(bot, t, chunk, i === 0 ? t.replyTo : undefined, hooks, i === chunks.length - 1 ? t.keyboard : undefined));
+    ids.push(await sendChunk(bot, t, chunk, i === 0 ? t.replyTo : undefined, hooks, i === chunks.length - 1 ? t.keyboard : undefined, i === 0 ? t.prefix : undefined));
   }
   return ids;
 }
 
-async function sendChunk(bot: Bot, t: SendTarget, chunk: string, replyTo: number | undefined, hooks: SendHooks, keyboard: InlineKeyboardMarkup | undefined): Promise<number> {
+async function sendChunk(bot: Bot, t: SendTarget, chunk: string, replyTo: number | undefined, hooks: SendHooks, keyboard: InlineKeyboardMarkup | undefined, prefix: Prefix | undefined): Promise<number> {
   let html = true;
   let networkTries = 0;
   // Each failure below changes what we send, so the loop always ends.
   for (let attempt = 0; ; attempt++) {
     try {
-      const msg = await bot.api.sendMessage(t.chatId, html ? toTelegramHtml(chunk) : chunk, {
+      const msg = await bot.api.sendMessage(t.chatId, renderChunk(chunk, html, prefix), {
         ...(html ? { parse_mode: 'HTML' as const } : {}),
         ...(t.threadId !== undefined ? { message_thread_id: t.threadId } : {}),
         ...(replyTo !== undefined ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}),
@@ -90,7 +111,8 @@ async function sendChunk(bot: Bot, t: SendTarget, chunk: string, replyTo: number
         await new Promise((r) => setTimeout(r, 1000 * 2 ** networkTries));
         continue;
       }
-      throw new Error(`telegram sendMessage failed: ${safe}`);
+      // The cause stays attached: a relay tells a refusal for good (403, 400) from a passing failure.
+      throw new Error(`telegram sendMessage failed: ${safe}`, { cause: err });
     }
   }
 }

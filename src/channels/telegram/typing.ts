@@ -23,3 +23,23 @@ export function typingLoop(send: () => Promise<unknown>, onError: (err: unknown)
     clearInterval(timer);
   };
 }
+
+/** The typing loops running now, so the channel can end them all when it stops. */
+export class Typers {
+  private readonly running = new Set<() => void>();
+
+  /** `typingLoop` until the returned function is called (or `stopAll`). */
+  start(send: () => Promise<unknown>, onError: (err: unknown) => void): () => void {
+    const stop = typingLoop(send, onError);
+    const remove = () => {
+      stop();
+      this.running.delete(remove);
+    };
+    this.running.add(remove);
+    return remove;
+  }
+
+  stopAll(): void {
+    for (const stop of [...this.running]) stop();
+  }
+}

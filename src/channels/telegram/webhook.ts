@@ -20,10 +20,11 @@ import { describeError } from './errors.js';
 import { MalformedUpdateError, handlerError, type KeepDeadLetter } from './deadLetters.js';
 
 /**
- * Update types Chorus asks for, in both modes (callback_query: presses of the approval buttons;
- * message_reaction: people's reactions, which Telegram sends only when asked and only to admin bots).
+ * Update types Chorus asks for, in both modes (edited_message: people's edits, carried to the room's
+ * other chats; callback_query: presses of the approval buttons; message_reaction: people's
+ * reactions, which Telegram sends only when asked and only to admin bots).
  */
-export const ALLOWED_UPDATES = ['message', 'my_chat_member', 'callback_query', 'message_reaction'] as const;
+export const ALLOWED_UPDATES = ['message', 'edited_message', 'my_chat_member', 'callback_query', 'message_reaction'] as const;
 
 /** An update is at most a few 4096-character texts with entities; 1 MiB leaves room and bounds memory. */
 const WEBHOOK_MAX_BODY_BYTES = 1024 * 1024;

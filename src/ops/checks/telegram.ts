@@ -4,8 +4,10 @@
  * points at us and Telegram's last delivery error; in polling mode a stray webhook), and for each
  * group Chorus knows on Telegram whether the bot is in it and can read it, and whether it is an
  * admin there: Telegram sends people's reactions only to admin bots, so a group where none of the
- * agents' bots is one shows Chorus no reactions. Read-only calls: nothing is sent, no update is
- * confirmed.
+ * agents' bots is one shows Chorus no reactions. Whether each bot can see other bots' messages
+ * (Telegram's bot-to-bot mode: privacy mode off, an admin, and the mode switched on in @BotFather,
+ * which getMe does not report), and whether the relay bot's token works. Read-only calls: nothing
+ * is sent, no update is confirmed.
  */
 import { Api, GrammyError } from 'grammy';
 import type { ChorusConfig } from '../../config/schema.js';
@@ -45,7 +47,36 @@ export async function checkTelegram(config: ChorusConfig, chats: readonly Telegr
     seen.set(token, agent.id);
     return checkBot(new Api(token, { apiRoot }), token, agent.id, i, apiRoot, chats.filter((c) => c.participants.includes(agent.id)), expectedWebhook(tg, agent.id, token), seats);
   });
-  return [...(await Promise.all(perAgent)).flat(), ...chats.flatMap((c) => reactionFindings(c, seats.get(c.chatId) ?? []))];
+  const relay = tg.relay_token?.trim() ? checkRelay(new Api(tg.relay_token.trim(), { apiRoot }), tg.relay_token.trim(), apiRoot) : Promise.resolve([]);
+  return [...(await Promise.all(perAgent)).flat(), ...(await relay), ...chats.flatMap((c) => reactionFindings(c, seats.get(c.chatId) ?? []))];
+}
+
+/** The relay bot (`channels.telegram.relay_token`): does Telegram take its token. */
+async function checkRelay(api: Api, token: string, apiRoot: string): Promise<Finding[]> {
+  try {
+    const me = await api.getMe(AbortSignal.timeout(15_000) as Parameters<Api['getMe']>[0]);
+    return [ok('telegram relay', `@${me.username} answers; people from the room's other chats are posted through it (add it to each linked Telegram group)`)];
+  } catch (err) {
+    const why = describeError(err, [token]);
+    if (err instanceof GrammyError && (err.error_code === 401 || err.error_code === 404)) {
+      return [fail('telegram relay', `Telegram rejected the relay bot's token (${why}); relayed messages go through an agent's bot instead`, 'copy the token again from @BotFather into channels.telegram.relay_token')];
+    }
+    return [fail('telegram relay', `cannot reach the Bot API at ${apiRoot} (${why})`, 'check the network and channels.telegram.api_root')];
+  }
+}
+
+/**
+ * Can this bot see other bots' messages (a bot that is not Chorus's, in bot-to-bot mode)? Telegram
+ * delivers them all only to a bot with privacy mode off that is an admin of the group and has
+ * Bot-to-Bot Communication Mode on; getMe tells the first, getChatMember the second, nothing the third.
+ */
+function botToBotFinding(agentId: string, bot: string, privacy: boolean, groups: number, adminIn: number): Finding {
+  const s = `telegram ${agentId} bot-to-bot`;
+  const mode = "Bot-to-Bot Communication Mode on in @BotFather (the Bot API does not report this switch, so it is not checked)";
+  if (privacy) return info(s, `${bot} sees other bots' messages only when they address it (a /command@${bot.slice(1)} or a reply): privacy mode is on; to see them all it needs privacy mode off, admin rights in the group and ${mode}`);
+  if (groups === 0) return info(s, `${bot} has privacy mode off; in a group it sees other bots' messages when it is an admin there and has ${mode}`);
+  if (adminIn === groups) return info(s, `${bot} can see other bots' messages in its ${groups} group(s) (privacy mode off, an admin in each) if it has ${mode}`);
+  return info(s, `${bot} can see other bots' messages only in the ${adminIn} of its ${groups} group(s) where it is an admin, and only with ${mode}; make it an admin where it should see them`);
 }
 
 /** Per group: the bots in it that are not admins, and whether reactions reach Chorus at all there. */
@@ -132,6 +163,8 @@ async function checkBot(
       }
     }
   }
+  const checked = chats.slice(0, MAX_CHATS).map((c) => seats.get(c.chatId)?.find((x) => x.agentId === agentId)).filter((x) => x !== undefined);
+  out.push(botToBotFinding(agentId, bot, privacy, checked.length, checked.filter((x) => x.admin).length));
   if (chats.length > MAX_CHATS) out.push(warn(subject, `is in ${chats.length} groups; only the first ${MAX_CHATS} were checked`, 'nothing to do; run with fewer groups to check the rest'));
   return out;
 }

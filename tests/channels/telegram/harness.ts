@@ -24,6 +24,9 @@ export const USERNAMES: Record<AgentId, string> = {
   editor: 'chorus_editor_bot',
 };
 
+/** The relay bot (`channels.telegram.relay_token`): posts people from the room's other chats. */
+export const RELAY = { token: '555555:EEE-relay-test-token', username: 'chorus_relay_bot', firstName: 'Chorus relay' } as const;
+
 export const MAYA: FakeUser = { id: 5001, first_name: 'Maya', username: 'maya' };
 export const TOM: FakeUser = { id: 5002, first_name: 'Tom' };
 
@@ -74,15 +77,20 @@ export async function makeWorld(opts: {
   logger?: Logger;
   admins?: string[];
   noToken?: AgentId[];
+  /** Give the channel a relay bot (`relay_token`). */
+  relay?: boolean;
+  /** Bots with Telegram's Bot-to-Bot Communication Mode on. */
+  botToBot?: AgentId[];
 } = {}): Promise<World> {
   const ids = opts.ids ?? ['analyst', 'writer', 'critic'];
   const fake = await FakeTelegram.start();
   for (const id of ids) {
-    fake.addBot({ token: TOKENS[id], username: USERNAMES[id], firstName: agentDef(id).name, canReadAll: !opts.privacyOn?.includes(id) });
+    fake.addBot({ token: TOKENS[id], username: USERNAMES[id], firstName: agentDef(id).name, canReadAll: !opts.privacyOn?.includes(id), botToBot: opts.botToBot?.includes(id) ?? false });
   }
+  if (opts.relay) fake.addBot({ token: RELAY.token, username: RELAY.username, firstName: RELAY.firstName });
   const agents = ids.map((id) => agentDef(id, !opts.noToken?.includes(id)));
   const channel = new TelegramChannel({
-    config: { enabled: true, api_root: fake.apiRoot, auto_create_groups: true, admins: opts.admins ?? [] },
+    config: { enabled: true, api_root: fake.apiRoot, auto_create_groups: true, admins: opts.admins ?? [], relay_token: opts.relay ? RELAY.token : null },
     agents,
     logger: opts.logger ?? silentLogger,
     pollTimeoutSeconds: 5,

@@ -56,7 +56,7 @@ describe('telegram adapter: approval buttons', () => {
     // Every bot asks Telegram for button presses.
     for (const id of ['analyst', 'writer', 'critic'] as const) {
       const first = w!.fake.callsOf('getUpdates', USERNAMES[id])[0]!;
-      expect(first.payload.allowed_updates).toEqual(['message', 'my_chat_member', 'callback_query', 'message_reaction']);
+      expect(first.payload.allowed_updates).toEqual(['message', 'edited_message', 'my_chat_member', 'callback_query', 'message_reaction']);
     }
   });
 

@@ -23,11 +23,15 @@ describe('telegram format', () => {
     expect(parseChatId('-1001000000001')).toEqual({ tgId: -1001000000001 });
   });
 
-  it('says why a message is not read: a bot wrote it, or it has no text', () => {
-    const dir = { agentByBotId: () => undefined, agentByUsername: () => undefined };
+  it("says why a message is not read: Chorus's own bot wrote it, a bot in a private chat, or it has no text", () => {
+    const dir = { agentByBotId: (id: number) => (id === 8 ? 'writer' : undefined), agentByUsername: () => undefined, isOwnBot: (id: number) => id === 8 || id === 10 };
     const message = (extra: Record<string, unknown>) => ({ message_id: 7, date: 1, chat: { id: -100200, type: 'supergroup', title: 'Team' }, ...extra }) as unknown as Message;
     const read = (extra: Record<string, unknown>) => normalizeMessage(message(extra), 'analyst', dir, () => undefined);
-    expect(read({ from: { id: 9, is_bot: true, first_name: 'Other' }, text: 'hi' })).toEqual({ skip: 'bot author' });
+    expect(read({ from: { id: 8, is_bot: true, first_name: 'Writer' }, text: 'hi' })).toEqual({ skip: "an agent's bot (Chorus's own post)" });
+    expect(read({ from: { id: 10, is_bot: true, first_name: 'Relay' }, text: 'hi' })).toEqual({ skip: "the relay bot (Chorus's own post)" });
+    expect(read({ from: { id: 9, is_bot: true, first_name: 'Other' }, chat: { id: 5, type: 'private', first_name: 'Other' }, text: 'hi' })).toEqual({ skip: 'a bot in a private chat' });
+    // Another bot in a group (Telegram's bot-to-bot mode) speaks like a person, marked as a bot.
+    expect(read({ from: { id: 9, is_bot: true, first_name: 'Other' }, text: 'hi' })).toMatchObject({ message: { author: { id: '9', name: 'Other' }, authorKind: 'bot' } });
     expect(read({ from: { id: 42, is_bot: false, first_name: 'Maya' }, sticker: {} })).toEqual({ skip: 'no text' });
     expect(read({ from: { id: 42, is_bot: false, first_name: 'Maya' }, text: 'hi' })).toMatchObject({ message: { chatId: '-100200', messageId: '7', text: 'hi', author: { id: '42', name: 'Maya' } } });
   });

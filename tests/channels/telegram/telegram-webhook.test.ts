@@ -65,7 +65,7 @@ describe('telegram webhook mode (adapter)', () => {
     for (const id of IDS) {
       const sets = w.fake.callsOf('setWebhook', USERNAMES[id]);
       expect(sets).toHaveLength(1);
-      expect(sets[0]!.payload).toMatchObject({ secret_token: SECRET, allowed_updates: ['message', 'my_chat_member', 'callback_query', 'message_reaction'], drop_pending_updates: false });
+      expect(sets[0]!.payload).toMatchObject({ secret_token: SECRET, allowed_updates: ['message', 'edited_message', 'my_chat_member', 'callback_query', 'message_reaction'], drop_pending_updates: false });
       expect(String(sets[0]!.payload.url)).toMatch(new RegExp(`^${PUBLIC_URL}/telegram/${id}\\?v=[0-9a-f]{16}$`));
     }
     // Polling never runs in webhook mode (it would get 409).

@@ -16,6 +16,11 @@
  * Reactions (reactions.ts): `humanReacts` queues a `message_reaction` update to the chat's admin
  * bots only (`setAdmins`, `promoteBot`); `setMessageReaction` checks Telegram's emoji set and
  * records what each bot set (`reactions.set`, `reactions.shownBy`).
+ *
+ * Edits and deletions (edits.ts): `editMessageText` / `editMessageCaption` / `deleteMessage` with
+ * Telegram's refusals, recorded in `changes`; `humanEdits` sends `edited_message`. Bot-to-bot
+ * mode (`addBot({ botToBot: true })`): such a bot also receives other bots' group messages, the
+ * fake's own bots' and a foreign bot's (`foreignBotSays`). `setOutage` makes every call a 5xx.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,10 +29,12 @@ import { FakeState, type BotRec, type ChatRec, type MsgRec } from './state.js';
 import { FakeButtons, readKeyboard, type InlineKeyboard } from './buttons.js';
 import { FakeReactions, type FakeReaction } from './reactions.js';
 import { FakeFiles, readMultipart, sha256 } from './files.js';
+import { FakeEdits } from './edits.js';
 
 export type { BotRec, ChatRec, MsgRec } from './state.js';
 export type { CallbackAnswer, InlineKeyboard, MarkupEdit } from './buttons.js';
 export type { BotReactionSet, FakeReaction } from './reactions.js';
+export type { BotDeletion, BotEdit } from './edits.js';
 
 export type FakeUser = {
   id: number;
@@ -102,6 +109,12 @@ export class FakeTelegram {
   readonly buttons = new FakeButtons(this.state);
   /** Reactions: bots' setMessageReaction calls (`reactions.set`) and what they show (`reactions.shownBy`). */
   readonly reactions = new FakeReactions(this.state);
+  /** Bots' edits and deletions (`changes.edits`, `changes.deletions`). */
+  readonly changes = new FakeEdits(this.state, (m, text) => {
+    for (const p of this.posted) if (p.key === m.key) p.text = text;
+  });
+  /** While set, every call (getUpdates too, unless listed in `spare`) answers this 5xx, as in a Bot API outage. */
+  private outage: { status: number; spare: string[] } | undefined;
   private readonly injected: Injected[] = [];
   private readonly faults: InjectedFault[] = [];
   /** Every transport fault the fake produced, in order (what the client had to cope with). */
@@ -159,8 +172,28 @@ export class FakeTelegram {
   // ------------------------------------------------------------------------------------------
   // Test-side API
 
-  addBot(opts: { token: string; username: string; firstName: string; canReadAll?: boolean }): BotRec {
-    return this.state.addBot(opts.token, opts.username, opts.firstName, opts.canReadAll ?? true);
+  addBot(opts: { token: string; username: string; firstName: string; canReadAll?: boolean; botToBot?: boolean }): BotRec {
+    return this.state.addBot(opts.token, opts.username, opts.firstName, opts.canReadAll ?? true, opts.botToBot ?? false);
+  }
+  /** Bot-to-Bot Communication Mode on or off for a bot (BotFather's switch). */
+  setBotToBot(token: string, on: boolean): void {
+    this.state.bots.get(token)!.botToBot = on;
+  }
+  /**
+   * A bot that is not one of the fake's writes in a group (it must have bot-to-bot mode itself):
+   * bots in bot-to-bot mode receive it when addressed, or always as admins with privacy mode off.
+   */
+  foreignBotSays(chatId: number, bot: FakeUser, text: string, opts: { replyTo?: { key: number } | undefined; threadId?: number | undefined } = {}): { key: number; messageId: number } {
+    const rec = this.state.foreignBotMessage(chatId, { ...bot, is_bot: true }, text, detectEntities(text), opts.replyTo?.key, opts.threadId);
+    return { key: rec.key, messageId: this.state.idFor(rec, 'human') };
+  }
+  /** A person edits their message (by its key): `edited_message` to every bot that saw it; returns their usernames. */
+  humanEdits(message: { key: number }, text: string, editDate?: number): string[] {
+    return this.changes.humanEdits(this.findMessage(message.key), text, editDate);
+  }
+  /** A Bot API outage: every call answers `status` (JSON, as Telegram's front does) until `setOutage(null)`. */
+  setOutage(status: number | null, spare: string[] = ['getUpdates']): void {
+    this.outage = status === null ? undefined : { status, spare };
   }
   /** The token stops working: every call answers 401, as after /revoke in @BotFather. */
   revoke(token: string): void {
@@ -377,6 +410,7 @@ export class FakeTelegram {
     const bot = this.state.bots.get(token);
     this.calls.push({ bot: bot && !bot.revoked ? bot.username : null, method, payload });
     if (!bot || bot.revoked) return send(fail(401, 'Unauthorized'));
+    if (this.outage && !this.outage.spare.includes(method)) return send(fail(this.outage.status, this.outage.status === 502 ? 'Bad Gateway' : 'Internal Server Error'));
     const fault = this.faults.find((f) => f.remaining > 0 && f.method === method && (!f.token || f.token === token) && (!f.when || f.when(payload)));
     if (fault) {
       fault.remaining--;
@@ -479,6 +513,12 @@ export class FakeTelegram {
         return this.sendFile(bot, method, p);
       case 'answerCallbackQuery':
         return this.buttons.answer(bot, p);
+      case 'editMessageText':
+        return this.changes.editText(bot, p);
+      case 'editMessageCaption':
+        return this.changes.editCaption(bot, p);
+      case 'deleteMessage':
+        return this.changes.deleteMessage(bot, p);
       case 'editMessageReplyMarkup':
         return this.buttons.editMarkup(bot, p);
       case 'setMessageReaction':
@@ -625,10 +665,13 @@ export class FakeTelegram {
     const caption = typeof p.caption === 'string' ? p.caption : undefined;
     if (caption && caption.length > 1024) return fail(400, 'Bad Request: message caption is too long');
     const threadId = p.message_thread_id !== undefined ? Number(p.message_thread_id) : undefined;
-    const rec = this.state.botMessage(chat, bot, caption ?? '', undefined, threadId);
-    rec.media = { [field === 'animation' ? 'document' : field]: field === 'photo' ? [{ file_id: 'sent', file_unique_id: 'sent', width: 1, height: 1 }] : { file_id: 'sent', file_unique_id: 'sent' } };
+    const media = { [field === 'animation' ? 'document' : field]: field === 'photo' ? [{ file_id: 'sent', file_unique_id: 'sent', width: 1, height: 1 }] : { file_id: 'sent', file_unique_id: 'sent' } };
+    const rp = p.reply_parameters as { message_id?: number } | string | undefined;
+    const replyId = typeof rp === 'string' ? (JSON.parse(rp) as { message_id?: number }).message_id : rp?.message_id;
+    const replyTo = replyId !== undefined ? chat.messages.find((m) => this.state.idFor(m, bot.token) === replyId) : undefined;
+    const rec = this.state.botMessage(chat, bot, caption ?? '', replyTo, threadId, undefined, media);
     const messageId = this.state.idFor(rec, bot.token);
-    this.files.uploads.push({ bot: bot.username, method, chatId: chat.id, name: file.name, sha256: sha256(file.bytes), size: file.bytes.length, caption, messageId });
+    this.files.uploads.push({ bot: bot.username, method, chatId: chat.id, name: file.name, sha256: sha256(file.bytes), size: file.bytes.length, caption, messageId, replyToMessageId: replyTo ? this.state.idFor(replyTo, bot.token) : undefined });
     return { ok: true, result: this.state.apiMessage(rec, bot.token) };
   }
 

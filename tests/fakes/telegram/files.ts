@@ -31,6 +31,8 @@ export interface FakeUpload {
   size: number;
   caption: string | undefined;
   messageId: number;
+  /** The message it replies to (in the sending bot's numbering). */
+  replyToMessageId?: number | undefined;
 }
 
 export class FakeFiles {

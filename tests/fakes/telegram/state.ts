@@ -14,6 +14,12 @@ export interface BotRec {
   username: string;
   firstName: string;
   canReadAll: boolean;
+  /**
+   * Bot-to-Bot Communication Mode (set in @BotFather; getMe does not show it): the bot also
+   * receives other bots' group messages — addressed to it (a command to it, a reply to it) or,
+   * when it is an admin with privacy mode off, all of them.
+   */
+  botToBot: boolean;
   revoked: boolean;
   queue: Json[];
   /** Every update ever queued, for replaying a redelivery after a crash. */
@@ -75,9 +81,9 @@ export class FakeState {
   private nextGroupId = 1;
   private nextBotId = 7000000001;
 
-  addBot(token: string, username: string, firstName: string, canReadAll: boolean): BotRec {
+  addBot(token: string, username: string, firstName: string, canReadAll: boolean, botToBot = false): BotRec {
     const bot: BotRec = {
-      token, username, firstName, canReadAll, revoked: false, queue: [], history: [], nextUpdateId: 1000, allowed: undefined, poll: undefined,
+      token, username, firstName, canReadAll, botToBot, revoked: false, queue: [], history: [], nextUpdateId: 1000, allowed: undefined, poll: undefined,
       id: this.nextBotId++, idBase: this.bots.size * 1000 + 500, webhook: undefined, lastError: undefined,
     };
     this.bots.set(token, bot);
@@ -178,7 +184,7 @@ export class FakeState {
   }
 
   /** Privacy mode (https://core.telegram.org/bots/features#privacy-mode), as far as Chorus needs it. */
-  private botSees(chat: ChatRec, bot: BotRec, m: MsgRec): boolean {
+  botSees(chat: ChatRec, bot: BotRec, m: MsgRec): boolean {
     if (chat.type === 'private' || bot.canReadAll) return true;
     const text = m.text ?? '';
     for (const e of m.entities) {
@@ -193,9 +199,50 @@ export class FakeState {
     return m.replyTo?.fromToken === bot.token;
   }
 
-  botMessage(chat: ChatRec, bot: BotRec, text: string, replyTo: MsgRec | undefined, threadId: number | undefined, keyboard?: InlineKeyboard): MsgRec {
-    // Bots never receive other bots' messages, so nothing is fanned out here.
-    return this.newMsg(chat, this.botUser(bot), bot.firstName, { fromToken: bot.token, text, replyTo, threadId, ...(keyboard?.length ? { keyboard } : {}) });
+  botMessage(chat: ChatRec, bot: BotRec, text: string, replyTo: MsgRec | undefined, threadId: number | undefined, keyboard?: InlineKeyboard, media?: Json): MsgRec {
+    const m = this.newMsg(chat, this.botUser(bot), bot.firstName, { fromToken: bot.token, text, replyTo, threadId, ...(keyboard?.length ? { keyboard } : {}), ...(media ? { media } : {}) });
+    this.fanOutBotMessage(chat, m);
+    return m;
+  }
+
+  /**
+   * A message by a bot that is not one of the fake's (`from` a bot user the test names), in a
+   * group: it reaches only the bots in bot-to-bot mode that may see it.
+   */
+  foreignBotMessage(chatId: number, from: Json, text: string, entities: FakeEntity[], replyKey: number | undefined, threadId: number | undefined): MsgRec {
+    const chat = this.chat(chatId);
+    const replyTo = replyKey !== undefined ? chat.messages.find((m) => m.key === replyKey) : undefined;
+    const m = this.newMsg(chat, { ...from, is_bot: true }, String(from.first_name), { text, entities, replyTo, threadId });
+    this.fanOutBotMessage(chat, m);
+    return m;
+  }
+
+  /**
+   * Bots do not see other bots' messages, except in bot-to-bot mode: a command addressed to the
+   * bot or a reply to it, and everything when it is an admin with privacy mode off.
+   */
+  private fanOutBotMessage(chat: ChatRec, m: MsgRec): void {
+    if (chat.type === 'private') return;
+    for (const token of chat.bots) {
+      const bot = this.bots.get(token)!;
+      if (token === m.fromToken || !bot.botToBot) continue;
+      const all = bot.canReadAll && chat.admins.has(bot.id);
+      const addressed = m.replyTo?.fromToken === token || m.entities.some((e) => e.type === 'bot_command' && (m.text ?? '').slice(e.offset, e.offset + e.length).toLowerCase().endsWith(`@${bot.username.toLowerCase()}`));
+      if (all || addressed) this.push(bot, { message: this.apiMessage(m, token) });
+    }
+  }
+
+  /** Every bot that would receive `m` as a new message gets its edit (`edited_message`). */
+  pushEdit(m: MsgRec, editDate: number): string[] {
+    const chat = this.chat(m.chatId);
+    const to: string[] = [];
+    for (const token of chat.bots) {
+      const bot = this.bots.get(token)!;
+      if (token === m.fromToken || (m.from.is_bot === true && !bot.botToBot) || !this.botSees(chat, bot, m)) continue;
+      this.push(bot, { edited_message: { ...this.apiMessage(m, token), edit_date: editDate } });
+      to.push(bot.username);
+    }
+    return to;
   }
 
   apiMessage(m: MsgRec, viewer: string, depth = 0): Json {

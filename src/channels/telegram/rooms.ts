@@ -1,0 +1,302 @@
+/**
+ * Rooms across chats, the Telegram side going out: people from the room's other chats posted
+ * under their names ("**Maya** (Discord): …"), and the changes of posted messages (an edit, a
+ * deletion) carried to their copies here.
+ *
+ * Who posts a relayed message: the relay bot (`channels.telegram.relay_token`) when it is up, else
+ * the first participant agent's bot of the chat's group. Telegram lets only the bot that sent a
+ * message edit it (and delete it, unless that bot is an admin), so which bot posted what is kept;
+ * after a restart it is found again by trying the likely bots in order (supergroups only: in a
+ * basic group every bot numbers messages its own way, so another bot's id would name another
+ * message — there only the first choice is tried). For the same reason a relayed message in a basic
+ * group is not threaded: the relay bot receives no updates, so it knows no message's id there.
+ *
+ * A relayed post that was owed when the process stopped (`resumedSince`) is posted again: a bot
+ * cannot read its chat to see whether Telegram took it just before, so in that one window a
+ * relayed message is delivered at least once (a rare duplicate, never a loss), as agent posts are.
+ */
+import type { Bot } from 'grammy';
+import { PostRefusedError } from '../../core/errors.js';
+import { readKept } from '../../core/fileTypes.js';
+import { BoundedMap } from '../../core/lib/BoundedMap.js';
+import type { ChannelHost, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
+import type { PostedBy, RelayedAuthor } from '../../core/roomTypes.js';
+import type { ChannelKind, ChatRef } from '../../core/types.js';
+import { causeApiCode, describeError, isMediaMessage, isNotModified, isNotOurs, isParseError, isRefusal, isTextMessage } from './errors.js';
+import { CAPTION_LIMIT, sendWithFiles } from './files.js';
+import { escapeHtml } from './format.js';
+import { isBasicGroupId } from './normalize.js';
+import { chunksOf, renderChunk, sendText, TELEGRAM_LIMIT, type Prefix, type SendHooks, type SendTarget } from './sender.js';
+
+/** A bot that posts: an agent's (`key` = its id) or the relay bot (`key` = 'relay'). */
+export interface Poster {
+  key: string;
+  bot: Bot;
+}
+
+/** Not a possible agent id (those are slugs), so it never names an agent's bot. */
+export const RELAY_KEY = '@relay';
+
+export interface RoomsDeps {
+  log: Logger;
+  host(): ChannelHost | undefined;
+  /** The relay bot when it is up; 'never' when none is configured or Telegram refused its token. */
+  relayBot(): Bot | 'never' | undefined;
+  /** An agent's bot when it can send; 'never' when the agent has no bot here at all. */
+  agentBot(agentId: string): Bot | 'never' | undefined;
+  /** The bots the system voice posts through in this chat, in the order it tries them. */
+  systemBots(chat: ChatRef): Poster[];
+  target(chat: ChatRef): { tgId: number; threadId: number | undefined };
+  /** The id `posterKey`'s bot knows a reply target by, when known. */
+  replyId(chat: ChatRef, tgId: number, posterKey: string, replyTo: string | undefined): number | undefined;
+  /** Posts to one chat go out one at a time (see TelegramChannel). */
+  queue<T>(chatId: string, fn: () => Promise<T>): Promise<T>;
+  hooks: SendHooks;
+}
+
+const PLATFORM: Record<ChannelKind, string> = { telegram: 'Telegram', discord: 'Discord', web: 'Web' };
+
+/** How long an agent's bot relays in a chat the relay bot could not post in, before it is asked again. */
+const RELAY_ABSENT_MS = 10 * 60 * 1000;
+
+/** What a cut edit ends with: the message had fewer chunks than the new text needs. */
+export const CUT_MARKER = '\n… (cut: the edited text is longer than this message was)';
+
+/** "**Maya** (Discord): " before a relayed person's text (a foreign bot: "**Name (bot)** …"). */
+export function relayPrefix(from: RelayedAuthor): Prefix {
+  const name = from.kind === 'bot' ? `${from.name} (bot)` : from.name;
+  const where = ` (${PLATFORM[from.platform] ?? from.platform}): `;
+  return { html: `<b>${escapeHtml(name)}</b>${escapeHtml(where)}`, plain: name + where };
+}
+
+export class TelegramRooms {
+  /** `chatId:messageId` → who posted it (relayed and system posts; an agent's post names its agent). */
+  private readonly posters = new BoundedMap<string, string>(20_000);
+  /**
+   * Chats the relay bot could not post in (not added, removed) → until when an agent's bot relays
+   * there without asking it first. It takes no updates, so it is asked again after a while.
+   */
+  private readonly relayAbsent = new BoundedMap<string, number>(1_000);
+
+  constructor(private readonly deps: RoomsDeps) {}
+
+  /** Keep which bot posted these messages (the system voice's posts: whichever bot it used). */
+  notePoster(chatId: string, ids: readonly string[], key: string): void {
+    for (const id of ids) this.posters.set(`${chatId}:${id}`, key);
+  }
+
+  async relay(chat: ChatRef, from: RelayedAuthor, text: string, opts?: PostOptions): Promise<PostedMessage> {
+    const absent = (this.relayAbsent.get(chat.chatId) ?? 0) > Date.now();
+    const poster = absent ? this.participantPosters(chat)[0] : this.relayPoster(chat);
+    if (!poster) throw new Error(`telegram: no bot can relay into chat ${chat.chatId} (no relay bot is up and no participant's bot is)`);
+    try {
+      return await this.relayThrough(poster, chat, from, text, opts);
+    } catch (err) {
+      // The relay bot was never added to this group (or was removed): an agent's bot posts instead,
+      // so nobody's message is lost to a setup slip; the log says what to fix.
+      const fallback = poster.key === RELAY_KEY && causeApiCode(err) === 403 ? this.participantPosters(chat)[0] : undefined;
+      if (!fallback) throw err;
+      this.relayAbsent.set(chat.chatId, Date.now() + RELAY_ABSENT_MS);
+      this.deps.log.warn({ chatId: chat.chatId, via: fallback.key }, "telegram: the relay bot cannot post in this chat (add it to the group); relaying through an agent's bot meanwhile");
+      return this.relayThrough(fallback, chat, from, text, opts);
+    }
+  }
+
+  private async relayThrough(poster: Poster, chat: ChatRef, from: RelayedAuthor, text: string, opts: PostOptions | undefined): Promise<PostedMessage> {
+    const t = this.deps.target(chat);
+    const prefix = relayPrefix(from);
+    const host = this.deps.host();
+    const files = opts?.attachments?.length && host ? await readKept(host.files, opts.attachments, (a) => this.deps.log.error({ file: a.id }, 'telegram: a file to relay is not kept; relaying without it')) : [];
+    const target: SendTarget = { chatId: t.tgId, threadId: t.threadId, replyTo: this.deps.replyId(chat, t.tgId, poster.key, opts?.replyToMessageId), prefix };
+    const body = text.trim();
+    // With files the name goes in the caption (plain text, as agents' captions are).
+    const caption = body ? prefix.plain + body : prefix.plain.replace(/:\s*$/, '');
+    const send = () => sendText(poster.bot, target, text, this.deps.hooks);
+    try {
+      const ids = await this.deps.queue(chat.chatId, () => (files.length ? sendWithFiles(poster.bot, target, caption, files, send) : send()));
+      const out = ids.map(String);
+      this.notePoster(chat.chatId, out, poster.key);
+      return { ids: out };
+    } catch (err) {
+      throw this.failure('relaying a message', chat, err);
+    }
+  }
+
+  async editPosted(chat: ChatRef, ids: readonly string[], by: PostedBy, text: string): Promise<void> {
+    if (ids.length === 0) return;
+    const t = this.deps.target(chat);
+    const prefix = 'relayed' in by ? relayPrefix(by.relayed) : undefined;
+    let chunks = chunksOf(text, prefix);
+    if (chunks.length === 0) chunks = ['…'];
+    if (chunks.length > ids.length) {
+      const n = ids.length;
+      const room = TELEGRAM_LIMIT - (n === 1 ? (prefix?.plain.length ?? 0) : 0) - CUT_MARKER.length;
+      chunks = [...chunks.slice(0, n - 1), chunks[n - 1]!.slice(0, room).trimEnd() + CUT_MARKER];
+    }
+    const run = this.runner(chat, ids, by);
+    try {
+      await this.deps.queue(chat.chatId, async () => {
+        let ci = 0;
+        for (const raw of ids) {
+          const id = Number(raw);
+          if (ci < chunks.length) {
+            const lead = ci === 0 ? prefix : undefined;
+            if ((await run((bot) => editText(bot, t.tgId, id, chunks[ci]!, lead))) === 'media') {
+              // A photo or document: the rest of the text is its caption.
+              let caption = (lead?.plain ?? '') + chunks.slice(ci).join('\n');
+              if (caption.length > CAPTION_LIMIT) caption = caption.slice(0, CAPTION_LIMIT - CUT_MARKER.length).trimEnd() + CUT_MARKER;
+              await run((bot) => editCaption(bot, t.tgId, id, caption));
+              ci = chunks.length;
+            } else ci++;
+            continue;
+          }
+          // A chunk the new text no longer needs goes; the post's files (after its text) stay.
+          if ((await run((bot) => probe(bot, t.tgId, id))) === 'media') break;
+          await run((bot) => deleteOne(bot, t.tgId, id));
+        }
+      });
+    } catch (err) {
+      throw this.failure('editing a posted message', chat, err);
+    }
+  }
+
+  async deletePosted(chat: ChatRef, ids: readonly string[], by: PostedBy): Promise<void> {
+    if (ids.length === 0) return;
+    const { tgId } = this.deps.target(chat);
+    const run = this.runner(chat, ids, by);
+    try {
+      await this.deps.queue(chat.chatId, async () => {
+        for (const raw of ids) await run((bot) => deleteOne(bot, tgId, Number(raw)));
+      });
+    } catch (err) {
+      throw this.failure('deleting a posted message', chat, err);
+    }
+  }
+
+  /** The relay bot, else the first participant's bot of the chat's group. */
+  private relayPoster(chat: ChatRef): Poster | undefined {
+    const relay = this.deps.relayBot();
+    if (relay && relay !== 'never') return { key: RELAY_KEY, bot: relay };
+    for (const id of this.deps.host()?.findGroup('telegram', chat.chatId)?.participants ?? []) {
+      const bot = this.deps.agentBot(id);
+      if (bot && bot !== 'never') return { key: id, bot };
+    }
+    return undefined;
+  }
+
+  /** The bots that may have posted these messages, the most likely first. */
+  private candidates(chat: ChatRef, ids: readonly string[], by: PostedBy): Poster[] {
+    if ('agentId' in by) {
+      const bot = this.deps.agentBot(by.agentId);
+      if (bot === 'never') throw new PostRefusedError(`Telegram: agent "${by.agentId}" has no bot here any more, and only the bot that posted a message may change it`);
+      if (!bot) throw new Error(`telegram: the bot of agent "${by.agentId}" is not up yet`);
+      return [{ key: by.agentId, bot }];
+    }
+    const known = this.posters.get(`${chat.chatId}:${ids[0]}`);
+    const likely: Poster[] = [];
+    // The bot that posted it is down for now: try again later rather than through bots that cannot.
+    const bot = known === RELAY_KEY ? this.deps.relayBot() : known ? this.deps.agentBot(known) : 'never';
+    if (bot === undefined) throw new Error(`telegram: the bot that posted message ${ids[0]} in chat ${chat.chatId} is not up yet`);
+    if (bot !== 'never') likely.push({ key: known!, bot });
+    const { tgId } = this.deps.target(chat);
+    // In a basic group another bot's numbering would name another message: only the first choice.
+    if (!(known && isBasicGroupId(tgId))) {
+      const guess = 'relayed' in by ? this.relayPoster(chat) : undefined;
+      const more = 'relayed' in by ? [...(guess ? [guess] : []), ...this.participantPosters(chat)] : this.deps.systemBots(chat);
+      likely.push(...(isBasicGroupId(tgId) ? more.slice(0, 1) : more));
+    }
+    const seen = new Set<string>();
+    const out = likely.filter((p) => !seen.has(p.key) && seen.add(p.key));
+    if (out.length === 0) throw new Error(`telegram: no bot that may have posted in chat ${chat.chatId} is up`);
+    return out;
+  }
+
+  private participantPosters(chat: ChatRef): Poster[] {
+    const out: Poster[] = [];
+    for (const id of this.deps.host()?.findGroup('telegram', chat.chatId)?.participants ?? []) {
+      const bot = this.deps.agentBot(id);
+      if (bot && bot !== 'never') out.push({ key: id, bot });
+    }
+    return out;
+  }
+
+  /**
+   * Runs each call through the bot that posted the messages: the first call tries the candidates
+   * in order while Telegram answers "not this bot's message", later calls use the one that worked.
+   */
+  private runner(chat: ChatRef, ids: readonly string[], by: PostedBy): <T>(fn: (bot: Bot) => Promise<T>) => Promise<T> {
+    const cands = this.candidates(chat, ids, by);
+    let chosen: Poster | undefined;
+    return async <T>(fn: (bot: Bot) => Promise<T>): Promise<T> => {
+      if (chosen) return fn(chosen.bot);
+      let last: unknown;
+      for (const c of cands) {
+        try {
+          const r = await fn(c.bot);
+          chosen = c;
+          if (!('agentId' in by)) this.notePoster(chat.chatId, ids, c.key);
+          return r;
+        } catch (err) {
+          last = err;
+          if (!isNotOurs(err)) throw err;
+        }
+      }
+      throw last;
+    };
+  }
+
+  /** A refusal for good becomes a PostRefusedError; anything else passes (the core tries again later). */
+  private failure(what: string, chat: ChatRef, err: unknown): Error {
+    if (err instanceof PostRefusedError) return err;
+    const why = describeError(err);
+    if (isRefusal(err)) return new PostRefusedError(`Telegram refused ${what} in chat ${chat.chatId}: ${why}`, { cause: err });
+    this.deps.log.warn({ chatId: chat.chatId, err: why }, `telegram: ${what} failed; it is tried again later`);
+    return new Error(`telegram: ${what} in chat ${chat.chatId} failed: ${why}`, { cause: err });
+  }
+}
+
+/** One chunk's new text (HTML, plain when Telegram refuses the markup). 'media': the message is a photo or document. */
+async function editText(bot: Bot, chatId: number, id: number, chunk: string, prefix: Prefix | undefined): Promise<'ok' | 'media'> {
+  for (const html of [true, false]) {
+    try {
+      await bot.api.editMessageText(chatId, id, renderChunk(chunk, html, prefix), { ...(html ? { parse_mode: 'HTML' as const } : {}), link_preview_options: { is_disabled: true } });
+      return 'ok';
+    } catch (err) {
+      if (isNotModified(err)) return 'ok';
+      if (isMediaMessage(err)) return 'media';
+      if (html && isParseError(err)) continue;
+      throw err;
+    }
+  }
+  return 'ok';
+}
+
+async function editCaption(bot: Bot, chatId: number, id: number, caption: string): Promise<void> {
+  try {
+    await bot.api.editMessageCaption(chatId, id, { caption });
+  } catch (err) {
+    if (!isNotModified(err)) throw err;
+  }
+}
+
+/** Whether a message is a photo or document (it takes a caption) or text. A file past the text has no caption to lose. */
+async function probe(bot: Bot, chatId: number, id: number): Promise<'text' | 'media'> {
+  try {
+    await bot.api.editMessageCaption(chatId, id, { caption: '' });
+    return 'media';
+  } catch (err) {
+    if (isTextMessage(err)) return 'text';
+    if (isNotModified(err)) return 'media';
+    throw err;
+  }
+}
+
+/** deleteMessage; one already gone counts as deleted (a deletion repeated after a restart). */
+async function deleteOne(bot: Bot, chatId: number, id: number): Promise<void> {
+  try {
+    await bot.api.deleteMessage(chatId, id);
+  } catch (err) {
+    if (err instanceof Error && /message to delete not found/i.test(err.message)) return;
+    throw err;
+  }
+}
