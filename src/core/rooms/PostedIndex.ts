@@ -21,21 +21,27 @@ export interface PostedEntry {
 }
 
 export class PostedIndex {
-  private readonly map = new BoundedMap<string, PostedEntry>(POSTED_MAX);
+  /** `chat:platformId` → `entryId` or `entryId agentId`: one string each, as most deployments hold tens of thousands. */
+  private readonly map = new BoundedMap<string, string>(POSTED_MAX);
 
   note(chat: ChatAddress, platformId: string, entry: Pick<TranscriptEntry, 'id' | 'agentId'>): void {
-    this.map.set(`${chatKeyOf(chat)}:${platformId}`, entry.agentId ? { entryId: entry.id, agentId: entry.agentId } : { entryId: entry.id });
+    this.map.set(`${chatKeyOf(chat)}:${platformId}`, entry.agentId ? `${entry.id} ${entry.agentId}` : entry.id);
   }
 
   find(chat: ChatAddress, platformId: string): PostedEntry | undefined {
-    return this.map.get(`${chatKeyOf(chat)}:${platformId}`);
+    const v = this.map.get(`${chatKeyOf(chat)}:${platformId}`);
+    if (v === undefined) return undefined;
+    const space = v.indexOf(' ');
+    return space < 0 ? { entryId: v } : { entryId: v.slice(0, space), agentId: v.slice(space + 1) };
   }
 
   /** Learn every platform id an entry has: its home posts, its copies, a person's own message. */
-  learn(g: Pick<GroupHead, 'channel' | 'chatId'>, e: TranscriptEntry): void {
+  learn(g: Pick<GroupHead, 'channel' | 'chatId' | 'links'>, e: TranscriptEntry): void {
     const home = homeOf(g);
-    if (e.kind === 'human' && e.platformMessageId) this.note(e.origin ?? home, e.platformMessageId, e);
-    for (const id of e.postedIds ?? []) this.note(home, id, e);
+    // A group in one chat needs only its agents' posts (a reply to one addresses that agent).
+    const room = !!g.links?.length;
+    if (room && e.kind === 'human' && e.platformMessageId) this.note(e.origin ?? home, e.platformMessageId, e);
+    if (room || e.agentId) for (const id of e.postedIds ?? []) this.note(home, id, e);
     for (const key in e.copies) for (const id of e.copies[key]!.ids ?? []) this.note(chatOfKey(key), id, e);
   }
 }

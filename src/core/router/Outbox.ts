@@ -64,7 +64,7 @@ export class Outbox {
       // Files an agent's tools made go out with its reply, under its identity.
       const attachments = entry.kind === 'agent' && entry.attachments?.length ? entry.attachments : undefined;
       const res = agent ? await channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval, attachments, resumedSince }) : await channel.postAsSystem(chat, text, resumedSince ? { resumedSince } : undefined);
-      for (const id of res.ids) this.posted.note(g, id, entry);
+      if (agent || g.links?.length) for (const id of res.ids) this.posted.note(g, id, entry);
       return { ok: true, ids: res.ids };
     } catch (err) {
       this.logger.error({ group: g.id, agent: entry.agentId, err: describeError(err) }, agent ? 'channel could not post a reply' : 'channel could not post a notice');
