@@ -12,7 +12,7 @@ import { checkFileToKeep } from '../../src/store/fileCheck.js';
 import { emptyGroup, evolve, headOf } from '../../src/core/groups/evolve.js';
 import { afterCursor, newestFirst, searchTokens, searchable, tokensMatch } from '../../src/core/text/search.js';
 import { applyEntryEdit } from '../../src/core/groups/entryEdit.js';
-import { applyOutcome } from '../../src/store/deliveryOutcome.js';
+import { applyOutcome } from '../../src/core/groups/deliveryOutcome.js';
 
 /** A group as a replay of its whole log gives it: the full transcript, every session. */
 export interface DurableGroup extends Omit<GroupDoc, 'seen' | 'transcript'> {

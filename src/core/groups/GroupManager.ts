@@ -9,6 +9,7 @@
  * live events of a record are made from it then (`projection.ts`). If a write fails, the group is
  * reloaded from the store as after a crash: what was not durable is gone without a trace.
  */
+import { applyOutcome } from './deliveryOutcome.js';
 import { chatKeyOf } from '../roomTypes.js';
 import { copiesFor } from '../rooms/chats.js';
 import type { Logger, Store, StoredGroup } from '../ports.js';
@@ -304,11 +305,10 @@ export class GroupManager {
 
   /** The channel posted (or gave up on) an entry: in the home chat, or its copy in the room's chat `chat`. */
   markDelivered(g: GroupDoc, e: TranscriptEntry, outcome: 'posted' | 'failed', postedIds?: string[], chat?: string): void {
-    this.writes.delivery(g, { seq: e.seq, delivery: outcome, postedIds, ...(chat ? { chat } : {}) });
+    const d = { seq: e.seq, delivery: outcome, postedIds, ...(chat ? { chat } : {}) };
+    this.writes.delivery(g, d);
     // The caller's copy too, when it is not the one in memory (an entry read back from the store).
-    if (chat) e.copies = { ...e.copies, [chat]: { ...e.copies?.[chat], delivery: outcome, ...(postedIds ? { ids: postedIds } : {}) } };
-    else e.delivery = outcome;
-    if (postedIds && !chat) e.postedIds = postedIds;
+    applyOutcome(e, d);
   }
 
   /** Edits to carry to copies in a room's other chats, and those carried. */

@@ -10,6 +10,7 @@
 import type { DayUsage, DeliveryOutcome, EntryEdit, GroupChange, GroupCheckpoint, GroupDoc, GroupHead, GroupRecord, SessionDelta, SessionDoc, ToolCallRecord, UsageTotals } from '../records.js';
 import type { GroupConfig, TranscriptEntry, Usage } from '../types.js';
 import { applyEntryEdit } from './entryEdit.js';
+import { applyOutcome } from './deliveryOutcome.js';
 import { seenKey } from '../rooms/chats.js';
 import { applyRoomChange, owesPost } from '../rooms/roomChanges.js';
 
@@ -50,12 +51,7 @@ export function applyEntry(g: GroupDoc, e: TranscriptEntry): void {
 /** The channel posted (or gave up on) an entry recorded earlier: in its home chat, or one copy (`d.chat`). */
 export function applyDelivery(g: GroupDoc, d: DeliveryOutcome): void {
   for (const e of new Set([entryAt(g.transcript, d.seq), g.undelivered.find((x) => x.seq === d.seq)])) {
-    if (!e) continue;
-    if (d.chat) e.copies = { ...e.copies, [d.chat]: { ...e.copies?.[d.chat], delivery: d.delivery, ...(d.postedIds ? { ids: d.postedIds } : {}) } };
-    else {
-      e.delivery = d.delivery;
-      if (d.postedIds) e.postedIds = d.postedIds;
-    }
+    if (e) applyOutcome(e, d);
   }
   g.undelivered = g.undelivered.filter((x) => x.seq !== d.seq || owesPost(x));
 }

@@ -12,7 +12,7 @@ import type { GroupRecord } from '../../core/records.js';
 import type { TranscriptEntry } from '../../core/types.js';
 import { parseRecord } from '../logSchema.js';
 import { applyEntryEdit } from '../../core/groups/entryEdit.js';
-import { applyOutcome } from '../deliveryOutcome.js';
+import { applyOutcome } from '../../core/groups/deliveryOutcome.js';
 import { SEGMENT_FILE, segmentName } from './format.js';
 import { cacheIndex, cachedIndex, emptyIndex, noteRecord, spanOf, type LineTable, type RecordSpan, type SegmentIndex } from './segmentIndex.js';
 import { cutTornTail } from './tornTail.js';

@@ -1,10 +1,10 @@
 /**
- * A delivery outcome applied to an entry a store reads back, as `evolve` applies it to the entries
- * held in memory: the home chat's post (`delivery` / `postedIds`), or, with `chat`, that chat's copy
+ * A delivery outcome applied to one entry — by `evolve` to the entries held in memory, and by the
+ * stores to the entries they read back, so both give the same: the home chat's post (`delivery` / `postedIds`), or, with `chat`, that chat's copy
  * alone (`copies[chat]`), so an outcome of a copy never reads as the entry's home post.
  */
-import type { DeliveryOutcome } from '../core/records.js';
-import type { TranscriptEntry } from '../core/types.js';
+import type { DeliveryOutcome } from '../records.js';
+import type { TranscriptEntry } from '../types.js';
 
 export function applyOutcome(e: TranscriptEntry, d: DeliveryOutcome): void {
   if (d.chat) {
