@@ -2,10 +2,9 @@
  * Photos and documents, in and out. In: the file is fetched by the bot that saw the update
  * (`getFile`, then the Bot API's download path), kept through `Files.keep`, and only then is the
  * message handed over — so a confirmed update's files are durable. Every bot in a group gets its
- * own copy of a message: the copies share one fetch and one notice per message. Out: an agent's
- * files go through its own bot (`sendPhoto` / `sendDocument`), the text as the caption when it fits.
+ * own copy of a message: the copies share one fetch and one notice per message. Out: sendFiles.ts.
  */
-import { InputFile, type Bot } from 'grammy';
+import type { Bot } from 'grammy';
 import type { Message } from 'grammy/types';
 import type { Attachment, Files } from '../../core/fileTypes.js';
 import { fileRefusalNotice, sizeText } from '../../core/fileTypes.js';
@@ -13,10 +12,7 @@ import type { Logger } from '../../core/ports.js';
 import type { InboundMessage } from '../../core/types.js';
 import { BoundedMap } from '../../core/lib/BoundedMap.js';
 import { describeError } from './errors.js';
-import type { SendTarget } from './sender.js';
 
-/** Telegram's caption limit; a longer text goes as its own messages before the files. */
-export const CAPTION_LIMIT = 1024;
 /** A download that takes longer than this is given up (the update is fetched again later). */
 const DOWNLOAD_TIMEOUT_MS = 60_000;
 
@@ -107,38 +103,6 @@ export class TelegramFiles {
     this.log.debug({ name: ref.name, bytes: bytes.byteLength }, 'telegram: file downloaded');
     return bytes;
   }
-}
-
-/**
- * Post files through one bot: images with `sendPhoto` (a GIF with `sendAnimation`), the rest with
- * `sendDocument`; the caption (when given) on the first. Resolves with the message ids in order.
- */
-export async function sendFiles(bot: Bot, target: SendTarget, files: ReadonlyArray<{ meta: Attachment; bytes: Uint8Array }>, caption: string | undefined): Promise<number[]> {
-  const ids: number[] = [];
-  for (const [i, f] of files.entries()) {
-    const input = new InputFile(f.bytes, f.meta.name);
-    const opts = {
-      ...(i === 0 && caption ? { caption } : {}),
-      ...(target.threadId !== undefined ? { message_thread_id: target.threadId } : {}),
-      ...(i === 0 && target.replyTo !== undefined ? { reply_parameters: { message_id: target.replyTo, allow_sending_without_reply: true } } : {}),
-    };
-    const t = f.meta.type;
-    const msg =
-      t === 'image/gif'
-        ? await bot.api.sendAnimation(target.chatId, input, opts)
-        : t.startsWith('image/')
-          ? await bot.api.sendPhoto(target.chatId, input, opts)
-          : await bot.api.sendDocument(target.chatId, input, opts);
-    ids.push(msg.message_id);
-  }
-  return ids;
-}
-
-/** The agent's text and files through one bot: the text as the caption when it fits, else first on its own. */
-export async function sendWithFiles(bot: Bot, target: SendTarget, text: string, files: ReadonlyArray<{ meta: Attachment; bytes: Uint8Array }>, sendText: () => Promise<number[]>): Promise<number[]> {
-  if (text.trim().length <= CAPTION_LIMIT) return sendFiles(bot, target, files, text.trim() || undefined);
-  const ids = await sendText();
-  return [...ids, ...(await sendFiles(bot, { ...target, replyTo: undefined }, files, undefined))];
 }
 
 /**

@@ -33,6 +33,11 @@ export interface FakeUpload {
   messageId: number;
   /** The message it replies to (in the sending bot's numbering). */
   replyToMessageId?: number | undefined;
+  /** The caption's markup ('HTML'), when it had one. */
+  parseMode?: string | undefined;
+  threadId?: number | undefined;
+  /** Buttons under it (rows of button texts and callback data). */
+  keyboard?: unknown;
 }
 
 export class FakeFiles {
