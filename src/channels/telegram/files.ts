@@ -4,7 +4,7 @@
  * message handed over — so a confirmed update's files are durable. Every bot in a group gets its
  * own copy of a message: the copies share one fetch and one notice per message. Out: sendFiles.ts.
  */
-import type { Bot } from 'grammy';
+import { GrammyError, type Bot } from 'grammy';
 import type { Message } from 'grammy/types';
 import type { Attachment, Files } from '../../core/fileTypes.js';
 import { fileRefusalNotice, sizeText } from '../../core/fileTypes.js';
@@ -80,28 +80,61 @@ export class TelegramFiles {
     const { refs, refusals } = filesOf(msg, files.maxBytes);
     const attachments: Attachment[] = [];
     for (const ref of refs) {
-      const bytes = await this.download(bot, token, ref);
-      const kept = await files.keep({ name: ref.name, bytes });
+      const got = await this.download(bot, token, ref, files.maxBytes);
+      if ('refused' in got) {
+        refusals.push(got.refused);
+        continue;
+      }
+      const kept = await files.keep({ name: ref.name, bytes: got.bytes });
       if (kept.ok) attachments.push(kept.attachment);
       else refusals.push(kept.reason);
     }
     return { attachments, refusals };
   }
 
-  private async download(bot: Bot, token: string, ref: FileRef): Promise<Uint8Array> {
-    const file = await bot.api.getFile(ref.fileId);
-    if (!file.file_path) throw new Error('telegram: getFile gave no file_path');
-    const url = `${this.apiRoot}/file/bot${token}/${file.file_path}`;
+  /**
+   * The file's bytes, or why Telegram will not hand it over for good (too big for bots to download,
+   * gone, over the limit after all): asking again would get the same answer, and the update would
+   * hold up the bot's later ones. A failure that may pass (no answer, a 5xx, a 429) throws.
+   */
+  private async download(bot: Bot, token: string, ref: FileRef, max: number): Promise<{ bytes: Uint8Array } | { refused: string }> {
+    const over = (size: number) => ({ refused: `${ref.name} is ${sizeText(size)}; the limit is ${sizeText(max)}` });
+    let path: string | undefined;
+    try {
+      const file = await bot.api.getFile(ref.fileId);
+      if (file.file_size !== undefined && file.file_size > max) return over(file.file_size);
+      path = file.file_path;
+    } catch (err) {
+      if (err instanceof GrammyError && /file is too big/i.test(err.description)) return { refused: `${ref.name} is over the 20 MB Telegram lets bots download` };
+      if (!(err instanceof GrammyError) || err.error_code >= 500 || err.error_code === 429) throw err;
+      return { refused: `Telegram would not hand ${ref.name} over (${err.description})` };
+    }
+    if (!path) return { refused: `Telegram would not hand ${ref.name} over` };
     let res: Response;
     try {
-      res = await fetch(url, { signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS) });
+      res = await fetch(`${this.apiRoot}/file/bot${token}/${path}`, { signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS) });
     } catch (err) {
-      throw new Error(`telegram: could not download ${ref.name}: ${describeError(err, [token])}`);
+      throw new Error(`telegram: could not download ${ref.name}: ${describeError(err instanceof Error && err.cause instanceof Error ? err.cause : err, [token])}`);
     }
-    if (!res.ok) throw new Error(`telegram: downloading ${ref.name} answered ${res.status}`);
-    const bytes = new Uint8Array(await res.arrayBuffer());
-    this.log.debug({ name: ref.name, bytes: bytes.byteLength }, 'telegram: file downloaded');
-    return bytes;
+    if (!res.ok) {
+      await res.body?.cancel();
+      if (res.status >= 500 || res.status === 429) throw new Error(`telegram: downloading ${ref.name} answered ${res.status}`);
+      return { refused: `Telegram would not hand ${ref.name} over (HTTP ${res.status})` };
+    }
+    // Read no more than the limit, whatever the server says the size is.
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    const reader = res.body?.getReader();
+    for (let part = await reader?.read(); part && !part.done; part = await reader!.read()) {
+      total += part.value.byteLength;
+      if (total > max) {
+        await reader!.cancel().catch(() => undefined);
+        return { refused: `${ref.name} is over the limit of ${sizeText(max)}` };
+      }
+      chunks.push(part.value);
+    }
+    this.log.debug({ name: ref.name, bytes: total }, 'telegram: file downloaded');
+    return { bytes: Buffer.concat(chunks) };
   }
 }
 

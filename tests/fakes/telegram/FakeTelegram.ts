@@ -271,13 +271,13 @@ export class FakeTelegram {
     if ('photo' in file) {
       media = {
         photo: file.photo.map((s, i) => {
-          const f = this.files.add(s.bytes, 'photos', 'jpg');
+          const f = this.files.add(s.bytes, 'photos', 'jpg', s.claimed);
           ids.push(f.fileId);
           return { file_id: f.fileId, file_unique_id: f.uniqueId, width: 90 * (i + 1), height: 60 * (i + 1), file_size: s.claimed ?? s.bytes.length };
         }),
       };
     } else {
-      const f = this.files.add(file.document, 'documents', file.name.split('.').pop() ?? 'bin');
+      const f = this.files.add(file.document, 'documents', file.name.split('.').pop() ?? 'bin', file.claimed);
       ids.push(f.fileId);
       media = { document: { file_id: f.fileId, file_unique_id: f.uniqueId, file_name: file.name, mime_type: file.mime, file_size: file.claimed ?? file.document.length } };
     }
