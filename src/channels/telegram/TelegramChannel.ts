@@ -19,7 +19,8 @@ import { AgentBot, botWarnings, bringUpRetrying, channelStatus, reactionWarnings
 import { Typers } from './typing.js';
 import { describeError, apiErrorCode } from './errors.js';
 import { isBasicGroupId, membershipDirection, normalizeMessage, parseChatId, updateChatKey, type BotDirectory } from './normalize.js';
-import { sendText, TELEGRAM_LIMIT, type SendHooks } from './sender.js';
+import { TELEGRAM_LIMIT, type SendHooks } from './sender.js';
+import { sendPost } from './sendFiles.js';
 import { createWebhookHandler, webhookEndpoint } from './webhook.js';
 import { MalformedUpdateError, checkUpdateShape, deadLetterKeeper } from './deadLetters.js';
 import { ApprovalButtons, approvalKeyboard } from './approvals.js';
@@ -27,7 +28,7 @@ import { BasicGroupIds } from './basicIds.js';
 import { ChatAddresses } from './addresses.js';
 import { TelegramReactions } from './reactions.js';
 import type { TelegramChannelOptions } from './options.js';
-import { TelegramFiles, attachFiles, hasFiles, sendWithFiles } from './files.js';
+import { TelegramFiles, attachFiles, hasFiles } from './files.js';
 import { readKept } from '../../core/fileTypes.js';
 import { RelayBot } from './relayBot.js';
 import { RELAY_KEY, TelegramRooms } from './rooms.js';
@@ -299,7 +300,7 @@ export class TelegramChannel implements Channel {
     const keyboard = approval ? approvalKeyboard(approval.id) : undefined;
     const files = opts?.attachments?.length && this.host ? await readKept(this.host.files, opts.attachments, (a) => this.log.error({ file: a.id }, 'telegram: a file to post is not kept; posting without it')) : [];
     const target = { chatId: t.tgId, threadId: t.threadId, replyTo: this.addresses.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard };
-    const ids = await this.queues.run(chat.chatId, () => (files.length ? sendWithFiles(b.bot, target, text, files, () => sendText(b.bot, target, text, hooks)) : sendText(b.bot, target, text, hooks)));
+    const ids = await this.queues.run(chat.chatId, () => sendPost(b.bot, target, text, files, hooks));
     if (isBasicGroupId(t.tgId)) this.basic.notePosted(t.tgId, b.agent.id, ids);
     // Its buttons go away once the call is decided (see approvals.ts).
     if (approval && keyboard && ids.length) this.approvals.posted(chat.chatId, approval.id, { agentId: b.agent.id, tgChatId: this.addresses.target(chat).tgId, messageId: ids.at(-1)! });

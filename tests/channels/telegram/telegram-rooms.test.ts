@@ -101,6 +101,10 @@ describe('telegram adapter: rooms across chats', () => {
     expect(res.ids).toEqual([String(fake.files.uploads[0]!.messageId)]);
     await channel.editPosted(ref, res.ids, { relayed: MAYA_DISCORD }, 'look at this one');
     expect(fake.changes.edits).toEqual([expect.objectContaining({ bot: RELAY.username, kind: 'caption', text: 'Maya (Discord): look at this one' })]);
+    // The caption is HTML (the name bold), as a text post's first chunk; files without text carry the name alone.
+    expect(fake.files.uploads[0]!.parseMode).toBe('HTML');
+    await channel.relay(ref, MAYA_DISCORD, '', { attachments: [kept.attachment] });
+    expect(fake.files.uploads[1]).toMatchObject({ bot: RELAY.username, method: 'sendPhoto', caption: 'Maya (Discord)', parseMode: 'HTML' });
   });
 
   it('edits and deletes a relayed message through the relay bot; not modified and already gone count as done', async () => {
