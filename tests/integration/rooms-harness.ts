@@ -120,7 +120,7 @@ export async function bootRoom(llmOpts: FakeLlmOptions = {}): Promise<RoomWorld>
     for (const t of [TOKENS.analyst, TOKENS.writer, RELAY.token]) tg.addBotToChat(room.id, t, MAYA);
     tg.setAdmins(room.id, [analystBot.id]);
     const solo = tg.createGroup('Team');
-    tg.addBotToChat(solo.id, TOKENS.analyst, MAYA);
+    for (const t of [TOKENS.analyst, RELAY.token]) tg.addBotToChat(solo.id, t, MAYA);
     // Maya runs the team's group; Tom is a member.
     tg.setAdmins(solo.id, [MAYA.id]);
 
