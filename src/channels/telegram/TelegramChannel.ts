@@ -17,7 +17,7 @@ import { KeyedQueue } from '../../core/lib/KeyedQueue.js';
 import { AdminCache } from './admins.js';
 import { AgentBot, botWarnings, bringUpRetrying, channelStatus, reactionWarnings } from './bots.js';
 import { Typers } from './typing.js';
-import { describeError, apiErrorCode } from './errors.js';
+import { describeError, apiErrorCode, refusedForGood } from './errors.js';
 import { isBasicGroupId, membershipDirection, normalizeMessage, parseChatId, updateChatKey, type BotDirectory } from './normalize.js';
 import { TELEGRAM_LIMIT, type SendHooks } from './sender.js';
 import { sendPost } from './sendFiles.js';
@@ -300,7 +300,7 @@ export class TelegramChannel implements Channel {
     const keyboard = approval ? approvalKeyboard(approval.id) : undefined;
     const files = opts?.attachments?.length && this.host ? await readKept(this.host.files, opts.attachments, (a) => this.log.error({ file: a.id }, 'telegram: a file to post is not kept; posting without it')) : [];
     const target = { chatId: t.tgId, threadId: t.threadId, replyTo: this.addresses.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard };
-    const ids = await this.queues.run(chat.chatId, () => sendPost(b.bot, target, text, files, hooks));
+    const ids = await this.queues.run(chat.chatId, () => sendPost(b.bot, target, text, files, hooks)).catch((err: unknown) => Promise.reject(refusedForGood(err, `a post in chat ${chat.chatId}`)));
     if (isBasicGroupId(t.tgId)) this.basic.notePosted(t.tgId, b.agent.id, ids);
     // Its buttons go away once the call is decided (see approvals.ts).
     if (approval && keyboard && ids.length) this.approvals.posted(chat.chatId, approval.id, { agentId: b.agent.id, tgChatId: this.addresses.target(chat).tgId, messageId: ids.at(-1)! });

@@ -221,9 +221,15 @@ describe('telegram adapter: rooms across chats', () => {
     await channel.relay(ref, MAYA_DISCORD, 'still there?');
     expect(fake.callsOf('sendMessage', RELAY.username)).toHaveLength(asked);
     expect(fake.postsIn(chat.id).at(-1)).toMatchObject({ bot: USERNAMES.writer, text: 'Maya (Discord): still there?' });
+    // An agent's post once its bot is removed is refused for good (a room's queue for this chat
+    // records it as failed and goes on, rather than holding back everything after it).
+    fake.removeBotFromChat(chat.id, TOKENS.analyst, MAYA);
+    await expect(channel.postAsAgent(ref, w!.agents[0]!, 'hello?')).rejects.toBeInstanceOf(PostRefusedError);
+    await expect(channel.postAsAgent(ref, w!.agents[0]!, 'hello?')).rejects.toThrow(/not a member/);
     // No bot of the room can post there any more: refused for good.
     for (const id of AGENTS) fake.removeBotFromChat(chat.id, TOKENS[id], MAYA);
     await expect(channel.relay(ref, MAYA_DISCORD, 'hello?')).rejects.toBeInstanceOf(PostRefusedError);
+    await expect(channel.postAsSystem(ref, 'anyone?')).rejects.toBeInstanceOf(PostRefusedError);
   });
 
   it("a person's edit reaches every bot and is handed over once per edit; a caption edit carries the caption", async () => {
