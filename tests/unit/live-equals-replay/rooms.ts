@@ -200,11 +200,11 @@ export class RoomWorld {
         return;
       }
       case 'migrate': {
-        const n = 0;
-        const old = this.ids[n]!;
+        // The Telegram group (chat 0), linked or not: a group not in the room changes nothing here.
+        const old = this.ids[0]!;
         const fault = this.faults.get(old);
-        const next = `${CHATS[n]!.chatId}${++this.migrations}`;
-        this.ids[n] = next;
+        const next = `${CHATS[0]!.chatId}${++this.migrations}`;
+        this.ids[0] = next;
         // The platform's fault goes with the chat.
         this.faults.delete(old);
         if (fault) this.faults.set(next, fault);
