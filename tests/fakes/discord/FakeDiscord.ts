@@ -3,7 +3,7 @@
  * websocket whose URL `GET /gateway/bot` hands out. Everything binds to 127.0.0.1 on a free port.
  *
  * Tests drive it from the platform side (`humanSays`, `humanEdits`, `humanDeletes`, `humanReacts`,
- * `denyBot`, `rateLimitNext`, `outage`, ...) and assert on what it recorded (`posts`, `reactionsOn`,
+ * `denyBot`, `rateLimitNext`, `outage`, `latency`, `stall`, ...) and assert on what it recorded (`posts`, `reactionsOn`,
  * `requests`, `typing`).
  */
 import { createServer, type Server } from 'node:http';
@@ -376,6 +376,42 @@ export class FakeDiscord {
    * as during a Discord outage; nothing is acted on.
    */
   outage = false;
+
+  /**
+   * A slow Discord: for each REST call, how long to wait before acting on it and, once acted on,
+   * before answering (the message exists; the client has not heard so yet). Undefined: no wait.
+   */
+  latency: ((method: string, path: string) => { beforeMs?: number; afterMs?: number } | undefined) | undefined;
+  /** Calls waiting in `latency` or `stall` now: not acted on yet (`before`), acted on but unanswered (`after`). */
+  readonly slow = { before: 0, after: 0 };
+  private stalled: { match: (method: string, path: string) => boolean; waiting: Array<() => void> } | undefined;
+
+  /** Hold every call matching `match` before it is acted on, until `release()`. */
+  stall(match: (method: string, path: string) => boolean): void {
+    this.release();
+    this.stalled = { match, waiting: [] };
+  }
+
+  /** Let the held calls go on (in the order they came). */
+  release(): void {
+    const s = this.stalled;
+    this.stalled = undefined;
+    for (const go of s?.waiting ?? []) go();
+  }
+
+  /** Consumed by the REST handler: wait out a stall, then the latency before acting; the wait after acting, if any. */
+  async slowDown(method: string, path: string): Promise<number> {
+    const lat = this.latency?.(method, path);
+    if (!this.stalled?.match(method, path) && !lat?.beforeMs) return lat?.afterMs ?? 0;
+    this.slow.before++;
+    try {
+      if (this.stalled?.match(method, path)) await new Promise<void>((go) => this.stalled!.waiting.push(go));
+      if (lat?.beforeMs) await new Promise((r) => setTimeout(r, lat.beforeMs));
+    } finally {
+      this.slow.before--;
+    }
+    return lat?.afterMs ?? 0;
+  }
 
   /** Store and broadcast a message created through REST (bot post or webhook execute). */
   recordPost(msg: StoredMessage): void {

@@ -66,6 +66,7 @@ export async function handleRest(fake: FakeDiscord, req: IncomingMessage, res: S
   }
   const record: RecordedRequest = { method, path: path + url.search, body, status: 0 };
   fake.requests.push(record);
+  const afterMs = await fake.slowDown(method, path);
   if (fake.outage) {
     record.status = 500;
     res.writeHead(500, { 'content-type': 'application/json' });
@@ -118,6 +119,11 @@ export async function handleRest(fake: FakeDiscord, req: IncomingMessage, res: S
     } catch (err) {
       reply = { status: 500, body: { message: String(err), code: 0 } };
     }
+  }
+  if (afterMs > 0) {
+    fake.slow.after++;
+    await new Promise((r) => setTimeout(r, afterMs));
+    fake.slow.after--;
   }
   record.status = reply.status;
   res.writeHead(reply.status, { ...(reply.body === undefined ? {} : { 'content-type': 'application/json' }), ...reply.headers });
