@@ -19,16 +19,21 @@ export class FakeClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const entry = { at: this.t + Math.max(0, ms), resolve };
-      this.sleepers.push(entry);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          this.sleepers = this.sleepers.filter((s) => s !== entry);
-          reject(signal.reason);
+      // Like the real clock, a sleep that ends lets go of the signal (a long-lived one, such as
+      // the router's shutdown signal, would otherwise collect a listener per sleep).
+      const onAbort = () => {
+        this.sleepers = this.sleepers.filter((s) => s !== entry);
+        reject(signal!.reason);
+      };
+      const entry = {
+        at: this.t + Math.max(0, ms),
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
         },
-        { once: true },
-      );
+      };
+      this.sleepers.push(entry);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 

@@ -1,6 +1,6 @@
 /**
- * Real files made in tests: a PNG of any size (a valid image every decoder opens), a Windows
- * executable's first bytes, and their SHA-256.
+ * Real files made in tests: a PNG of any size (a valid image every decoder opens), a minimal PDF,
+ * a GIF, a Windows executable's first bytes, and their SHA-256.
  */
 import { createHash } from 'node:crypto';
 import { crc32, deflateSync } from 'node:zlib';
@@ -44,3 +44,22 @@ export function windowsExe(): Buffer {
 export function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
+
+/** A one-page PDF; `padding` bytes of comment make it as large as a test needs. */
+export function samplePdf(padding = 0): Buffer {
+  const objects = ['<< /Type /Catalog /Pages 2 0 R >>', '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>'];
+  let out = '%PDF-1.4\n';
+  const offsets: number[] = [];
+  objects.forEach((o, i) => {
+    offsets.push(out.length);
+    out += `${i + 1} 0 obj\n${o}\nendobj\n`;
+  });
+  out += `%${'x'.repeat(Math.max(0, padding))}\n`;
+  const xref = out.length;
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(out, 'latin1');
+}
+
+/** A 1×1 GIF. */
+export const SAMPLE_GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');

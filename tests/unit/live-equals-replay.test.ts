@@ -32,13 +32,24 @@
  * `/stop` cuts a streaming reply, a clock jump times it out); summaries (small `history_turns`)
  * succeed or fail; checkpoints come every few records.
  *
+ * Half the cases are rooms across chats (./live-equals-replay/rooms.ts): the web room with a
+ * Telegram group and two Discord channels, declared in the config's `groups[].chats` or linked
+ * during the case with the real `/group link` → code → `/group link <code>` (also too late, or
+ * never used), left with `/group unlink` or the web panel; people and a foreign bot writing in any
+ * chat of the room (replies to relayed copies, duplicates of them), editing and deleting there
+ * (edits carried to the copies), a linked Telegram group migrating to a new id; and each chat's
+ * platform (a FakeChannel) posting, failing in passing, refusing for good, or posting with the
+ * answer lost, so each chat's delivery queue (ChatDelivery) records its own outcomes while the
+ * others' copies stay pending. At the end the platforms work again and the queues deliver.
+ *
  * How the live state is seen: `Tap` wraps the Store port (no change in src). GroupManager.commit
  * calls `store.append` synchronously, right after it has turned the pending changes into the
  * record, so at that moment memory is exactly "the state as of record k": Tap clones it then.
  *
  * Compared exactly (after a JSON round trip, so an `undefined` property equals an absent one, as
- * in every store): the head (title, chat, participants, config, state: muted, sticky, rrIndex,
- * lastSpoke, repliedUpTo, usage, today, archived), nextSeq, the rounds, every session of the group
+ * in every store): the head (title, chat, linked chats, participants, config, state: muted,
+ * sticky, rrIndex, lastSpoke, repliedUpTo, usage, today, archived, edits still to carry, link
+ * codes), nextSeq, the rounds, every session of the group
  * (history, cursor, summary, usage), the dedupe memory (keys in order, with their times), the
  * undelivered entries, and the newest transcript entries.
  *
@@ -48,7 +59,8 @@
  *    group reads exactly the newest 64. Older entries are checked through the store (3.) instead.
  *  - Runtime bookkeeping that is never persisted and has no durable counterpart: the record
  *    counter and pending changes (GroupManager's `Runtime`), the router's queues and rate limiter,
- *    the outbox's posted-id index, and the dedupe memory of chats without a group.
+ *    the outbox's posted-id index, the rooms' delivery queues and posted index, the bot-pair
+ *    budget, and the dedupe memory of chats without a group.
  *
  * What it found: when first written (over the hand-written replay the core had then), the stores'
  * read schema dropped `state.repliedUpTo` and `state.today`; and a waiting round's progress (its
@@ -57,8 +69,14 @@
  * disagreed. Since every change is a record's change, the crash comparison holds with no
  * exception for round progress.
  *
+ * Entries are compared whole (the tail, the undelivered ones, and what the store serves), so
+ * their `origin`, `copies` (each chat's outcome and ids) and `authorKind` are too. When the
+ * rooms were added the property found no difference; cutting a copy's ids in the PostgreSQL
+ * writer, or dropping a carried edit from memory without its record, each fail it at once.
+ *
  * Run longer or reproduce: CHORUS_PBT_RUNS=<n> (per store), CHORUS_PBT_SEED=<seed> (fast-check
- * prints the seed and path of a failure).
+ * prints the seed and path of a failure); CHORUS_PBT_STATS=1 prints what the room cases'
+ * records held (links, outcomes per chat, carried edits), to see the generators still reach them.
  */
 import type { Attachment } from '../../src/core/fileTypes.js';
 import fc from 'fast-check';
@@ -80,11 +98,11 @@ import { GroupRouter } from '../../src/core/router/GroupRouter.js';
 import type { AgentDef, GroupConfig, InboundMessage, TranscriptEntry } from '../../src/core/types.js';
 import { FileStore } from '../../src/store/files/FileStore.js';
 import { PostgresStore } from '../../src/store/postgres/PostgresStore.js';
-import { FakeChannel } from '../helpers/fake-channel.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { silentLogger } from '../helpers/logger.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { testDatabase } from '../helpers/postgres.js';
+import { RoomWorld, roomCaseArb, roomInputArb, roomTally, tally, type RoomCase, type RoomInput } from './live-equals-replay/rooms.js';
 
 const SEED = Number(process.env.CHORUS_PBT_SEED ?? 20_260_101);
 const RUNS = process.env.CHORUS_PBT_RUNS ? Number(process.env.CHORUS_PBT_RUNS) : null;
@@ -279,16 +297,22 @@ const scriptArb: fc.Arbitrary<Script> = fc.record({
 });
 
 interface Case {
+  /** A room across chats (./live-equals-replay/rooms.ts), or the web room alone. */
+  room: RoomCase | null;
   participants: AgentId[];
   group: Partial<GroupConfig>;
   checkpointEvery: number;
   script: Script;
-  inputs: Input[];
+  inputs: Array<Input | RoomInput>;
   /** Where the simulated crashes are, as fractions of the records written (0 ≤ f < 1). */
   crashes: Array<{ at: number; checkpoint: boolean }>;
 }
 
-const caseArb: fc.Arbitrary<Case> = fc.record({
+/** Half the cases are rooms across chats, whose inputs are mixed in with the others. */
+const caseArb: fc.Arbitrary<Case> = fc.option(roomCaseArb, { freq: 2 }).chain((room) => caseOf(room, room ? fc.oneof({ weight: 3, arbitrary: inputArb }, { weight: 2, arbitrary: roomInputArb }) : inputArb));
+
+const caseOf = (room: RoomCase | null, input: fc.Arbitrary<Input | RoomInput>): fc.Arbitrary<Case> => fc.record({
+  room: fc.constant(room),
   participants: fc.subarray([...AGENT_IDS], { minLength: 1 }),
   group: fc.record({
     history_turns: fc.constantFrom(2, 4, 6),
@@ -299,7 +323,7 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   }),
   checkpointEvery: fc.constantFrom(2, 3, 5, 8, 256),
   script: scriptArb,
-  inputs: fc.array(inputArb, { minLength: 5, maxLength: 40, size: 'medium' }),
+  inputs: fc.array(input, { minLength: 5, maxLength: 40, size: 'medium' }),
   crashes: fc.array(fc.record({ at: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), checkpoint: fc.boolean() }), { minLength: 1, maxLength: 3 }),
 });
 
@@ -323,7 +347,7 @@ function stateOf(gm: GroupManager, id: string): GroupStateSnapshot {
   if (!g) throw new Error(`group ${id} is not loaded`);
   // Test-only read of a private field (see the top of the file).
   const sessions = [...g.sessions.values()].sort((a, b) => a.agentId.localeCompare(b.agentId));
-  const head: GroupHead = { id: g.id, title: g.title, channel: g.channel, chatId: g.chatId, dmAgentId: g.dmAgentId, participants: g.participants, config: g.config, createdAt: g.createdAt, state: g.state };
+  const head: GroupHead = { id: g.id, title: g.title, channel: g.channel, chatId: g.chatId, dmAgentId: g.dmAgentId, links: g.links, participants: g.participants, config: g.config, createdAt: g.createdAt, state: g.state };
   // Through JSON: `undefined` properties are what a store drops, never a difference.
   return JSON.parse(JSON.stringify({ head, nextSeq: g.nextSeq, rounds: g.rounds, seen: [...g.seen], undelivered: g.undelivered, tail: g.transcript.slice(-TRANSCRIPT_TAIL), sessions })) as GroupStateSnapshot;
 }
@@ -352,7 +376,10 @@ function transcriptOf(records: readonly GroupRecord[]): TranscriptEntry[] {
     for (const e of rec.entries ?? []) out.set(e.seq, structuredClone(e));
     for (const d of rec.delivery ?? []) {
       const e = out.get(d.seq);
-      if (e) Object.assign(e, { delivery: d.delivery }, d.postedIds ? { postedIds: d.postedIds } : {});
+      if (!e) continue;
+      // A copy's outcome in another chat of a room (an outcome without ids keeps the copy's ids).
+      if (d.chat) e.copies = { ...e.copies, [d.chat]: { ...e.copies?.[d.chat], delivery: d.delivery, ...(d.postedIds ? { ids: d.postedIds } : {}) } };
+      else Object.assign(e, { delivery: d.delivery }, d.postedIds ? { postedIds: d.postedIds } : {});
     }
     // Written out here rather than with applyEntryEdit, so the stores are checked against the records.
     for (const ed of rec.edits ?? []) {
@@ -535,6 +562,8 @@ const turn = () => new Promise<void>((r) => setImmediate(r));
 
 interface Rig {
   id: string;
+  world: RoomWorld;
+  quiesce(): Promise<boolean>;
   router: GroupRouter;
   llm: ScriptLlm;
   clock: FakeClock;
@@ -571,7 +600,7 @@ function message(r: Rig, text: string, extra: Partial<InboundMessage> = {}): Inb
   return { channel: 'web', chatId: r.id, messageId: `m${++r.n}`, author: { id: 'maya', name: 'Maya' }, text, ts: r.clock.now(), clientTag: 'maya-browser', ...extra };
 }
 
-async function step(r: Rig, inp: Input): Promise<void> {
+async function step(r: Rig, inp: Input | RoomInput): Promise<void> {
   const { router } = r;
   const send = (text: string, extra: Partial<InboundMessage> = {}) => router.receive(message(r, text, extra));
   switch (inp.k) {
@@ -659,6 +688,8 @@ async function step(r: Rig, inp: Input): Promise<void> {
         if (!(err instanceof UserError)) throw err;
       }
       return;
+    default:
+      await r.world.step(r, inp);
   }
 }
 
@@ -671,6 +702,7 @@ async function drain(r: Rig): Promise<void> {
     await r.clock.advance(10 * 60_000);
   }
   await r.router.idle();
+  await r.world.deliverAll(r);
   await r.router.groups.settle();
   await r.tap.flush();
 }
@@ -726,11 +758,12 @@ async function runCase(kind: StoreKind, c: Case): Promise<void> {
     const clock = new FakeClock();
     const llm = new ScriptLlm(c.script);
     const defaults: GroupConfig = { ...CONFIG.group_defaults, cooldown_seconds: 0, ...c.group };
+    const world = new RoomWorld(id, c.room);
     router = new GroupRouter({
       agents: AGENTS,
       aliases: {},
       groupDefaults: defaults,
-      limits: { user_messages_per_minute: 10_000, max_message_chars: 8000, reactions_per_minute: 10_000 },
+      limits: { user_messages_per_minute: 10_000, max_message_chars: 8000, reactions_per_minute: 10_000, bot_pair_events_per_minute: 2 },
       llm,
       llmSettings: { model: 'test-model', summaryModel: 'test-small', maxTokens: 256, maxConcurrency: 8, contextTokens: null, defaultContextTokens: 200_000 },
       validateConfig: validateGroupConfig,
@@ -738,26 +771,28 @@ async function runCase(kind: StoreKind, c: Case): Promise<void> {
       clock,
       logger: silentLogger,
       checkpointEvery: c.checkpointEvery,
+      // A room declared in the config with its other chats is made (and linked) at start.
+      declaredGroups: world.declared(c.participants),
     });
     const groups = router.groups;
     tap.snapshot = () => stateOf(groups, id);
-    const channel = new FakeChannel('web');
-    router.addChannel(channel);
+    for (const channel of world.channels()) router.addChannel(channel);
     await router.start();
-    await channel.start(router);
-    await router.gateway.createGroup({ title: 'Room', participants: c.participants, id });
-    const rig: Rig = { id, router, llm, clock, tap, defaults, sent: [], n: 0 };
+    for (const channel of world.channels()) await channel.start(router);
+    if (!groups.get(id)) await router.gateway.createGroup({ title: 'Room', participants: c.participants, id });
+    const rig: Rig = { id, world, router, llm, clock, tap, defaults, sent: [], n: 0, quiesce: () => quiesce(rig) };
 
     for (const inp of c.inputs) {
       await step(rig, inp);
       // A message "sent while a round runs": the next input comes without waiting.
-      if (!(inp.k === 'say' && !inp.wait)) await quiesce(rig);
+      if (!('wait' in inp && !inp.wait)) await quiesce(rig);
     }
     await drain(rig);
 
     const problems: string[] = [];
     const live = stateOf(groups, id);
     const N = tap.records.length;
+    if (c.room) tally(tap.records);
     // At rest, memory is the state of the last record: nothing was changed without being written.
     for (const d of differences(live, tap.states[N - 1])) problems.push(`at rest vs as of the last record ${N}: ${d.replace('(rebuilt)', '(at the record)').replace('rebuilt=', 'at-record=')}`);
 
@@ -816,6 +851,7 @@ function pool(url: string): pg.Pool {
 }
 
 afterAll(async () => {
+  if (process.env.CHORUS_PBT_STATS) console.log(`room cases (seed ${SEED}): ${JSON.stringify(Object.fromEntries(roomTally))}`);
   await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
   for (const d of [db, crashDb]) await d?.drop().catch(() => undefined);
 });

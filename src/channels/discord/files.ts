@@ -1,9 +1,10 @@
 /**
  * Files on Discord. In: a message's attachments are fetched from their URLs (only http(s), the
  * size Discord states checked before fetching, a time limit) and kept through `Files.keep` before
- * the message is handed over. The gateway never delivers a message twice, so a file that cannot be
- * fetched is told in the chat rather than retried. Out: an agent's files go with its last chunk
- * through the channel webhook, under its name and avatar.
+ * the message is handed over. The gateway never delivers a message twice, so a fetch that fails for
+ * the moment is tried again a few times, and a file still not fetched is told in the chat. Out: an
+ * agent's files go with its last chunk through the channel webhook, under its name and avatar
+ * (sendFiles.ts: within the server's upload limit).
  */
 import type { Message } from 'discord.js';
 import type { Attachment, Files } from '../../core/fileTypes.js';
@@ -43,14 +44,31 @@ export async function takeFiles(m: Pick<Message, 'attachments'>, files: Files, l
   return out;
 }
 
-/** The bytes at `url`, at most `max` of them (a server that sends more than it said is cut off), or null. */
+/** Tries per file, 0.5 s then 1 s apart. */
+const FETCH_TRIES = 3;
+
+/**
+ * The bytes at `url`, at most `max` of them (a server that sends more than it said is cut off), or
+ * null. The gateway delivers a message once, so a failure of the moment (no answer, a 5xx, a 429)
+ * is tried again here before the file is given up.
+ */
 async function fetchBytes(url: string, max: number, log: Logger): Promise<Uint8Array | null> {
   if (!/^https?:\/\//i.test(url)) return null;
+  for (let attempt = 1; attempt <= FETCH_TRIES; attempt++) {
+    if (attempt > 1) await new Promise((r) => setTimeout(r, 250 * 2 ** (attempt - 1)));
+    const got = await fetchOnce(url, max);
+    if (got !== 'again') return got;
+    log.warn({ attempt }, 'discord: fetching an attachment failed for now');
+  }
+  return null;
+}
+
+async function fetchOnce(url: string, max: number): Promise<Uint8Array | null | 'again'> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
     if (!res.ok || !res.body) {
-      log.warn({ status: res.status }, 'discord: an attachment could not be fetched');
-      return null;
+      await res.body?.cancel();
+      return res.status >= 500 || res.status === 429 ? 'again' : null;
     }
     const chunks: Uint8Array[] = [];
     let total = 0;
@@ -60,9 +78,8 @@ async function fetchBytes(url: string, max: number, log: Logger): Promise<Uint8A
       chunks.push(chunk);
     }
     return Buffer.concat(chunks);
-  } catch (err) {
-    log.warn({ err: err instanceof Error ? err.message : String(err) }, 'discord: an attachment could not be fetched');
-    return null;
+  } catch {
+    return 'again';
   }
 }
 

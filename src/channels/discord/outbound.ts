@@ -47,7 +47,7 @@ export const LOOKUP_SLACK_MS = 5000;
 /** Ids kept in `OutboundContext.answered`. */
 export const ANSWERED_KEPT = 1000;
 
-/** Post `content` (already within 2,000 characters) and return the Discord message id. */
+/** Post `content` (already within 2,000 characters) with `files`, and return the Discord message id. */
 export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: string, who: Sender, isSystem: boolean, files?: Array<{ attachment: Buffer; name: string }>): Promise<string> {
   const where = `Discord: posting as ${who.username} in ${chat.chatId}`;
   let unsure = 0;
@@ -71,7 +71,7 @@ export async function sendChunk(ctx: OutboundContext, chat: ChatRef, content: st
       if (hook && isUnsure(err) && unsure < UNSURE_RETRIES) {
         unsure++;
         await new Promise((r) => setTimeout(r, 250 * 2 ** unsure));
-        const found = await findPosted(ctx, chat, hook.id, who.username, content, firstTry - LOOKUP_SLACK_MS);
+        const found = await findPosted(ctx, chat, hook.id, who.username, content, firstTry - LOOKUP_SLACK_MS, { files: files?.length ?? 0 });
         if (found) {
           ctx.log.warn({ chatId: chat.chatId, messageId: found }, 'discord: the answer to a post was lost, but the message is in the channel; not sending it again');
           ctx.answered.add(found);
@@ -115,8 +115,9 @@ const LOOKUP_PAGES = 10;
 
 /**
  * The id of our webhooks' message (this one's, or an earlier webhook of ours in the channel) with
- * this author and text, created since `sinceMs` and after message `after`, not in `skip`; the
- * oldest such. Undefined when there is none or the channel cannot be read (then the caller sends).
+ * this author, text and number of files (`files`; Discord may rename files, so not their names),
+ * created since `sinceMs` and after message `after`, not in `skip`; the oldest such. Undefined when
+ * there is none or the channel cannot be read (then the caller sends).
  */
 export async function findPosted(
   ctx: OutboundContext,
@@ -125,7 +126,7 @@ export async function findPosted(
   username: string,
   content: string,
   sinceMs: number,
-  opts: { after?: string | undefined; skip?: ReadonlySet<string> | undefined } = {},
+  opts: { after?: string | undefined; skip?: ReadonlySet<string> | undefined; files?: number | undefined } = {},
 ): Promise<string | undefined> {
   try {
     let after = SnowflakeUtil.generate({ timestamp: BigInt(Math.max(0, sinceMs)) }).toString();
@@ -145,7 +146,7 @@ export async function findPosted(
           !opts.skip?.has(m.id) &&
           m.author.username === username &&
           m.content.trim() === text &&
-          (text !== '' || m.attachments.length > 0),
+          (m.attachments?.length ?? 0) === (opts.files ?? 0),
       );
       if (mine) return mine.id;
       const last = ordered.at(-1);

@@ -21,6 +21,7 @@ import { DiscordPostError, isMissingPermission, refusalOf } from './errors.js';
 import { uploadsOf } from './files.js';
 import { identityFor, relayIdentity } from './identity.js';
 import { ANSWERED_KEPT, LOOKUP_SLACK_MS, findPosted, sendChunk, type OutboundContext, type Sender } from './outbound.js';
+import { sendWithFiles } from './sendFiles.js';
 import { MissingWebhookPermission } from './webhooks.js';
 
 type Uploads = Array<{ attachment: Buffer; name: string }>;
@@ -133,7 +134,9 @@ export async function postChunks(ctx: OutboundContext, job: PostJob): Promise<st
   let lookIn = job.resumedSince === undefined ? undefined : await webhookIdOf(ctx, chat);
   for (const [i, content] of job.chunks.entries()) {
     if (lookIn !== undefined) {
-      const found = await findPosted(ctx, chat, lookIn, who.username, content, job.resumedSince! - LOOKUP_SLACK_MS, { after: ids.at(-1), skip: new Set(ids) });
+      // A post whose files were split (over the upload limit) is not found as one: it is sent again.
+      const files = i === job.chunks.length - 1 ? job.files.length : 0;
+      const found = await findPosted(ctx, chat, lookIn, who.username, content, job.resumedSince! - LOOKUP_SLACK_MS, { after: ids.at(-1), skip: new Set(ids), files });
       if (found) {
         ctx.log.info({ chatId: chat.chatId, messageId: found }, 'discord: a resumed post was already in the channel; not sending it again');
         ctx.answered.add(found);
@@ -143,7 +146,8 @@ export async function postChunks(ctx: OutboundContext, job: PostJob): Promise<st
       // Chunks go out in order: the ones after a missing one were never sent either.
       lookIn = undefined;
     }
-    ids.push(await sendChunk(ctx, chat, content, who, job.system, i === job.chunks.length - 1 ? job.files : undefined));
+    if (i === job.chunks.length - 1 && job.files.length) ids.push(...(await sendWithFiles(ctx, chat, content, job.files, who, job.system)));
+    else ids.push(await sendChunk(ctx, chat, content, who, job.system));
   }
   return ids;
 }

@@ -38,6 +38,14 @@ function entityProblem(e: unknown): boolean {
   return e.type === 'text_mention' && !(isObj(e.user) && isInt(e.user.id));
 }
 
+/** A file as the Bot API describes one (photo sizes also say their width and height). */
+function fileOk(f: unknown, photo: boolean): boolean {
+  if (!isObj(f) || typeof f.file_id !== 'string' || typeof f.file_unique_id !== 'string') return false;
+  if (f.file_size !== undefined && !isInt(f.file_size)) return false;
+  if (f.file_name !== undefined && typeof f.file_name !== 'string') return false;
+  return !photo || (isInt(f.width) && isInt(f.height));
+}
+
 function messageProblem(m: unknown, where: string): string | null {
   if (!isObj(m)) return `${where} is not an object`;
   const chat = chatProblem(m.chat, where);
@@ -50,6 +58,8 @@ function messageProblem(m: unknown, where: string): string | null {
     const list = m[k];
     if (list !== undefined && (!Array.isArray(list) || list.some(entityProblem))) return `${where}.${k} is not a list of entities`;
   }
+  if (m.photo !== undefined && !(Array.isArray(m.photo) && m.photo.every((p) => fileOk(p, true)))) return `${where}.photo is not a list of photo sizes`;
+  if (m.document !== undefined && !fileOk(m.document, false)) return `${where}.document is not a file`;
   const r = m.reply_to_message;
   if (r !== undefined && !(isObj(r) && isInt(r.message_id) && (r.from === undefined || (isObj(r.from) && isInt(r.from.id))))) return `${where}.reply_to_message is not a message`;
   return null;

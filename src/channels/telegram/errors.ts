@@ -4,6 +4,7 @@
  * every error goes through `describeError` before it reaches a log line.
  */
 import { GrammyError, HttpError } from 'grammy';
+import { PostRefusedError } from '../../core/errors.js';
 
 const TOKEN_LIKE = /\d{3,}:[A-Za-z0-9_-]{2,}/g;
 
@@ -73,6 +74,16 @@ export function isNotOurs(err: unknown): boolean {
 export function isRefusal(err: unknown): boolean {
   const e = err instanceof GrammyError ? err : err instanceof Error && err.cause instanceof GrammyError ? err.cause : undefined;
   return e !== undefined && (e.error_code === 403 || e.error_code === 400);
+}
+
+/**
+ * A post refused for good becomes the core's PostRefusedError: in a room, the chat's delivery
+ * queue records it as failed and goes on, instead of trying it (and holding back everything after
+ * it there) for ever. Anything else is passed on as it is.
+ */
+export function refusedForGood(err: unknown, what: string): unknown {
+  if (err instanceof PostRefusedError || !isRefusal(err)) return err;
+  return new PostRefusedError(`Telegram refused ${what}: ${describeError(err)}`, { cause: err });
 }
 
 /** The Bot API's error code anywhere along an error's causes (our wrappers keep theirs). */

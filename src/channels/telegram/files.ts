@@ -2,10 +2,9 @@
  * Photos and documents, in and out. In: the file is fetched by the bot that saw the update
  * (`getFile`, then the Bot API's download path), kept through `Files.keep`, and only then is the
  * message handed over — so a confirmed update's files are durable. Every bot in a group gets its
- * own copy of a message: the copies share one fetch and one notice per message. Out: an agent's
- * files go through its own bot (`sendPhoto` / `sendDocument`), the text as the caption when it fits.
+ * own copy of a message: the copies share one fetch and one notice per message. Out: sendFiles.ts.
  */
-import { InputFile, type Bot } from 'grammy';
+import { GrammyError, type Bot } from 'grammy';
 import type { Message } from 'grammy/types';
 import type { Attachment, Files } from '../../core/fileTypes.js';
 import { fileRefusalNotice, sizeText } from '../../core/fileTypes.js';
@@ -13,10 +12,7 @@ import type { Logger } from '../../core/ports.js';
 import type { InboundMessage } from '../../core/types.js';
 import { BoundedMap } from '../../core/lib/BoundedMap.js';
 import { describeError } from './errors.js';
-import type { SendTarget } from './sender.js';
 
-/** Telegram's caption limit; a longer text goes as its own messages before the files. */
-export const CAPTION_LIMIT = 1024;
 /** A download that takes longer than this is given up (the update is fetched again later). */
 const DOWNLOAD_TIMEOUT_MS = 60_000;
 
@@ -84,61 +80,62 @@ export class TelegramFiles {
     const { refs, refusals } = filesOf(msg, files.maxBytes);
     const attachments: Attachment[] = [];
     for (const ref of refs) {
-      const bytes = await this.download(bot, token, ref);
-      const kept = await files.keep({ name: ref.name, bytes });
+      const got = await this.download(bot, token, ref, files.maxBytes);
+      if ('refused' in got) {
+        refusals.push(got.refused);
+        continue;
+      }
+      const kept = await files.keep({ name: ref.name, bytes: got.bytes });
       if (kept.ok) attachments.push(kept.attachment);
       else refusals.push(kept.reason);
     }
     return { attachments, refusals };
   }
 
-  private async download(bot: Bot, token: string, ref: FileRef): Promise<Uint8Array> {
-    const file = await bot.api.getFile(ref.fileId);
-    if (!file.file_path) throw new Error('telegram: getFile gave no file_path');
-    const url = `${this.apiRoot}/file/bot${token}/${file.file_path}`;
+  /**
+   * The file's bytes, or why Telegram will not hand it over for good (too big for bots to download,
+   * gone, over the limit after all): asking again would get the same answer, and the update would
+   * hold up the bot's later ones. A failure that may pass (no answer, a 5xx, a 429) throws.
+   */
+  private async download(bot: Bot, token: string, ref: FileRef, max: number): Promise<{ bytes: Uint8Array } | { refused: string }> {
+    const over = (size: number) => ({ refused: `${ref.name} is ${sizeText(size)}; the limit is ${sizeText(max)}` });
+    let path: string | undefined;
+    try {
+      const file = await bot.api.getFile(ref.fileId);
+      if (file.file_size !== undefined && file.file_size > max) return over(file.file_size);
+      path = file.file_path;
+    } catch (err) {
+      if (err instanceof GrammyError && /file is too big/i.test(err.description)) return { refused: `${ref.name} is over the 20 MB Telegram lets bots download` };
+      if (!(err instanceof GrammyError) || err.error_code >= 500 || err.error_code === 429) throw err;
+      return { refused: `Telegram would not hand ${ref.name} over (${err.description})` };
+    }
+    if (!path) return { refused: `Telegram would not hand ${ref.name} over` };
     let res: Response;
     try {
-      res = await fetch(url, { signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS) });
+      res = await fetch(`${this.apiRoot}/file/bot${token}/${path}`, { signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS) });
     } catch (err) {
-      throw new Error(`telegram: could not download ${ref.name}: ${describeError(err, [token])}`);
+      throw new Error(`telegram: could not download ${ref.name}: ${describeError(err instanceof Error && err.cause instanceof Error ? err.cause : err, [token])}`);
     }
-    if (!res.ok) throw new Error(`telegram: downloading ${ref.name} answered ${res.status}`);
-    const bytes = new Uint8Array(await res.arrayBuffer());
-    this.log.debug({ name: ref.name, bytes: bytes.byteLength }, 'telegram: file downloaded');
-    return bytes;
+    if (!res.ok) {
+      await res.body?.cancel();
+      if (res.status >= 500 || res.status === 429) throw new Error(`telegram: downloading ${ref.name} answered ${res.status}`);
+      return { refused: `Telegram would not hand ${ref.name} over (HTTP ${res.status})` };
+    }
+    // Read no more than the limit, whatever the server says the size is.
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    const reader = res.body?.getReader();
+    for (let part = await reader?.read(); part && !part.done; part = await reader!.read()) {
+      total += part.value.byteLength;
+      if (total > max) {
+        await reader!.cancel().catch(() => undefined);
+        return { refused: `${ref.name} is over the limit of ${sizeText(max)}` };
+      }
+      chunks.push(part.value);
+    }
+    this.log.debug({ name: ref.name, bytes: total }, 'telegram: file downloaded');
+    return { bytes: Buffer.concat(chunks) };
   }
-}
-
-/**
- * Post files through one bot: images with `sendPhoto` (a GIF with `sendAnimation`), the rest with
- * `sendDocument`; the caption (when given) on the first. Resolves with the message ids in order.
- */
-export async function sendFiles(bot: Bot, target: SendTarget, files: ReadonlyArray<{ meta: Attachment; bytes: Uint8Array }>, caption: string | undefined): Promise<number[]> {
-  const ids: number[] = [];
-  for (const [i, f] of files.entries()) {
-    const input = new InputFile(f.bytes, f.meta.name);
-    const opts = {
-      ...(i === 0 && caption ? { caption } : {}),
-      ...(target.threadId !== undefined ? { message_thread_id: target.threadId } : {}),
-      ...(i === 0 && target.replyTo !== undefined ? { reply_parameters: { message_id: target.replyTo, allow_sending_without_reply: true } } : {}),
-    };
-    const t = f.meta.type;
-    const msg =
-      t === 'image/gif'
-        ? await bot.api.sendAnimation(target.chatId, input, opts)
-        : t.startsWith('image/')
-          ? await bot.api.sendPhoto(target.chatId, input, opts)
-          : await bot.api.sendDocument(target.chatId, input, opts);
-    ids.push(msg.message_id);
-  }
-  return ids;
-}
-
-/** The agent's text and files through one bot: the text as the caption when it fits, else first on its own. */
-export async function sendWithFiles(bot: Bot, target: SendTarget, text: string, files: ReadonlyArray<{ meta: Attachment; bytes: Uint8Array }>, sendText: () => Promise<number[]>): Promise<number[]> {
-  if (text.trim().length <= CAPTION_LIMIT) return sendFiles(bot, target, files, text.trim() || undefined);
-  const ids = await sendText();
-  return [...ids, ...(await sendFiles(bot, { ...target, replyTo: undefined }, files, undefined))];
 }
 
 /**

@@ -45,12 +45,14 @@ function chorusChatId(chat: { id: number; type: string }, viaAgentId: string): s
 /**
  * Basic groups number messages per account: the same human message has a different message_id
  * for every bot. The dedupe key there is built from what every copy shares (author, second,
- * text); supergroups and DMs have real shared ids. Two identical texts by one person within one
- * second collapse into one message, which is the price of this.
+ * text, file); supergroups and DMs have real shared ids. Two identical texts by one person within
+ * one second collapse into one message, which is the price of this. A file's unique id is the same
+ * for every bot, so the photos of an album (sent in one second, no captions) stay apart.
  */
 export function messageKey(msg: Message): string {
   if (msg.chat.type !== 'group') return String(msg.message_id);
-  const text = msg.text ?? msg.caption ?? '';
+  const file = msg.photo?.at(-1)?.file_unique_id ?? msg.document?.file_unique_id;
+  const text = (msg.text ?? msg.caption ?? '') + (file !== undefined ? `\u0000${file}` : '');
   return `g${msg.from?.id ?? msg.sender_chat?.id ?? 0}.${msg.date}.${fnv1a(text)}`;
 }
 

@@ -23,10 +23,10 @@ import type { ChannelHost, Logger, PostedMessage, PostOptions } from '../../core
 import type { PostedBy, RelayedAuthor } from '../../core/roomTypes.js';
 import type { ChannelKind, ChatRef } from '../../core/types.js';
 import { causeApiCode, describeError, isMediaMessage, isNotModified, isNotOurs, isParseError, isRefusal, isTextMessage } from './errors.js';
-import { CAPTION_LIMIT, sendWithFiles } from './files.js';
+import { CAPTION_LIMIT, sendPost } from './sendFiles.js';
 import { escapeHtml } from './format.js';
 import { isBasicGroupId } from './normalize.js';
-import { chunksOf, renderChunk, sendText, TELEGRAM_LIMIT, type Prefix, type SendHooks, type SendTarget } from './sender.js';
+import { chunksOf, renderChunk, TELEGRAM_LIMIT, type Prefix, type SendHooks, type SendTarget } from './sender.js';
 
 /** A bot that posts: an agent's (`key` = its id) or the relay bot (`key` = 'relay'). */
 export interface Poster {
@@ -108,12 +108,9 @@ export class TelegramRooms {
     const host = this.deps.host();
     const files = opts?.attachments?.length && host ? await readKept(host.files, opts.attachments, (a) => this.deps.log.error({ file: a.id }, 'telegram: a file to relay is not kept; relaying without it')) : [];
     const target: SendTarget = { chatId: t.tgId, threadId: t.threadId, replyTo: this.deps.replyId(chat, t.tgId, poster.key, opts?.replyToMessageId), prefix };
-    const body = text.trim();
-    // With files the name goes in the caption (plain text, as agents' captions are).
-    const caption = body ? prefix.plain + body : prefix.plain.replace(/:\s*$/, '');
-    const send = () => sendText(poster.bot, target, text, this.deps.hooks);
     try {
-      const ids = await this.deps.queue(chat.chatId, () => (files.length ? sendWithFiles(poster.bot, target, caption, files, send) : send()));
+      // With files the name leads the caption (sendFiles.ts).
+      const ids = await this.deps.queue(chat.chatId, () => sendPost(poster.bot, target, text, files, this.deps.hooks));
       const out = ids.map(String);
       this.notePoster(chat.chatId, out, poster.key);
       return { ids: out };
@@ -143,9 +140,10 @@ export class TelegramRooms {
             const lead = ci === 0 ? prefix : undefined;
             if ((await run((bot) => editText(bot, t.tgId, id, chunks[ci]!, lead))) === 'media') {
               // A photo or document: the rest of the text is its caption.
-              let caption = (lead?.plain ?? '') + chunks.slice(ci).join('\n');
-              if (caption.length > CAPTION_LIMIT) caption = caption.slice(0, CAPTION_LIMIT - CUT_MARKER.length).trimEnd() + CUT_MARKER;
-              await run((bot) => editCaption(bot, t.tgId, id, caption));
+              let body = chunks.slice(ci).join('\n');
+              const room = CAPTION_LIMIT - (lead?.plain.length ?? 0);
+              if (body.length > room) body = body.slice(0, room - CUT_MARKER.length).trimEnd() + CUT_MARKER;
+              await run((bot) => editCaption(bot, t.tgId, id, body, lead));
               ci = chunks.length;
             } else ci++;
             continue;
@@ -271,11 +269,17 @@ async function editText(bot: Bot, chatId: number, id: number, chunk: string, pre
   return 'ok';
 }
 
-async function editCaption(bot: Bot, chatId: number, id: number, caption: string): Promise<void> {
-  try {
-    await bot.api.editMessageCaption(chatId, id, { caption });
-  } catch (err) {
-    if (!isNotModified(err)) throw err;
+/** A caption's new text, HTML as posted (sendFiles.ts), plain when Telegram refuses the markup. */
+async function editCaption(bot: Bot, chatId: number, id: number, body: string, prefix: Prefix | undefined): Promise<void> {
+  for (const html of [true, false]) {
+    try {
+      await bot.api.editMessageCaption(chatId, id, { caption: renderChunk(body, html, prefix), ...(html ? { parse_mode: 'HTML' as const } : {}) });
+      return;
+    } catch (err) {
+      if (isNotModified(err)) return;
+      if (html && isParseError(err)) continue;
+      throw err;
+    }
   }
 }
 

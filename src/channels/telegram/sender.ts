@@ -3,7 +3,8 @@
  * plain-text fallback when Telegram rejects the markup, reply and forum-topic parameters, and the
  * group → supergroup migration answer. 429s are waited out by grammY's auto-retry transformer
  * installed on every bot; the channel sends to one chat one post at a time across bots, so a
- * rate-limited chunk is never overtaken by the next one.
+ * rate-limited chunk is never overtaken by the next one. File posts (sendFiles.ts) go through the
+ * same recoveries (`sendWithRecovery`).
  */
 import type { Bot } from 'grammy';
 import type { InlineKeyboardMarkup } from 'grammy/types';
@@ -63,29 +64,66 @@ export interface SendHooks {
 const NETWORK_RETRIES = 3;
 
 /** Send `text` as one or more messages; resolves with the message ids in order. */
-export async function sendText(bot: Bot, target: SendTarget, text: string, hooks: SendHooks): Promise<number[]> {
-  const chunks = chunksOf(text, target.prefix);
+export function sendText(bot: Bot, target: SendTarget, text: string, hooks: SendHooks): Promise<number[]> {
+  return sendChunks(bot, { ...target }, text, hooks);
+}
+
+/**
+ * `sendText` on a target the caller shares with its later sends (sendFiles.ts): a migration or a
+ * vanished topic met here holds for them too, and the reply, used once, is cleared.
+ */
+export async function sendChunks(bot: Bot, t: SendTarget, text: string, hooks: SendHooks): Promise<number[]> {
+  const chunks = chunksOf(text, t.prefix);
   const ids: number[] = [];
-  const t = { ...target };
   for (const [i, chunk] of chunks.entries()) {
-    ids.push(await sendChunk(bot, t, chunk, i === 0 ? t.replyTo : undefined, hooks, i === chunks.length - 1 ? t.keyboard : undefined, i === 0 ? t.prefix : undefined));
+    const keyboard = i === chunks.length - 1 ? t.keyboard : undefined;
+    const prefix = i === 0 ? t.prefix : undefined;
+    ids.push(
+      await sendWithRecovery(bot, t, hooks, 'sendMessage', (c) =>
+        bot.api.sendMessage(c.chatId, renderChunk(chunk, c.html, prefix), {
+          ...(c.html ? { parse_mode: 'HTML' as const } : {}),
+          ...placement(c),
+          link_preview_options: { is_disabled: true },
+          ...(keyboard ? { reply_markup: keyboard } : {}),
+        }),
+      ),
+    );
+    // The reply goes on the first message only.
+    t.replyTo = undefined;
   }
   return ids;
 }
 
-async function sendChunk(bot: Bot, t: SendTarget, chunk: string, replyTo: number | undefined, hooks: SendHooks, keyboard: InlineKeyboardMarkup | undefined, prefix: Prefix | undefined): Promise<number> {
+/** Where one call posts, as it is at this attempt (the chat may have moved, the topic gone). */
+export interface SendAttempt {
+  chatId: number;
+  threadId: number | undefined;
+  replyTo: number | undefined;
+  /** Send the text as HTML; false after Telegram rejected the markup. */
+  html: boolean;
+}
+
+/** The forum topic and reply parameters of one attempt. */
+export function placement(c: SendAttempt): { message_thread_id?: number; reply_parameters?: { message_id: number; allow_sending_without_reply: true } } {
+  return {
+    ...(c.threadId !== undefined ? { message_thread_id: c.threadId } : {}),
+    ...(c.replyTo !== undefined ? { reply_parameters: { message_id: c.replyTo, allow_sending_without_reply: true as const } } : {}),
+  };
+}
+
+/**
+ * One Bot API post (`method` names it in errors; a text chunk, a photo, a document), made again as
+ * each answer requires: to the new chat after a migration, as plain text when the markup was
+ * rejected, to the main chat when the topic is gone, after a pause on a network error. `t` is
+ * updated as it goes, so the posts after it go where this one went. Resolves with the message id.
+ */
+export async function sendWithRecovery(bot: Bot, t: SendTarget, hooks: SendHooks, method: string, call: (c: SendAttempt) => Promise<{ message_id: number }>): Promise<number> {
   let html = true;
   let networkTries = 0;
   // Each failure below changes what we send, so the loop always ends.
   for (let attempt = 0; ; attempt++) {
     try {
-      const msg = await bot.api.sendMessage(t.chatId, renderChunk(chunk, html, prefix), {
-        ...(html ? { parse_mode: 'HTML' as const } : {}),
-        ...(t.threadId !== undefined ? { message_thread_id: t.threadId } : {}),
-        ...(replyTo !== undefined ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}),
-        link_preview_options: { is_disabled: true },
-        ...(keyboard ? { reply_markup: keyboard } : {}),
-      });
+      const msg = await call({ chatId: t.chatId, threadId: t.threadId, replyTo: t.replyTo, html });
       return msg.message_id;
     } catch (err) {
       const safe = describeError(err, [bot.token]);
@@ -112,7 +150,7 @@ async function sendChunk(bot: Bot, t: SendTarget, chunk: string, replyTo: number
         continue;
       }
       // The cause stays attached: a relay tells a refusal for good (403, 400) from a passing failure.
-      throw new Error(`telegram sendMessage failed: ${safe}`, { cause: err });
+      throw new Error(`telegram ${method} failed: ${safe}`, { cause: err });
     }
   }
 }

@@ -3,13 +3,29 @@
  * caption) is fetched with `getFile` and the download path by one bot, kept, and handed over with
  * its attachment — the bytes the fake served; every bot's copy shares one fetch; a photo over the
  * limit or a program sent as a document gets one notice and nothing is downloaded or kept; an
- * agent's image goes out through its own bot with `sendPhoto`, the text as its caption.
+ * agent's image goes out through its own bot with `sendPhoto`, the text as its caption. A failed
+ * download leaves the update unconfirmed (polling: fetched again; webhook: answered 503); a file
+ * Telegram will not hand over for good is told, not retried forever; the photos of an album in a
+ * basic group stay apart; a malformed photo or document is a dead letter.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ChatRef } from '../../../src/core/types.js';
+import type { Files } from '../../../src/core/fileTypes.js';
+import type { AgentDef, ChatRef } from '../../../src/core/types.js';
 import { FileKeeper } from '../../../src/files/FileKeeper.js';
-import { samplePng, sha256, windowsExe } from '../../helpers/sample-files.js';
-import { makeWorld, MAYA, TOKENS, USERNAMES, waitUntil, type World } from './harness.js';
+import { MalformedUpdateError, checkUpdateShape } from '../../../src/channels/telegram/deadLetters.js';
+import { FakeTelegram } from '../../fakes/telegram/FakeTelegram.js';
+import { samplePdf, samplePng, sha256, windowsExe } from '../../helpers/sample-files.js';
+import { agentDef, CountingHost, makeWorld, MAYA, TOKENS, USERNAMES, waitUntil, type World } from './harness.js';
+import { roundRobin, webhookInstance } from './webhook-harness.js';
+
+/** A host whose `limits.max_file_bytes` is `maxBytes`. */
+class LimitedHost extends CountingHost {
+  override readonly files: Files;
+  constructor(agents: AgentDef[], maxBytes: number) {
+    super(agents);
+    this.files = new FileKeeper(this.fileStore, { max_file_bytes: maxBytes });
+  }
+}
 
 describe('telegram adapter: files', () => {
   let w: World | undefined;
@@ -107,5 +123,113 @@ describe('telegram adapter: files', () => {
     const res2 = await w!.channel.postAsAgent(ref, w!.agents[1]!, long, { attachments: [kept.attachment] });
     expect(res2.ids).toHaveLength(2);
     expect(up[1]).toMatchObject({ bot: USERNAMES.writer, method: 'sendPhoto', caption: undefined });
+  });
+
+  it('a failed download leaves the update unconfirmed: it comes again and is recorded once, with its file', async () => {
+    w = await makeWorld({ ids: ['analyst'] });
+    const chat = w.fake.createGroup('Charts', { type: 'supergroup' });
+    w.fake.addBotToChat(chat.id, TOKENS.analyst, MAYA);
+    await w.channel.start(w.host);
+    w.fake.files.failDownloads(502, 'drop');
+    const png = samplePng(30, 20, 11);
+    w.fake.humanSendsFile(chat.id, MAYA, { photo: [{ bytes: png }] }, 'second try');
+    const [msg] = await w.host.waitForReceived(1, 30_000);
+    expect(msg!.attachments?.map((a) => a.sha256)).toEqual([sha256(png)]);
+    expect(w.fake.files.failedDownloads.map((d) => d.status)).toEqual([502, 0]);
+    expect(w.fake.files.downloads).toHaveLength(1);
+    expect(w.host.attempts).toHaveLength(1);
+  }, 40_000);
+
+  it('webhook mode: a failed download is answered 503, and the update delivered again is recorded with its file', async () => {
+    const fake = await FakeTelegram.start();
+    fake.addBot({ token: TOKENS.analyst, username: USERNAMES.analyst, firstName: 'Analyst' });
+    const agents = [agentDef('analyst')];
+    const inst = await webhookInstance(fake, agents);
+    try {
+      roundRobin(fake, [inst]);
+      const host = new CountingHost(agents);
+      await inst.channel.start(host);
+      const chat = fake.createGroup('Charts', { type: 'supergroup' });
+      fake.addBotToChat(chat.id, TOKENS.analyst, MAYA);
+      await waitUntil(() => fake.pendingWebhook().get(USERNAMES.analyst) === 0 || undefined, 'set-up updates confirmed');
+      const before = fake.deliveries.length;
+      fake.files.failDownloads(500);
+      const png = samplePng(30, 30, 4);
+      fake.humanSendsFile(chat.id, MAYA, { photo: [{ bytes: png }] }, 'via webhook');
+      const [msg] = await host.waitForReceived(1, 30_000);
+      expect(msg!.attachments?.map((a) => a.sha256)).toEqual([sha256(png)]);
+      await waitUntil(() => fake.pendingWebhook().get(USERNAMES.analyst) === 0 || undefined, 'confirmed', 30_000);
+      expect(fake.deliveries.slice(before).map((d) => d.status)).toEqual([503, 200]);
+      expect(fake.files.failedDownloads.map((d) => d.status)).toEqual([500]);
+      expect(host.attempts).toHaveLength(1);
+    } finally {
+      await inst.close();
+      await fake.close();
+    }
+  }, 40_000);
+
+  it('a file over the 20 MB Telegram lets bots download is told and the caption recorded; the update is not held up', async () => {
+    w = await makeWorld({ ids: ['analyst'] });
+    const host = new LimitedHost(w.agents, 30 * 1024 * 1024);
+    const chat = w.fake.createGroup('Charts', { type: 'supergroup' });
+    w.fake.addBotToChat(chat.id, TOKENS.analyst, MAYA);
+    await w.channel.start(host);
+    w.fake.humanSendsFile(chat.id, MAYA, { document: samplePdf(), name: 'scan.pdf', mime: 'application/pdf', claimed: 25 * 1024 * 1024 }, 'the scan');
+    const [msg] = await host.waitForReceived(1);
+    expect(msg).toMatchObject({ text: 'the scan' });
+    expect(msg!.attachments).toBeUndefined();
+    const notice = await waitUntil(() => w!.fake.postsIn(chat.id).find((p) => p.text.startsWith('⚠')), 'the notice');
+    expect(notice.text).toMatch(/^⚠ Maya: scan\.pdf is over the 20 MB Telegram lets bots download\./);
+    await waitUntil(() => w!.fake.unconfirmed().get(USERNAMES.analyst) === 0 || undefined, 'the update confirmed');
+    // The next message is not held up behind it.
+    w.fake.humanSays(chat.id, MAYA, 'and this');
+    await host.waitForReceived(2);
+    expect(w.fake.callsOf('getFile')).toHaveLength(1);
+    expect(w.fake.files.downloads).toHaveLength(0);
+  });
+
+  it('a file Telegram no longer has (404 on download) is told, not fetched again and again', async () => {
+    const { chat } = await setup();
+    w!.fake.files.failDownloads(404);
+    w!.fake.humanSendsFile(chat.id, MAYA, { document: samplePdf(50), name: 'gone.pdf', mime: 'application/pdf' }, 'here');
+    const [msg] = await w!.host.waitForReceived(1);
+    expect(msg!.attachments).toBeUndefined();
+    const notice = await waitUntil(() => w!.fake.postsIn(chat.id).find((p) => p.text.startsWith('⚠')), 'the notice');
+    expect(notice.text).toMatch(/Telegram would not hand gone\.pdf over \(HTTP 404\)/);
+    await waitUntil(() => [...w!.fake.unconfirmed().values()].every((n) => n === 0) || undefined, 'every copy confirmed');
+    expect(w!.fake.files.failedDownloads).toHaveLength(1);
+    expect(w!.fake.callsOf('getFile')).toHaveLength(1);
+  });
+
+  it('in a basic group the photos of an album (one person, one second, no captions) are separate messages', async () => {
+    w = await makeWorld({ ids: ['analyst', 'writer'] });
+    const chat = w.fake.createGroup('Basic', { type: 'group' });
+    for (const id of ['analyst', 'writer'] as const) w.fake.addBotToChat(chat.id, TOKENS[id], MAYA);
+    await w.channel.start(w.host);
+    const a = samplePng(20, 20, 21);
+    const b = samplePng(20, 20, 22);
+    w.fake.humanSendsFile(chat.id, MAYA, { photo: [{ bytes: a }] });
+    w.fake.humanSendsFile(chat.id, MAYA, { photo: [{ bytes: b }] });
+    const got = await w.host.waitForReceived(2);
+    expect(got.map((m) => m.attachments?.[0]?.sha256)).toEqual([sha256(a), sha256(b)]);
+    expect(got[0]!.messageId).not.toBe(got[1]!.messageId);
+    // Each photo reached both bots; the copies of one photo are still one message.
+    await waitUntil(() => w!.host.attempts.length >= 4 || undefined, 'every copy');
+    await waitUntil(() => [...w!.fake.unconfirmed().values()].every((n) => n === 0) || undefined, 'every copy confirmed');
+    expect(w.host.received).toHaveLength(2);
+  });
+
+  it('an update whose photo or document is not what the Bot API describes is malformed (a dead letter, not retried forever)', () => {
+    const base = { message_id: 1, date: 1, chat: { id: -100, type: 'supergroup' }, from: { id: 5, is_bot: false, first_name: 'M' } };
+    const bad = [
+      { photo: 'x' },
+      { photo: [{ file_id: 'a', file_unique_id: 'b', width: '1', height: 1 }] },
+      { document: { file_id: 1, file_unique_id: 'b' } },
+      { document: { file_id: 'a', file_unique_id: 'b', file_name: 7 } },
+      { document: { file_id: 'a', file_unique_id: 'b', file_size: 'big' } },
+    ];
+    for (const extra of bad) expect(() => checkUpdateShape({ update_id: 1, message: { ...base, ...extra } } as never)).toThrow(MalformedUpdateError);
+    expect(() => checkUpdateShape({ update_id: 1, message: { ...base, photo: [{ file_id: 'a', file_unique_id: 'b', width: 1, height: 1, file_size: 3 }] } } as never)).not.toThrow();
+    expect(() => checkUpdateShape({ update_id: 1, message: { ...base, document: { file_id: 'a', file_unique_id: 'b', file_name: 'x.pdf' } } } as never)).not.toThrow();
   });
 });

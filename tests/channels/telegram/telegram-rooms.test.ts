@@ -101,6 +101,10 @@ describe('telegram adapter: rooms across chats', () => {
     expect(res.ids).toEqual([String(fake.files.uploads[0]!.messageId)]);
     await channel.editPosted(ref, res.ids, { relayed: MAYA_DISCORD }, 'look at this one');
     expect(fake.changes.edits).toEqual([expect.objectContaining({ bot: RELAY.username, kind: 'caption', text: 'Maya (Discord): look at this one' })]);
+    // The caption is HTML (the name bold), as a text post's first chunk; files without text carry the name alone.
+    expect(fake.files.uploads[0]!.parseMode).toBe('HTML');
+    await channel.relay(ref, MAYA_DISCORD, '', { attachments: [kept.attachment] });
+    expect(fake.files.uploads[1]).toMatchObject({ bot: RELAY.username, method: 'sendPhoto', caption: 'Maya (Discord)', parseMode: 'HTML' });
   });
 
   it('edits and deletes a relayed message through the relay bot; not modified and already gone count as done', async () => {
@@ -217,9 +221,15 @@ describe('telegram adapter: rooms across chats', () => {
     await channel.relay(ref, MAYA_DISCORD, 'still there?');
     expect(fake.callsOf('sendMessage', RELAY.username)).toHaveLength(asked);
     expect(fake.postsIn(chat.id).at(-1)).toMatchObject({ bot: USERNAMES.writer, text: 'Maya (Discord): still there?' });
+    // An agent's post once its bot is removed is refused for good (a room's queue for this chat
+    // records it as failed and goes on, rather than holding back everything after it).
+    fake.removeBotFromChat(chat.id, TOKENS.analyst, MAYA);
+    await expect(channel.postAsAgent(ref, w!.agents[0]!, 'hello?')).rejects.toBeInstanceOf(PostRefusedError);
+    await expect(channel.postAsAgent(ref, w!.agents[0]!, 'hello?')).rejects.toThrow(/not a member/);
     // No bot of the room can post there any more: refused for good.
     for (const id of AGENTS) fake.removeBotFromChat(chat.id, TOKENS[id], MAYA);
     await expect(channel.relay(ref, MAYA_DISCORD, 'hello?')).rejects.toBeInstanceOf(PostRefusedError);
+    await expect(channel.postAsSystem(ref, 'anyone?')).rejects.toBeInstanceOf(PostRefusedError);
   });
 
   it("a person's edit reaches every bot and is handed over once per edit; a caption edit carries the caption", async () => {

@@ -305,8 +305,14 @@ export class FakeDiscord {
 
   /** Bytes of people's attachments by path (`/attachments/<channel>/<id>/<name>`), served by the REST server. */
   readonly cdn = new Map<string, Buffer>();
-  /** Attachment paths fetched, in order. */
+  /** Attachment paths fetched, in order (failed fetches included). */
   readonly cdnFetches: string[] = [];
+  /** The next attachment fetches fail, one per entry: answered with that status, or 'drop' (the connection is cut). */
+  readonly cdnFaults: Array<number | 'drop'> = [];
+  /** Statuses of the attachment fetches, in order (0: dropped). */
+  readonly cdnAnswers: number[] = [];
+  /** The server's upload limit (a multipart request larger is answered 413, code 40005); 10 MiB without boosts. */
+  uploadLimitBytes = 10 * 1024 * 1024;
 
   /** A person posts files (with text or none); `claimedSize` is what Discord reports, if not the real size. */
   humanSendsFiles(channelId: string, user: FakeUser, content: string, files: Array<{ name: string; bytes: Buffer; claimedSize?: number; contentType?: string }>): string {

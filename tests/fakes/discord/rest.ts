@@ -32,6 +32,14 @@ export async function handleRest(fake: FakeDiscord, req: IncomingMessage, res: S
   if (method === 'GET' && path.startsWith('/attachments/')) {
     const bytes = fake.cdn.get(path);
     fake.cdnFetches.push(path);
+    const fault = fake.cdnFaults.shift();
+    if (fault !== undefined) {
+      fake.cdnAnswers.push(fault === 'drop' ? 0 : fault);
+      if (fault === 'drop') res.socket?.destroy();
+      else res.writeHead(fault, { 'content-type': 'text/plain' }).end(`error ${fault}`);
+      return;
+    }
+    fake.cdnAnswers.push(bytes ? 200 : 404);
     res.writeHead(bytes ? 200 : 404, { 'content-type': 'application/octet-stream' });
     res.end(bytes ?? 'Not Found');
     return;
@@ -40,8 +48,8 @@ export async function handleRest(fake: FakeDiscord, req: IncomingMessage, res: S
   const raw = rawBytes.toString('utf8');
   let body: unknown = undefined;
   if (/^multipart\/form-data/i.test(req.headers['content-type'] ?? '')) {
-    // File uploads: the JSON is in `payload_json`, the files in `files[n]`; 10 MiB a request at most.
-    if (rawBytes.length > UPLOAD_LIMIT) {
+    // File uploads: the JSON is in `payload_json`, the files in `files[n]`; the server's upload limit a request.
+    if (rawBytes.length > fake.uploadLimitBytes) {
       fake.requests.push({ method, path: path + url.search, body: undefined, status: 413 });
       res.writeHead(413, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ message: 'Request entity too large', code: 40005 }));
@@ -116,8 +124,6 @@ export async function handleRest(fake: FakeDiscord, req: IncomingMessage, res: S
   res.end(reply.body === undefined ? undefined : JSON.stringify(reply.body));
 }
 
-/** Discord's upload limit for a server without boosts. */
-const UPLOAD_LIMIT = 10 * 1024 * 1024;
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {

@@ -271,13 +271,13 @@ export class FakeTelegram {
     if ('photo' in file) {
       media = {
         photo: file.photo.map((s, i) => {
-          const f = this.files.add(s.bytes, 'photos', 'jpg');
+          const f = this.files.add(s.bytes, 'photos', 'jpg', s.claimed);
           ids.push(f.fileId);
           return { file_id: f.fileId, file_unique_id: f.uniqueId, width: 90 * (i + 1), height: 60 * (i + 1), file_size: s.claimed ?? s.bytes.length };
         }),
       };
     } else {
-      const f = this.files.add(file.document, 'documents', file.name.split('.').pop() ?? 'bin');
+      const f = this.files.add(file.document, 'documents', file.name.split('.').pop() ?? 'bin', file.claimed);
       ids.push(f.fileId);
       media = { document: { file_id: f.fileId, file_unique_id: f.uniqueId, file_name: file.name, mime_type: file.mime, file_size: file.claimed ?? file.document.length } };
     }
@@ -657,21 +657,38 @@ export class FakeTelegram {
   private sendFile(bot: BotRec, method: string, p: Record<string, unknown>): ApiResult {
     const chat = this.state.findChat(p.chat_id === undefined ? undefined : Number(p.chat_id));
     if (!chat) return fail(400, 'Bad Request: chat not found');
+    if (chat.migratedTo !== undefined) return fail(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: chat.migratedTo });
     if (chat.type !== 'private' && !chat.bots.has(bot.token)) return fail(403, 'Forbidden: bot is not a member of the group chat');
     const field = method === 'sendPhoto' ? 'photo' : method === 'sendDocument' ? 'document' : 'animation';
     const file = ((p.__files ?? []) as Array<{ field: string; name: string; bytes: Buffer }>).find((f) => f.field === field);
     if (!file) return fail(400, `Bad Request: there is no ${field} in the request`);
     if (file.bytes.length > (method === 'sendPhoto' ? 10 : 50) * 1024 * 1024) return fail(413, 'Request Entity Too Large');
-    const caption = typeof p.caption === 'string' ? p.caption : undefined;
+    let caption: string | undefined;
+    try {
+      // Telegram counts a caption's length after its markup is parsed.
+      caption = typeof p.caption !== 'string' ? undefined : p.parse_mode === 'HTML' ? parseHtml(p.caption) : p.parse_mode === 'MarkdownV2' ? parseMarkdownV2(p.caption) : p.caption;
+    } catch (e) {
+      if (e instanceof EntityParseError) return fail(400, `Bad Request: can't parse entities: ${e.message}`);
+      throw e;
+    }
     if (caption && caption.length > 1024) return fail(400, 'Bad Request: message caption is too long');
     const threadId = p.message_thread_id !== undefined ? Number(p.message_thread_id) : undefined;
+    if (threadId !== undefined && (!chat.isForum || !chat.topics.has(threadId))) return fail(400, 'Bad Request: message thread not found');
+    const markup = readKeyboard(p.reply_markup);
+    if (!markup.ok) return markup.error;
     const media = { [field === 'animation' ? 'document' : field]: field === 'photo' ? [{ file_id: 'sent', file_unique_id: 'sent', width: 1, height: 1 }] : { file_id: 'sent', file_unique_id: 'sent' } };
     const rp = p.reply_parameters as { message_id?: number } | string | undefined;
     const replyId = typeof rp === 'string' ? (JSON.parse(rp) as { message_id?: number }).message_id : rp?.message_id;
     const replyTo = replyId !== undefined ? chat.messages.find((m) => this.state.idFor(m, bot.token) === replyId) : undefined;
-    const rec = this.state.botMessage(chat, bot, caption ?? '', replyTo, threadId, undefined, media);
+    const rec = this.state.botMessage(chat, bot, caption ?? '', replyTo, threadId, markup.keyboard, media);
     const messageId = this.state.idFor(rec, bot.token);
-    this.files.uploads.push({ bot: bot.username, method, chatId: chat.id, name: file.name, sha256: sha256(file.bytes), size: file.bytes.length, caption, messageId, replyToMessageId: replyTo ? this.state.idFor(replyTo, bot.token) : undefined });
+    this.files.uploads.push({
+      bot: bot.username, method, chatId: chat.id, name: file.name, sha256: sha256(file.bytes), size: file.bytes.length, caption, messageId,
+      replyToMessageId: replyTo ? this.state.idFor(replyTo, bot.token) : undefined,
+      parseMode: typeof p.parse_mode === 'string' ? p.parse_mode : undefined,
+      threadId,
+      ...(markup.keyboard.length ? { keyboard: markup.keyboard } : {}),
+    });
     return { ok: true, result: this.state.apiMessage(rec, bot.token) };
   }
 

@@ -19,6 +19,8 @@ export interface FakeFile {
   uniqueId: string;
   bytes: Buffer;
   path: string;
+  /** The size Telegram states (getFile's file_size and its 20 MB check): the bytes', unless claimed larger. */
+  size: number;
 }
 
 /** A file a bot uploaded. */
@@ -33,6 +35,11 @@ export interface FakeUpload {
   messageId: number;
   /** The message it replies to (in the sending bot's numbering). */
   replyToMessageId?: number | undefined;
+  /** The caption's markup ('HTML'), when it had one. */
+  parseMode?: string | undefined;
+  threadId?: number | undefined;
+  /** Buttons under it (rows of button texts and callback data). */
+  keyboard?: unknown;
 }
 
 export class FakeFiles {
@@ -41,12 +48,15 @@ export class FakeFiles {
   readonly uploads: FakeUpload[] = [];
   /** Paths downloaded, in order (a test can tell a file was not fetched). */
   readonly downloads: string[] = [];
+  /** Downloads that failed on purpose (`failDownloads`): the path and the status (0: the connection dropped). */
+  readonly failedDownloads: Array<{ path: string; status: number }> = [];
+  private readonly downloadFaults: Array<number | 'drop'> = [];
   private n = 0;
 
   /** Keep bytes as Telegram would after a person sent them; `size` may be claimed larger (big photos). */
-  add(bytes: Buffer, folder: 'photos' | 'documents', ext: string): FakeFile {
+  add(bytes: Buffer, folder: 'photos' | 'documents', ext: string, size = bytes.length): FakeFile {
     const n = ++this.n;
-    const f = { fileId: `FILE${n}${'x'.repeat(20)}`, uniqueId: `U${n}`, bytes, path: `${folder}/file_${n}.${ext}` };
+    const f = { fileId: `FILE${n}${'x'.repeat(20)}`, uniqueId: `U${n}`, bytes, path: `${folder}/file_${n}.${ext}`, size };
     this.byId.set(f.fileId, f);
     this.byPath.set(f.path, f);
     return f;
@@ -55,8 +65,13 @@ export class FakeFiles {
   getFile(p: Record<string, unknown>): { ok: true; result: unknown } | { ok: false; error_code: number; description: string } {
     const f = typeof p.file_id === 'string' ? this.byId.get(p.file_id) : undefined;
     if (!f) return { ok: false, error_code: 400, description: 'Bad Request: invalid file_id' };
-    if (f.bytes.length > GET_FILE_LIMIT) return { ok: false, error_code: 400, description: 'Bad Request: file is too big' };
-    return { ok: true, result: { file_id: f.fileId, file_unique_id: f.uniqueId, file_size: f.bytes.length, file_path: f.path } };
+    if (f.size > GET_FILE_LIMIT) return { ok: false, error_code: 400, description: 'Bad Request: file is too big' };
+    return { ok: true, result: { file_id: f.fileId, file_unique_id: f.uniqueId, file_size: f.size, file_path: f.path } };
+  }
+
+  /** The next downloads fail, one per entry: answered with that status, or 'drop' (the connection is cut). */
+  failDownloads(...faults: Array<number | 'drop'>): void {
+    this.downloadFaults.push(...faults);
   }
 
   /** Serve `/file/bot<token>/<path>`; false when the URL is not a file path. */
@@ -67,6 +82,13 @@ export class FakeFiles {
     if (!tokenKnown(decodeURIComponent(m[1]!)) || !f) {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ ok: false, error_code: 404, description: 'Not Found' }));
+      return true;
+    }
+    const fault = this.downloadFaults.shift();
+    if (fault !== undefined) {
+      this.failedDownloads.push({ path: f.path, status: fault === 'drop' ? 0 : fault });
+      if (fault === 'drop') res.socket?.destroy();
+      else res.writeHead(fault, { 'content-type': 'text/plain' }).end(`error ${fault}`);
       return true;
     }
     this.downloads.push(f.path);
