@@ -317,8 +317,8 @@ export class GroupAdmin implements GatewayApi {
   }
 
   /** A change to a group this instance runs, made as a task of the group's mailbox. */
-  private writer<T>(id: string, change: (g: GroupDoc) => Promise<T>): Promise<T> {
-    this.owned(id);
+  private async writer<T>(id: string, change: (g: GroupDoc) => Promise<T>): Promise<T> {
+    this.owned(id); // refused at once, not after the tasks ahead of it
     return this.d.mailbox.send(id, () => change(this.owned(id)));
   }
 
