@@ -64,6 +64,13 @@ export interface PostOptions {
 /** What the platform assigned to a post: one id per chunk, in order. */
 export interface PostedMessage {
   ids: string[];
+  /**
+   * Which of the channel's identities posted it, as the channel names it (Telegram: the id of the
+   * bot that sent it — the relay bot, or an agent's bot standing in for it). Kept with the copy
+   * and handed back to `editPosted` / `deletePosted`, so a change goes through the same bot even
+   * after a fallback, a restart or a new relay token. Absent where any identity may change it.
+   */
+  via?: string | undefined;
 }
 
 export interface ChannelHost {
@@ -188,11 +195,12 @@ export interface Channel {
    * Change the text of messages this channel posted (`ids`: the chunks of one post, in order) to
    * `text`, shown as the post was (`by`): a relayed or agent message whose original was edited.
    * Chunks the new text no longer needs are emptied or removed; a longer text is cut to the chunks
-   * there are. Throws like `relay`.
+   * there are. `via`: the identity the post was made through (`PostedMessage.via`), when known.
+   * Throws like `relay`.
    */
-  editPosted(chat: ChatRef, ids: readonly string[], by: PostedBy, text: string): Promise<void>;
-  /** Remove messages this channel posted (a relayed message whose original was deleted). Throws like `relay`. */
-  deletePosted(chat: ChatRef, ids: readonly string[], by: PostedBy): Promise<void>;
+  editPosted(chat: ChatRef, ids: readonly string[], by: PostedBy, text: string, via?: string): Promise<void>;
+  /** Remove messages this channel posted (a relayed message whose original was deleted). `via` and throws: as `editPosted`. */
+  deletePosted(chat: ChatRef, ids: readonly string[], by: PostedBy, via?: string): Promise<void>;
   /** Show "agent is typing" until the returned function is called. Never throws. */
   startTyping(chat: ChatRef, agent: AgentDef): () => void;
   /** May this user run admin commands in this chat? */

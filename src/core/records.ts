@@ -254,6 +254,8 @@ export interface DeliveryOutcome {
   postedIds?: string[] | undefined;
   /** The copy in this chat of the room (a `chatKeyOf` key); absent: the home chat's post. */
   chat?: string | undefined;
+  /** Who posted the copy (`PostedMessage.via`); kept on the copy only (a home post is changed as its author). */
+  via?: string | undefined;
 }
 
 /**

@@ -78,6 +78,8 @@ export interface CarryItem {
   ids: string[];
   /** Who posted the copy. */
   by: PostedBy;
+  /** Which of the channel's identities posted it (`ChatCopy.via`), when known. */
+  via?: string | undefined;
   /** The entry's edit time this brings the copy to. */
   at: number;
   /** The entry's new text (an edit); the channel shows it as it showed the copy (a relayed line carries the name). */

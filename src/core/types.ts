@@ -270,6 +270,11 @@ export interface ChatCopy {
   delivery: 'pending' | 'posted' | 'failed';
   ids?: string[] | undefined;
   synced?: number | undefined;
+  /**
+   * Which of the channel's identities posted the copy (`PostedMessage.via`: on Telegram the bot's
+   * id), handed back when it is edited or removed: only the bot that sent a message may edit it.
+   */
+  via?: string | undefined;
 }
 
 /** One line of a group's transcript. */

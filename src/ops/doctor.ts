@@ -1,7 +1,8 @@
 /**
  * `chorus doctor`: the checks `chorus check` cannot make because they need the outside world —
  * the data directory (or the PostgreSQL database) and the port on this machine, the model endpoint, each Telegram bot and the
- * groups it is in, the Discord login, intents and channel permissions, the MCP tool servers. Each finding is one line
+ * groups it is in, the Discord login, intents and channel permissions, the MCP tool servers, and the chats of each room
+ * across chats (every chat of a room is checked like a home chat; who relays people there). Each finding is one line
  * with its fix; the exit code is 1 when anything would fail, so scripts and CI can gate on it.
  *
  * The checks only read (one tiny model call is the exception, a few tokens per model; MCP tool
@@ -17,7 +18,9 @@ import { mayHoldDeclared } from '../core/router/declaredGroups.js';
 import { peekGroups, type PeekedGroup } from '../store/files/peek.js';
 import { checkModels } from './checks/model.js';
 import { checkDataDir, checkPort } from './checks/system.js';
-import { checkTelegram, type TelegramChat } from './checks/telegram.js';
+import { chatsOn, knownGroups, roomFindings } from './checks/rooms.js';
+import { checkTelegram } from './checks/telegram.js';
+import { checkRelayIn } from './checks/telegramRelay.js';
 import { checkTools } from './checks/tools.js';
 import { fail, formatFinding, ok, warn, type Finding } from './findings.js';
 
@@ -61,21 +64,23 @@ export async function runDoctor(loaded: LoadedConfig, write: (line: string) => v
     }
   }
   const live = stored.filter((g) => !g.archived && !g.dm);
+  // Every chat of every group: its home and, in a room across chats, the chats linked to it.
+  const groups = knownGroups(config, live);
 
   // Independent checks run at once; their lines come out in this order.
   const sections: Array<Promise<Finding[]>> = [
     config.storage.kind === 'postgres' ? guard('storage', async () => (await import('./checks/postgres.js')).checkPostgres(config)) : guard('data_dir', () => checkDataDir(config)),
     guard('port', () => checkPort(config)),
     guard('model', () => checkModels(config, chooseProvider(config, silentLogger).scriptedReason)),
-    guard('telegram', () => checkTelegram(config, telegramChats(loaded, live))),
+    guard('telegram', () => checkTelegram(config, chatsOn(groups, 'telegram'))),
     guard('tools', () => checkTools(config)),
     guard('discord', async () => {
       if (!config.channels.discord.enabled) return [];
       // discord.js is loaded only when Discord is enabled.
       const { checkDiscord } = await import('./checks/discord.js');
-      const declared = config.groups.filter((g) => g.channel === 'discord').map((g) => g.chat_id);
-      return checkDiscord(config, [...declared, ...live.filter((g) => g.channel === 'discord').map((g) => g.chatId)]);
+      return checkDiscord(config, chatsOn(groups, 'discord').map((c) => c.chatId));
     }),
+    guard('rooms', async () => [...roomFindings(config, groups), ...(await checkRelayIn(config, chatsOn(groups, 'telegram', true)))]),
   ];
   for (const s of sections) emit(await s);
 
@@ -105,12 +110,3 @@ async function guard(section: string, run: () => Promise<Finding[]>): Promise<Fi
     return [fail(section, `the check itself failed: ${describeError(err)}`, 'report this; the other checks still ran')];
   }
 }
-
-/** Telegram group chats with their participants, from the config and from data_dir. */
-function telegramChats(loaded: LoadedConfig, stored: readonly PeekedGroup[]): TelegramChat[] {
-  const out = new Map<string, TelegramChat>();
-  for (const g of loaded.config.groups) if (g.channel === 'telegram') out.set(g.chat_id, { chatId: g.chat_id, title: g.title ?? g.chat_id, participants: g.participants });
-  for (const g of stored) if (g.channel === 'telegram') out.set(g.chatId, { chatId: g.chatId, title: g.title, participants: g.participants });
-  return [...out.values()];
-}
-

@@ -48,8 +48,8 @@ const chatAddress = z.looseObject({ channel: z.enum(['telegram', 'discord', 'web
 const linkedChat = chatAddress.extend({ title: z.string().optional(), at: z.number() });
 const relayedAuthor = z.looseObject({ name: z.string(), platform: z.enum(['telegram', 'discord', 'web']), kind: z.enum(['person', 'bot']), avatarUrl: z.string().optional() });
 const postedBy = z.union([z.object({ agentId: z.string() }), z.object({ relayed: relayedAuthor }), z.object({ system: z.literal(true) })]);
-const carryItem = z.looseObject({ seq: z.number(), chat: z.string(), ids: z.array(z.string()), by: postedBy, at: z.number(), text: z.string().optional(), deleted: z.literal(true).optional() });
-const chatCopy = z.looseObject({ delivery: z.enum(['pending', 'posted', 'failed']), ids: z.array(z.string()).optional(), synced: z.number().optional() });
+const carryItem = z.looseObject({ seq: z.number(), chat: z.string(), ids: z.array(z.string()), by: postedBy, via: z.string().optional(), at: z.number(), text: z.string().optional(), deleted: z.literal(true).optional() });
+const chatCopy = z.looseObject({ delivery: z.enum(['pending', 'posted', 'failed']), ids: z.array(z.string()).optional(), synced: z.number().optional(), via: z.string().optional() });
 const linkCode = z.looseObject({ code: z.string(), until: z.number(), from: z.string() });
 
 const entry = z.looseObject({
@@ -164,7 +164,7 @@ const sessionDelta = z.object({
 });
 
 // `chat`: the outcome of a copy in another chat of the room; absent: the home chat's post.
-const delivery = z.object({ seq: z.number(), delivery: z.enum(['posted', 'failed']), postedIds: z.array(z.string()).optional(), chat: z.string().optional() });
+const delivery = z.object({ seq: z.number(), delivery: z.enum(['posted', 'failed']), postedIds: z.array(z.string()).optional(), chat: z.string().optional(), via: z.string().optional() });
 
 
 // Each edit is an entry's whole edit state (records.ts): text, when it was edited, notes, reactions.

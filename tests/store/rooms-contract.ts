@@ -81,12 +81,13 @@ export function roomsContract(name: string, factory: StoreFactory): void {
       await filler(1, 120);
       // Entry 3: its home post and its two copies, each reported on its own, long after it (later segments).
       await add({ delivery: [{ seq: 3, delivery: 'posted', postedIds: ['h3'] }] });
-      await add({ delivery: [{ seq: 3, chat: TG, delivery: 'posted', postedIds: ['t3a', 't3b'] }, { seq: 3, chat: DC, delivery: 'failed' }] });
+      // Which bot posted a copy (`via`) is kept with it: Telegram lets only that bot edit it later.
+      await add({ delivery: [{ seq: 3, chat: TG, delivery: 'posted', postedIds: ['t3a', 't3b'], via: '5001' }, { seq: 3, chat: DC, delivery: 'failed' }] });
       await add({ delivery: [{ seq: 3, chat: DC, delivery: 'posted', postedIds: ['d3'] }] });
       // Entry 13: a copy before the home post, which comes many segments later; 17 (relayed): its one copy.
       await add({ delivery: [{ seq: 13, chat: DC, delivery: 'posted', postedIds: ['d13'] }, { seq: 17, chat: DC, delivery: 'posted', postedIds: ['d17'] }] });
-      // Entry 23: one copy posted, home and the other copy still owed. Entry 33: a copy posted, then a later outcome without ids keeps them.
-      await add({ delivery: [{ seq: 23, chat: TG, delivery: 'posted', postedIds: ['t23'] }, { seq: 33, chat: TG, delivery: 'posted', postedIds: ['t33'] }] });
+      // Entry 23: one copy posted, home and the other copy still owed. Entry 33: a copy posted, then a later outcome without ids keeps them (and who posted them).
+      await add({ delivery: [{ seq: 23, chat: TG, delivery: 'posted', postedIds: ['t23'] }, { seq: 33, chat: TG, delivery: 'posted', postedIds: ['t33'], via: '5002' }] });
       await add({ delivery: [{ seq: 33, chat: TG, delivery: 'failed' }] });
       await filler(121, 150);
       await add({ delivery: [{ seq: 13, delivery: 'posted', postedIds: ['h13'] }] });
@@ -96,30 +97,35 @@ export function roomsContract(name: string, factory: StoreFactory): void {
       // own record and two in one; an old relayed message's copy and an edit of it.
       await Promise.all([
         add({ entries: [reply(151)] }),
-        add({ delivery: [{ seq: 151, chat: DC, delivery: 'posted', postedIds: ['d151'] }] }),
+        add({ delivery: [{ seq: 151, chat: TG, delivery: 'posted', postedIds: ['t151'], via: '5003' }, { seq: 151, chat: DC, delivery: 'posted', postedIds: ['d151'] }] }),
         add({ delivery: [{ seq: 151, delivery: 'posted', postedIds: ['h151'] }] }),
         add({ delivery: [{ seq: 151, chat: TG, delivery: 'failed' }] }),
-        add({ delivery: [{ seq: 43, chat: TG, delivery: 'posted', postedIds: ['t43'] }] }),
+        add({ delivery: [{ seq: 43, chat: TG, delivery: 'posted', postedIds: ['t43'], via: '5004' }] }),
         add({ delivery: [{ seq: 43, delivery: 'posted', postedIds: ['h43'] }, { seq: 43, chat: DC, delivery: 'posted', postedIds: ['d43'] }] }),
         add({ delivery: [{ seq: 47, chat: DC, delivery: 'posted', postedIds: ['d47'] }], edits: [{ seq: 47, text: 'fixed 47', at: 9000 }] }),
         add({ delivery: [{ seq: 53, delivery: 'posted', postedIds: ['h53'] }], edits: [{ seq: 53, text: 'fixed 53', at: 9001 }] }),
         add({ delivery: [{ seq: 53, chat: TG, delivery: 'posted', postedIds: ['t53'] }] }),
+        // A copy posted again by another bot (after the first one's message was refused): the newer one counts.
+        add({ delivery: [{ seq: 63, chat: TG, delivery: 'posted', postedIds: ['t63'], via: '5005' }] }),
+        add({ delivery: [{ seq: 63, chat: TG, delivery: 'posted', postedIds: ['t63b'], via: '5006' }] }),
       ]);
       const expected = expectedEntries(written);
       const check = async (s: Store) => {
         const got = await everyEntry(s);
         const at = (seq: number) => got.find((e) => e.seq === seq)!;
-        expect(at(3)).toMatchObject({ delivery: 'posted', postedIds: ['h3'], copies: { [TG]: { delivery: 'posted', ids: ['t3a', 't3b'] }, [DC]: { delivery: 'posted', ids: ['d3'] } } });
+        expect(at(3)).toMatchObject({ delivery: 'posted', postedIds: ['h3'], copies: { [TG]: { delivery: 'posted', ids: ['t3a', 't3b'], via: '5001' }, [DC]: { delivery: 'posted', ids: ['d3'] } } });
+        expect(at(3).copies![DC]!.via).toBeUndefined();
         expect(at(13)).toMatchObject({ delivery: 'posted', postedIds: ['h13'], copies: { [DC]: { delivery: 'posted', ids: ['d13'] }, [TG]: { delivery: 'pending' } } });
         expect(at(17)).toMatchObject({ copies: { [DC]: { delivery: 'posted', ids: ['d17'] } }, origin: { channel: 'telegram', chatId: '-100' }, authorKind: 'bot' });
         expect(at(17).delivery).toBeUndefined();
         expect(at(23)).toMatchObject({ delivery: 'pending', copies: { [TG]: { delivery: 'posted', ids: ['t23'] }, [DC]: { delivery: 'pending' } } });
         expect(at(23).postedIds).toBeUndefined();
-        expect(at(33).copies![TG]).toEqual({ delivery: 'failed', ids: ['t33'] });
+        expect(at(33).copies![TG]).toEqual({ delivery: 'failed', ids: ['t33'], via: '5002' });
+        expect(at(63).copies![TG]).toEqual({ delivery: 'posted', ids: ['t63b'], via: '5006' });
         expect(at(8)).toMatchObject({ delivery: 'posted', postedIds: ['h8'] });
         expect(at(8).copies).toBeUndefined();
-        expect(at(151)).toMatchObject({ delivery: 'posted', postedIds: ['h151'], copies: { [TG]: { delivery: 'failed' }, [DC]: { delivery: 'posted', ids: ['d151'] } } });
-        expect(at(43)).toMatchObject({ delivery: 'posted', postedIds: ['h43'], copies: { [TG]: { delivery: 'posted', ids: ['t43'] }, [DC]: { delivery: 'posted', ids: ['d43'] } } });
+        expect(at(151)).toMatchObject({ delivery: 'posted', postedIds: ['h151'], copies: { [TG]: { delivery: 'failed', ids: ['t151'], via: '5003' }, [DC]: { delivery: 'posted', ids: ['d151'] } } });
+        expect(at(43)).toMatchObject({ delivery: 'posted', postedIds: ['h43'], copies: { [TG]: { delivery: 'posted', ids: ['t43'], via: '5004' }, [DC]: { delivery: 'posted', ids: ['d43'] } } });
         expect(at(47)).toMatchObject({ text: 'fixed 47', copies: { [DC]: { delivery: 'posted', ids: ['d47'] } } });
         expect(at(53)).toMatchObject({ text: 'fixed 53', delivery: 'posted', postedIds: ['h53'], copies: { [TG]: { delivery: 'posted', ids: ['t53'] } } });
         // Every entry as evolve leaves it, read from either end, a page at a time.
@@ -153,9 +159,9 @@ export function roomsContract(name: string, factory: StoreFactory): void {
         rec(3, { changes: [{ t: 'link', chat: { channel: 'telegram', chatId: '-100', title: 'Team chat', at: 1100 }, code: 'ABC123' }] }),
         rec(4, { entries: [relayed(1), reply(2)] }),
         rec(5, {
-          delivery: [{ seq: 1, chat: DC, delivery: 'posted', postedIds: ['d1'] }, { seq: 2, delivery: 'posted', postedIds: ['h2'] }, { seq: 2, chat: TG, delivery: 'posted', postedIds: ['t2'] }],
+          delivery: [{ seq: 1, chat: DC, delivery: 'posted', postedIds: ['d1'] }, { seq: 2, delivery: 'posted', postedIds: ['h2'] }, { seq: 2, chat: TG, delivery: 'posted', postedIds: ['t2'], via: '5001' }],
           edits: [{ seq: 1, text: 'fixed', at: 1300 }],
-          changes: [{ t: 'carry', items: [{ seq: 1, chat: DC, ids: ['d1'], by: { relayed: { name: 'Maya', platform: 'telegram', kind: 'person' } }, at: 1300, text: 'fixed' }, { seq: 2, chat: TG, ids: ['t2'], by: { agentId: 'analyst' }, at: 1301, deleted: true }] }],
+          changes: [{ t: 'carry', items: [{ seq: 1, chat: DC, ids: ['d1'], by: { relayed: { name: 'Maya', platform: 'telegram', kind: 'person' } }, at: 1300, text: 'fixed' }, { seq: 2, chat: TG, ids: ['t2'], by: { agentId: 'analyst' }, via: '5001', at: 1301, deleted: true }] }],
         }),
         rec(6, { changes: [{ t: 'carried', seq: 1, chat: DC, at: 1300 }, { t: 'rekey', chatId: '-200', from: { channel: 'telegram', chatId: '-100' } }] }),
         rec(7, { changes: [{ t: 'unlink', channel: 'discord', chatId: '1122' }, { t: 'rekey', chatId: 'g2' }] }),
@@ -164,7 +170,7 @@ export function roomsContract(name: string, factory: StoreFactory): void {
       // After record 5 entry 2's Discord copy is still owed: the checkpoint holds it with its copies.
       // Rebuilt from copies: evolve keeps the entries it is given (and an unlink changes them).
       const at5 = checkpointOf((await rebuild('g', null, structuredClone(records.slice(0, 5)))).g, 5);
-      expect(at5.undelivered.map((e) => [e.seq, e.copies])).toEqual([[2, { [TG]: { delivery: 'posted', ids: ['t2'] }, [DC]: { delivery: 'pending' } }]]);
+      expect(at5.undelivered.map((e) => [e.seq, e.copies])).toEqual([[2, { [TG]: { delivery: 'posted', ids: ['t2'], via: '5001' }, [DC]: { delivery: 'pending' } }]]);
       const checkpoint = structuredClone(at5);
       await store.checkpoint('g', at5);
       for (const r of records.slice(5)) await store.append('g', r);

@@ -350,6 +350,7 @@ export class DiscordChannel implements Channel {
     return this.poster.relay(chat, from, text, opts);
   }
 
+  // No `via` (PostedMessage.via): the channel's webhook may edit and delete any message it posted, whoever it showed.
   editPosted(chat: ChatRef, ids: readonly string[], by: PostedBy, text: string): Promise<void> {
     return this.poster.edit(chat, ids, by, text);
   }

@@ -31,7 +31,7 @@ import type { TelegramChannelOptions } from './options.js';
 import { TelegramFiles, attachFiles, hasFiles } from './files.js';
 import { readKept } from '../../core/fileTypes.js';
 import { RelayBot } from './relayBot.js';
-import { RELAY_KEY, TelegramRooms } from './rooms.js';
+import { botIdOf, RELAY_KEY, TelegramRooms } from './rooms.js';
 import { InboundEdits } from './inboundEdits.js';
 
 export type { TelegramChannelOptions } from './options.js';
@@ -100,6 +100,7 @@ export class TelegramChannel implements Channel {
       log: this.log, host: () => this.host, target: (c) => this.addresses.target(c), queue: (id, fn) => this.queues.run(id, fn),
       relayBot: () => (!this.relayBot || this.relayBot.rejected ? 'never' : this.relayBot.ready ? this.relayBot.bot : undefined),
       agentBot: (id) => this.readyBot(id)?.bot ?? (this.bots.some((b) => b.agent.id === id) ? undefined : 'never'),
+      botKeyOf: (id) => (this.relayBot && botIdOf(this.relayBot.token) === id ? RELAY_KEY : this.bots.find((b) => botIdOf(b.token) === id)?.agent.id),
       systemBots: (c) => this.botsOf(c, this.addresses.target(c).tgId, this.addresses.target(c).dmAgentId).map((b) => ({ key: b.agent.id, bot: b.bot })),
       replyId: (c, tgId, key, replyTo) => this.addresses.replyId(c, tgId, key, replyTo),
       hooks: this.hooks,
@@ -304,7 +305,7 @@ export class TelegramChannel implements Channel {
     if (isBasicGroupId(t.tgId)) this.basic.notePosted(t.tgId, b.agent.id, ids);
     // Its buttons go away once the call is decided (see approvals.ts).
     if (approval && keyboard && ids.length) this.approvals.posted(chat.chatId, approval.id, { agentId: b.agent.id, tgChatId: this.addresses.target(chat).tgId, messageId: ids.at(-1)! });
-    return { ids: ids.map(String) };
+    return { ids: ids.map(String), via: botIdOf(b.token) };
   }
 
   async postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage> {
@@ -334,8 +335,8 @@ export class TelegramChannel implements Channel {
 
   // Rooms across chats: see rooms.ts.
   relay = (chat: ChatRef, from: RelayedAuthor, text: string, opts?: PostOptions): Promise<PostedMessage> => this.rooms.relay(chat, from, text, opts);
-  editPosted = (chat: ChatRef, ids: readonly string[], by: PostedBy, text: string): Promise<void> => this.rooms.editPosted(chat, ids, by, text);
-  deletePosted = (chat: ChatRef, ids: readonly string[], by: PostedBy): Promise<void> => this.rooms.deletePosted(chat, ids, by);
+  editPosted = (chat: ChatRef, ids: readonly string[], by: PostedBy, text: string, via?: string): Promise<void> => this.rooms.editPosted(chat, ids, by, text, via);
+  deletePosted = (chat: ChatRef, ids: readonly string[], by: PostedBy, via?: string): Promise<void> => this.rooms.deletePosted(chat, ids, by, via);
 
   startTyping(chat: ChatRef, agent: AgentDef): () => void {
     const b = this.readyBot(agent.id);

@@ -5,11 +5,14 @@
  *
  * Who posts a relayed message: the relay bot (`channels.telegram.relay_token`) when it is up, else
  * the first participant agent's bot of the chat's group. Telegram lets only the bot that sent a
- * message edit it (and delete it, unless that bot is an admin), so which bot posted what is kept;
- * after a restart it is found again by trying the likely bots in order (supergroups only: in a
- * basic group every bot numbers messages its own way, so another bot's id would name another
- * message — there only the first choice is tried). For the same reason a relayed message in a basic
- * group is not threaded: the relay bot receives no updates, so it knows no message's id there.
+ * message edit it (and delete it, unless that bot is an admin), so every post says which bot sent
+ * it (`PostedMessage.via`: the bot's id, the part of its token before the colon), the core keeps
+ * that with the copy and hands it back with each edit or deletion: the same bot makes the change,
+ * whatever happened since (a fallback, a restart, a new relay token). A copy recorded without it
+ * (by an older Chorus) is found by trying the likely bots in order (supergroups only: in a basic
+ * group every bot numbers messages its own way, so another bot's id would name another message —
+ * there only the first choice is tried). For the same reason a relayed message in a basic group is
+ * not threaded: the relay bot receives no updates, so it knows no message's id there.
  *
  * A relayed post that was owed when the process stopped (`resumedSince`) is posted again: a bot
  * cannot read its chat to see whether Telegram took it just before, so in that one window a
@@ -37,6 +40,12 @@ export interface Poster {
 /** Not a possible agent id (those are slugs), so it never names an agent's bot. */
 export const RELAY_KEY = '@relay';
 
+/** A bot's Telegram user id, read from its token ("123456:ABC…"): what a post's `via` names. Never the secret part. */
+export function botIdOf(token: string): string | undefined {
+  const i = token.indexOf(':');
+  return i > 0 ? token.slice(0, i) : undefined;
+}
+
 export interface RoomsDeps {
   log: Logger;
   host(): ChannelHost | undefined;
@@ -44,6 +53,8 @@ export interface RoomsDeps {
   relayBot(): Bot | 'never' | undefined;
   /** An agent's bot when it can send; 'never' when the agent has no bot here at all. */
   agentBot(agentId: string): Bot | 'never' | undefined;
+  /** Whose bot has this id now: RELAY_KEY, an agent's id, or none configured. */
+  botKeyOf(botId: string): string | undefined;
   /** The bots the system voice posts through in this chat, in the order it tries them. */
   systemBots(chat: ChatRef): Poster[];
   target(chat: ChatRef): { tgId: number; threadId: number | undefined };
@@ -113,13 +124,13 @@ export class TelegramRooms {
       const ids = await this.deps.queue(chat.chatId, () => sendPost(poster.bot, target, text, files, this.deps.hooks));
       const out = ids.map(String);
       this.notePoster(chat.chatId, out, poster.key);
-      return { ids: out };
+      return { ids: out, via: botIdOf(poster.bot.token) };
     } catch (err) {
       throw this.failure('relaying a message', chat, err);
     }
   }
 
-  async editPosted(chat: ChatRef, ids: readonly string[], by: PostedBy, text: string): Promise<void> {
+  async editPosted(chat: ChatRef, ids: readonly string[], by: PostedBy, text: string, via?: string): Promise<void> {
     if (ids.length === 0) return;
     const t = this.deps.target(chat);
     const prefix = 'relayed' in by ? relayPrefix(by.relayed) : undefined;
@@ -130,7 +141,7 @@ export class TelegramRooms {
       const room = TELEGRAM_LIMIT - (n === 1 ? (prefix?.plain.length ?? 0) : 0) - CUT_MARKER.length;
       chunks = [...chunks.slice(0, n - 1), chunks[n - 1]!.slice(0, room).trimEnd() + CUT_MARKER];
     }
-    const run = this.runner(chat, ids, by);
+    const run = this.runner(chat, ids, by, via, 'edit');
     try {
       await this.deps.queue(chat.chatId, async () => {
         let ci = 0;
@@ -158,10 +169,10 @@ export class TelegramRooms {
     }
   }
 
-  async deletePosted(chat: ChatRef, ids: readonly string[], by: PostedBy): Promise<void> {
+  async deletePosted(chat: ChatRef, ids: readonly string[], by: PostedBy, via?: string): Promise<void> {
     if (ids.length === 0) return;
     const { tgId } = this.deps.target(chat);
-    const run = this.runner(chat, ids, by);
+    const run = this.runner(chat, ids, by, via, 'delete');
     try {
       await this.deps.queue(chat.chatId, async () => {
         for (const raw of ids) await run((bot) => deleteOne(bot, tgId, Number(raw)));
@@ -182,23 +193,39 @@ export class TelegramRooms {
     return undefined;
   }
 
-  /** The bots that may have posted these messages, the most likely first. */
-  private candidates(chat: ChatRef, ids: readonly string[], by: PostedBy): Poster[] {
+  /**
+   * The bot that posted these messages (`via`), which alone may edit them. When it is no longer
+   * configured, an edit is refused for good; a deletion in a supergroup is tried through the other
+   * likely bots (one that is an admin may delete anyone's message).
+   */
+  private sender(chat: ChatRef, ids: readonly string[], by: PostedBy, via: string, change: 'edit' | 'delete'): Poster[] {
+    const key = this.deps.botKeyOf(via);
+    const bot = key === RELAY_KEY ? this.deps.relayBot() : key ? this.deps.agentBot(key) : 'never';
+    if (bot === undefined) throw new Error(`telegram: the bot that posted message ${ids[0]} in chat ${chat.chatId} (bot id ${via}) is not up yet`);
+    if (bot !== 'never') return [{ key: key!, bot }];
+    const gone = `Telegram: the bot that posted message ${ids[0]} in chat ${chat.chatId} (bot id ${via}) is no longer configured here`;
+    if (change === 'edit') throw new PostRefusedError(`${gone}, and only the bot that sent a message may edit it`);
+    if (isBasicGroupId(this.deps.target(chat).tgId)) throw new PostRefusedError(`${gone}, and in a basic group no other bot knows the message by that id`);
+    return this.candidates(chat, ids, by, false);
+  }
+
+  /** The bots that may have posted these messages, the most likely first (`known`: ask what this process remembers first). */
+  private candidates(chat: ChatRef, ids: readonly string[], by: PostedBy, known = true): Poster[] {
     if ('agentId' in by) {
       const bot = this.deps.agentBot(by.agentId);
       if (bot === 'never') throw new PostRefusedError(`Telegram: agent "${by.agentId}" has no bot here any more, and only the bot that posted a message may change it`);
       if (!bot) throw new Error(`telegram: the bot of agent "${by.agentId}" is not up yet`);
       return [{ key: by.agentId, bot }];
     }
-    const known = this.posters.get(`${chat.chatId}:${ids[0]}`);
+    const noted = known ? this.posters.get(`${chat.chatId}:${ids[0]}`) : undefined;
     const likely: Poster[] = [];
     // The bot that posted it is down for now: try again later rather than through bots that cannot.
-    const bot = known === RELAY_KEY ? this.deps.relayBot() : known ? this.deps.agentBot(known) : 'never';
+    const bot = noted === RELAY_KEY ? this.deps.relayBot() : noted ? this.deps.agentBot(noted) : 'never';
     if (bot === undefined) throw new Error(`telegram: the bot that posted message ${ids[0]} in chat ${chat.chatId} is not up yet`);
-    if (bot !== 'never') likely.push({ key: known!, bot });
+    if (bot !== 'never') likely.push({ key: noted!, bot });
     const { tgId } = this.deps.target(chat);
     // In a basic group another bot's numbering would name another message: only the first choice.
-    if (!(known && isBasicGroupId(tgId))) {
+    if (!(noted && isBasicGroupId(tgId))) {
       const guess = 'relayed' in by ? this.relayPoster(chat) : undefined;
       const more = 'relayed' in by ? [...(guess ? [guess] : []), ...this.participantPosters(chat)] : this.deps.systemBots(chat);
       likely.push(...(isBasicGroupId(tgId) ? more.slice(0, 1) : more));
@@ -222,8 +249,8 @@ export class TelegramRooms {
    * Runs each call through the bot that posted the messages: the first call tries the candidates
    * in order while Telegram answers "not this bot's message", later calls use the one that worked.
    */
-  private runner(chat: ChatRef, ids: readonly string[], by: PostedBy): <T>(fn: (bot: Bot) => Promise<T>) => Promise<T> {
-    const cands = this.candidates(chat, ids, by);
+  private runner(chat: ChatRef, ids: readonly string[], by: PostedBy, via: string | undefined, change: 'edit' | 'delete'): <T>(fn: (bot: Bot) => Promise<T>) => Promise<T> {
+    const cands = via ? this.sender(chat, ids, by, via, change) : this.candidates(chat, ids, by);
     let chosen: Poster | undefined;
     return async <T>(fn: (bot: Bot) => Promise<T>): Promise<T> => {
       if (chosen) return fn(chosen.bot);

@@ -307,8 +307,8 @@ export class GroupManager {
   }
 
   /** The channel posted (or gave up on) an entry: in the home chat, or its copy in the room's chat `chat`. */
-  markDelivered(g: GroupDoc, e: TranscriptEntry, outcome: 'posted' | 'failed', postedIds?: string[], chat?: string): void {
-    const d = { seq: e.seq, delivery: outcome, postedIds, ...(chat ? { chat } : {}) };
+  markDelivered(g: GroupDoc, e: TranscriptEntry, outcome: 'posted' | 'failed', postedIds?: string[], chat?: string, via?: string): void {
+    const d = { seq: e.seq, delivery: outcome, postedIds, ...(chat ? { chat } : {}), ...(chat && via ? { via } : {}) };
     this.writes.delivery(g, d);
     // The caller's copy too, when it is not the one in memory (an entry read back from the store).
     applyOutcome(e, d);

@@ -8,8 +8,9 @@ import type { TranscriptEntry } from '../types.js';
 
 export function applyOutcome(e: TranscriptEntry, d: DeliveryOutcome): void {
   if (d.chat) {
-    // An outcome without ids keeps the ids an earlier one gave (and whatever else the copy holds).
-    e.copies = { ...e.copies, [d.chat]: { ...e.copies?.[d.chat], delivery: d.delivery, ...(d.postedIds ? { ids: d.postedIds } : {}) } };
+    // An outcome without ids keeps the ids an earlier one gave, and which identity posted them.
+    const posted = { ...(d.postedIds ? { ids: d.postedIds } : {}), ...(d.via ? { via: d.via } : {}) };
+    e.copies = { ...e.copies, [d.chat]: { ...e.copies?.[d.chat], delivery: d.delivery, ...posted } };
     return;
   }
   e.delivery = d.delivery;

@@ -133,7 +133,7 @@ export class ChatDelivery {
       const e = job.post;
       // The home chat's own post of an entry, or a copy (in the home chat too: a relayed person).
       const copy = !(home && e.delivery === 'pending');
-      this.d.groups.markDelivered(g, e, attempt.ok ? 'posted' : 'failed', ids, copy ? chat : undefined);
+      this.d.groups.markDelivered(g, e, attempt.ok ? 'posted' : 'failed', ids, copy ? chat : undefined, attempt.ok ? attempt.via : undefined);
       for (const id of ids ?? []) this.d.posted.note(chatOfKey(chat), id, e);
     } else {
       this.d.groups.roomChange(g, { t: 'carried', seq: job.carry.seq, chat, at: job.carry.at });

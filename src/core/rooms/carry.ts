@@ -21,7 +21,8 @@ export function carryFor(g: GroupDoc, e: TranscriptEntry, ed: EntryEdit): CarryI
   for (const chat in e.copies) {
     const copy = e.copies[chat]!;
     if (copy.delivery !== 'posted' || !copy.ids?.length) continue;
-    out.push({ seq: e.seq, chat, ids: [...copy.ids], by, at: ed.at, ...(ed.deleted ? { deleted: true as const } : { text: ed.text }) });
+    const via = copy.via ? { via: copy.via } : {};
+    out.push({ seq: e.seq, chat, ids: [...copy.ids], by, ...via, at: ed.at, ...(ed.deleted ? { deleted: true as const } : { text: ed.text }) });
   }
   return out;
 }

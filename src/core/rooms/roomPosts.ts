@@ -4,7 +4,7 @@
  * every chat, a person is relayed under their name, the system voice speaks as itself; a reply
  * threads to the same entry's message in that chat.
  */
-import type { Channel, Logger } from '../ports.js';
+import type { Channel, Logger, PostedMessage } from '../ports.js';
 import type { GroupDoc } from '../records.js';
 import type { AgentDef, ChannelKind, ChatRef, TranscriptEntry } from '../types.js';
 import { PostRefusedError, describeError } from '../errors.js';
@@ -17,7 +17,12 @@ import { entryAt, seqOfId } from '../groups/evolve.js';
  * What became of one attempt: done (with the platform ids of a post), refused for good, passing
  * (try again later, in order), or the chat's channel is not running (resumed at the next start).
  */
-export type Attempt = { ok: true; ids: string[] } | { ok: false; refused: string } | { retry: string } | 'later';
+export type Attempt = { ok: true; ids: string[]; via?: string | undefined } | { ok: false; refused: string } | { retry: string } | 'later';
+
+/** A post made: its ids, and which of the channel's identities made it (for later edits). */
+function made(p: PostedMessage): Attempt {
+  return { ok: true, ids: p.ids, ...(p.via ? { via: p.via } : {}) };
+}
 
 /** Turns whose reply answers a person's message (the reply threads to it). */
 const ANSWERS_A_PERSON = new Set(['addressed', 'sticky', 'rotation', 'direct']);
@@ -63,13 +68,13 @@ export async function postIn(d: RoomPostDeps, g: GroupDoc, e: TranscriptEntry, c
   const attachments = e.attachments?.length && (e.kind === 'agent' || e.kind === 'human') ? e.attachments : undefined;
   const opts = { replyToMessageId, attachments, resumedSince };
   try {
-    if (e.kind === 'human') return { ok: true, ids: (await channel.relay(ref, relayedAuthor(g, e), e.text, opts)).ids };
+    if (e.kind === 'human') return made(await channel.relay(ref, relayedAuthor(g, e), e.text, opts));
     const agent = e.agentId ? d.agentMap.get(e.agentId) : undefined;
-    if (!agent) return { ok: true, ids: (await channel.postAsSystem(ref, e.text, opts)).ids };
+    if (!agent) return made(await channel.postAsSystem(ref, e.text, opts));
     const stepText = e.tool ? channelStepText(agent.name, e.tool, g.config.show_tools) : undefined;
     if (stepText === null) return { ok: true, ids: [] };
     const approval = e.tool?.outcome === 'waiting' ? { groupId: g.id, id: e.tool.id } : undefined;
-    return { ok: true, ids: (await channel.postAsAgent(ref, agent, stepText ?? e.text, { ...opts, approval })).ids };
+    return made(await channel.postAsAgent(ref, agent, stepText ?? e.text, { ...opts, approval }));
   } catch (err) {
     return failed(d, g, chat, err, 'could not post in a chat of the room');
   }
@@ -81,8 +86,8 @@ export async function carryIn(d: RoomPostDeps, g: GroupDoc, item: CarryItem, cha
   if (!channel) return 'later';
   const ref: ChatRef = { channel: chat.channel, chatId: chat.chatId };
   try {
-    if (item.deleted) await channel.deletePosted(ref, item.ids, item.by);
-    else await channel.editPosted(ref, item.ids, item.by, item.text ?? '');
+    if (item.deleted) await channel.deletePosted(ref, item.ids, item.by, item.via);
+    else await channel.editPosted(ref, item.ids, item.by, item.text ?? '', item.via);
     return { ok: true, ids: item.ids };
   } catch (err) {
     return failed(d, g, chat, err, item.deleted ? 'could not remove a copy in a chat of the room' : 'could not edit a copy in a chat of the room');

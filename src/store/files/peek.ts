@@ -21,6 +21,8 @@ export interface PeekedGroup {
   archived: boolean;
   /** A private chat with one agent's bot. */
   dm: boolean;
+  /** The room's other chats (linked with /group link, or declared under `chats:`). */
+  links: Array<{ channel: GroupHead['channel']; chatId: string }>;
 }
 
 /** Groups found under `dataDir/groups`; a missing directory is simply none. */
@@ -53,6 +55,7 @@ export async function peekGroups(dataDir: string): Promise<{ groups: PeekedGroup
         participants: [...head.participants],
         archived: head.state?.archived ?? false,
         dm: head.dmAgentId !== undefined,
+        links: (head.links ?? []).map((l) => ({ channel: l.channel, chatId: l.chatId })),
       });
     } catch (err) {
       // The error names the file (EACCES … open '…/000000000001.jsonl', ENOTDIR … scandir '…/log').

@@ -20,7 +20,7 @@ export interface PgAppend {
   /** The record's entries, with their search tokens (search.ts). */
   entries: Array<{ seq: number; json: string; search: string }>;
   /** Outcomes of posts of earlier entries: the home chat's (`chat` null) or a copy's in another chat of the room. */
-  delivery: Array<{ seq: number; delivery: string; posted: string | null; chat: string | null }>;
+  delivery: Array<{ seq: number; delivery: string; posted: string | null; chat: string | null; via: string | null }>;
   /**
    * Edits of earlier entries: the edit (it describes the entry's whole edit state) and the search
    * tokens of the new text, null when the edit keeps the text as it was (a reaction).
@@ -36,7 +36,7 @@ export function pgAppend(groupId: string, record: GroupRecord): PgAppend {
     ts: record.ts,
     body: JSON.stringify(record),
     entries: (record.entries ?? []).map((e) => ({ seq: e.seq, json: JSON.stringify(e), search: searchColumn(e) })),
-    delivery: (record.delivery ?? []).map((d) => ({ seq: d.seq, delivery: d.delivery, posted: d.postedIds ? JSON.stringify(d.postedIds) : null, chat: d.chat ?? null })),
+    delivery: (record.delivery ?? []).map((d) => ({ seq: d.seq, delivery: d.delivery, posted: d.postedIds ? JSON.stringify(d.postedIds) : null, chat: d.chat ?? null, via: d.chat && d.via ? d.via : null })),
     edits: (record.edits ?? []).map((ed) => ({ seq: ed.seq, json: JSON.stringify(ed), search: ed.deleted ? '' : changesText(ed) ? searchTokensOf(ed.text ?? '') : null })),
   };
 }
@@ -152,12 +152,15 @@ export async function lostCommitOutcome(pool: pg.Pool, rows: PgAppend[], pid: nu
 }
 
 /** The outcomes of an entry's copies written by one batch, by chat: what the `copies` column takes. */
-type CopyOutcomes = Record<string, { delivery: string; ids?: string[] }>;
+type CopyOutcomes = Record<string, { delivery: string; ids?: string[]; via?: string }>;
 
-/** One copy's outcome after the ones before it in the batch (as evolve applies them: ids kept when a later outcome has none). */
-function addCopy(to: CopyOutcomes | null, chat: string, delivery: string, posted: string | null): CopyOutcomes {
+/**
+ * One copy's outcome after the ones before it in the batch, as `applyOutcome` gives it: ids and
+ * the identity that posted them kept when a later outcome has none (the UPDATE merges keys the same way).
+ */
+function addCopy(to: CopyOutcomes | null, d: { chat: string; delivery: string; posted: string | null; via: string | null }): CopyOutcomes {
   const out = to ?? {};
-  out[chat] = { ...out[chat], delivery, ...(posted !== null ? { ids: JSON.parse(posted) as string[] } : {}) };
+  out[d.chat] = { ...out[d.chat], delivery: d.delivery, ...(d.posted !== null ? { ids: JSON.parse(d.posted) as string[] } : {}), ...(d.via !== null ? { via: d.via } : {}) };
   return out;
 }
 
@@ -210,14 +213,14 @@ function insertStatement(items: PgAppend[], listed: ReadonlySet<string>): { text
       const k = inBatch.get(key);
       // An outcome for an entry of this same batch goes straight into its row.
       if (k !== undefined) {
-        if (d.chat !== null) ent.copies[k] = addCopy(ent.copies[k] ?? null, d.chat, d.delivery, d.posted);
+        if (d.chat !== null) ent.copies[k] = addCopy(ent.copies[k] ?? null, { ...d, chat: d.chat });
         else {
           ent.delivery[k] = d.delivery;
           if (d.posted !== null) ent.posted[k] = d.posted;
         }
       } else {
         const l = laterOf(it.groupId, d.seq, key);
-        if (d.chat !== null) l.copies = addCopy(l.copies, d.chat, d.delivery, d.posted);
+        if (d.chat !== null) l.copies = addCopy(l.copies, { ...d, chat: d.chat });
         else {
           l.delivery = d.delivery;
           if (d.posted !== null) l.posted = d.posted;

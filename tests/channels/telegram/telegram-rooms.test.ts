@@ -192,6 +192,78 @@ describe('telegram adapter: rooms across chats', () => {
     }
   });
 
+  const botId = (token: string) => token.split(':')[0];
+
+  /** The same bots in a new process (a restart), with `relayToken` as the relay bot. */
+  async function restarted(chat: { id: number }, relayToken: string | null): Promise<TelegramChannel> {
+    const again = new TelegramChannel({ config: { enabled: true, api_root: w!.fake.apiRoot, auto_create_groups: true, admins: [], relay_token: relayToken }, agents: w!.agents, logger: silentLogger, pollTimeoutSeconds: 5 });
+    const host = new CountingHost(w!.agents);
+    host.groups.set(`telegram:${chat.id}`, groupView(chat.id, ['writer', 'analyst']));
+    await again.start(host);
+    return again;
+  }
+
+  it('each post names the bot that sent it (via); a change goes to that bot after a fallback and a restart, in a basic group too', async () => {
+    w = await makeWorld({ relay: true });
+    const chat = w.fake.createGroup('Basic team', { type: 'group' });
+    for (const id of AGENTS) w.fake.addBotToChat(chat.id, TOKENS[id], MAYA);
+    w.fake.addBotToChat(chat.id, RELAY.token, MAYA);
+    w.host.groups.set(`telegram:${chat.id}`, groupView(chat.id, ['writer', 'analyst']));
+    await w.channel.start(w.host);
+    const ref: ChatRef = { channel: 'telegram', chatId: String(chat.id) };
+    const byRelay = await w.channel.relay(ref, MAYA_DISCORD, 'through the relay bot');
+    expect(byRelay.via).toBe(botId(RELAY.token));
+    // The relay bot is removed (403): the first participant's bot posts, and says so.
+    w.fake.removeBotFromChat(chat.id, RELAY.token, MAYA);
+    const byWriter = await w.channel.relay(ref, MAYA_DISCORD, 'through the writer');
+    expect(w.fake.postsIn(chat.id).at(-1)).toMatchObject({ bot: USERNAMES.writer, text: 'Maya (Discord): through the writer' });
+    expect(byWriter.via).toBe(botId(TOKENS.writer));
+    expect((await w.channel.postAsAgent(ref, w.agents[0]!, 'from the analyst')).via).toBe(botId(TOKENS.analyst));
+    expect((await w.channel.postAsSystem({ ...ref, viaAgentId: 'critic' }, 'a notice')).via).toBe(botId(TOKENS.critic));
+    // Back in the group, and a new process that remembers nothing: in a basic group every bot numbers
+    // messages its own way, so only the bot that posted a copy can even name it.
+    w.fake.addBotToChat(chat.id, RELAY.token, MAYA);
+    await w.channel.stop();
+    const again = await restarted(chat, RELAY.token);
+    try {
+      await again.editPosted(ref, byWriter.ids, { relayed: MAYA_DISCORD }, 'edited', byWriter.via);
+      await again.editPosted(ref, byRelay.ids, { relayed: MAYA_DISCORD }, 'edited too', byRelay.via);
+      expect(w.fake.changes.edits.map((e) => [e.bot, e.text])).toEqual([
+        [USERNAMES.writer, 'Maya (Discord): edited'],
+        [RELAY.username, 'Maya (Discord): edited too'],
+      ]);
+      expect(w.fake.callsOf('editMessageText', RELAY.username)).toHaveLength(1);
+      await again.deletePosted(ref, byWriter.ids, { relayed: MAYA_DISCORD }, byWriter.via);
+      expect(w.fake.changes.deletions).toEqual([expect.objectContaining({ bot: USERNAMES.writer, text: 'Maya (Discord): edited' })]);
+      expect(w.fake.callsOf('deleteMessage', RELAY.username)).toHaveLength(0);
+    } finally {
+      await again.stop();
+    }
+  });
+
+  it("a copy whose bot is gone (a new relay token): an edit is refused for good, a deletion goes through an admin bot; a bot not up yet is passing", async () => {
+    const { chat, ref, fake, channel } = await setup({ relay: true });
+    const res = await channel.relay(ref, MAYA_DISCORD, 'through the old relay bot');
+    await channel.stop();
+    const NEW_RELAY = { token: '666666:FFF-new-relay-token', username: 'chorus_relay2_bot', firstName: 'New relay' };
+    fake.addBot(NEW_RELAY);
+    fake.addBotToChat(chat.id, NEW_RELAY.token, MAYA);
+    fake.setAdmins(chat.id, [fake.state.bots.get(TOKENS.analyst)!.id]);
+    const notYet = new TelegramChannel({ config: { enabled: true, api_root: fake.apiRoot, auto_create_groups: true, admins: [], relay_token: NEW_RELAY.token }, agents: w!.agents, logger: silentLogger, pollTimeoutSeconds: 5 });
+    const early = await notYet.editPosted(ref, res.ids, { relayed: MAYA_DISCORD }, 'x', botId(TOKENS.writer)).then(() => null, (e: unknown) => e);
+    expect(early).toBeInstanceOf(Error);
+    expect(early).not.toBeInstanceOf(PostRefusedError);
+    const again = await restarted(chat, NEW_RELAY.token);
+    try {
+      await expect(again.editPosted(ref, res.ids, { relayed: MAYA_DISCORD }, 'changed', res.via)).rejects.toThrow(PostRefusedError);
+      expect(fake.callsOf('editMessageText')).toHaveLength(0);
+      await again.deletePosted(ref, res.ids, { relayed: MAYA_DISCORD }, res.via);
+      expect(fake.changes.deletions).toEqual([expect.objectContaining({ bot: USERNAMES.analyst, messageId: Number(res.ids[0]) })]);
+    } finally {
+      await again.stop();
+    }
+  });
+
   it('refusals for good are PostRefusedError; a Bot API outage (5xx) is not', async () => {
     const { chat, ref, fake, channel } = await setup({ relay: true });
     await expect(channel.editPosted(ref, ['99999'], { relayed: MAYA_DISCORD }, 'x')).rejects.toThrow(/message to edit not found/);
