@@ -165,7 +165,10 @@ groups:
     console.info(
       `[bounded-replies] model sent ${call.bytesSent} of ${REPLY_BYTES} bytes before the stream was closed; stored ${storedBytes} bytes (limit ${LIMIT}); ${deltas.length} deltas; next prompt ${promptBytes} bytes; data dir ${diskBytes} bytes; heapUsed ${(heapBefore / 1e6).toFixed(1)} → peak ${(heapPeak / 1e6).toFixed(1)} → after ${(heapAfter / 1e6).toFixed(1)} MB`,
     );
-    expect(peakGrowth / REPLY_BYTES).toBeLessThan(0.5);
+    // The peak is sampled between collections, so it holds a few MB of the run's own garbage (HTTP,
+    // SSE, JSON; more when the machine is busy and collections come later): what it must never
+    // reach is the size of the reply, which a process that held the reply would.
+    expect(peakGrowth / REPLY_BYTES).toBeLessThan(1);
     expect(heapAfter / heapBefore).toBeLessThan(1.5);
   }, 90_000);
 });

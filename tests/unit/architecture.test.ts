@@ -1,6 +1,7 @@
 /**
- * Rules for the shape of the code. The core (src/core) imports only itself, p-queue and
- * node:crypto (a digest is computation, not I/O) — no channel adapter, model SDK, HTTP or
+ * Rules for the shape of the code. The core (src/core) imports only itself, p-queue,
+ * node:crypto (a digest is computation, not I/O) and node:async_hooks (which task of a group's
+ * mailbox is running: bookkeeping, not I/O) — no channel adapter, model SDK, HTTP or
  * file-system module — so it talks to the world only through its ports (src/core/ports.ts) and
  * runs in tests against fakes. And src/ has no import cycles.
  */
@@ -15,12 +16,12 @@ function files(dir: string): string[] {
   });
 }
 
-it('src/core imports only itself, p-queue and node:crypto', () => {
+it('src/core imports only itself, p-queue, node:crypto and node:async_hooks', () => {
   const offenders: string[] = [];
   for (const f of files('src/core')) {
     for (const m of readFileSync(f, 'utf8').matchAll(/^import[^'"]*['"]([^'"]+)['"]/gm)) {
       const spec = m[1]!;
-      const ok = spec === 'p-queue' || spec === 'node:crypto' || (spec.startsWith('.') && !/\.\.\/\.\.\/(channels|llm|store|config)|^\.\.\/(channels|llm|store|config)/.test(spec) && !spec.includes('/channels/') && !spec.includes('/llm/') && !spec.includes('/store/') && !spec.includes('/config/'));
+      const ok = spec === 'p-queue' || spec === 'node:crypto' || spec === 'node:async_hooks' || (spec.startsWith('.') && !/\.\.\/\.\.\/(channels|llm|store|config)|^\.\.\/(channels|llm|store|config)/.test(spec) && !spec.includes('/channels/') && !spec.includes('/llm/') && !spec.includes('/store/') && !spec.includes('/config/'));
       if (!ok) offenders.push(`${f}: ${spec}`);
     }
   }

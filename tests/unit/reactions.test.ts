@@ -8,7 +8,6 @@ import { describe, expect, it } from 'vitest';
 import { StoreUnavailableError, UserError } from '../../src/core/errors.js';
 import { TRANSCRIPT_TAIL } from '../../src/core/groups/evolve.js';
 import { MAX_EMOJI_PER_ENTRY, Reactions } from '../../src/core/groups/Reactions.js';
-import { KeyedQueue } from '../../src/core/lib/KeyedQueue.js';
 import type { RunningGroups } from '../../src/core/peers.js';
 import type { LlmRequest, ReactionRequest } from '../../src/core/ports.js';
 import type { GatewayEvent } from '../../src/core/readModels.js';
@@ -216,7 +215,7 @@ describe('reactions', () => {
     expect((await h.fullTranscript()).some((e) => e.reactions || e.reactionOf)).toBe(false);
     expect(h.router.groups.get(h.group.id)!.transcript.some((e) => e.reactions || e.reactionOf)).toBe(false);
 
-    const elsewhere = new Reactions({ groups: h.router.groups, store: h.store, now: () => h.clock.now(), running: { runs: () => false } as unknown as RunningGroups, serial: new KeyedQueue() });
+    const elsewhere = new Reactions({ groups: h.router.groups, store: h.store, now: () => h.clock.now(), running: { runs: () => false } as unknown as RunningGroups, mailbox: h.router.mailbox });
     expect(await code(elsewhere.react(h.group.id, id, { emoji: '👍', by: by('Sam'), on: true }))).toBe('503');
   });
 });

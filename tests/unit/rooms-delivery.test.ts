@@ -41,10 +41,13 @@ async function room(store = new MemoryStore(), clock = new FakeClock()) {
   if (!router.gateway.getGroup('room')) {
     await router.gateway.createGroup({ title: 'Team', participants: ['analyst', 'writer'], id: 'room' });
     const g = router.groups.get('room')!;
-    // What `/group link` does once both sides agreed (tests/unit/rooms-link.test.ts covers the codes).
-    router.groups.link(g, { channel: 'telegram', chatId: TG, title: 'Team chat', at: clock.now() });
-    router.groups.link(g, { channel: 'discord', chatId: DC, title: '#general', at: clock.now() });
-    await router.groups.commit(g).durable;
+    // What `/group link` does once both sides agreed (tests/unit/rooms-link.test.ts covers the codes),
+    // as a task of the group's mailbox like every change.
+    await router.mailbox.send(g.id, async () => {
+      router.groups.link(g, { channel: 'telegram', chatId: TG, title: 'Team chat', at: clock.now() });
+      router.groups.link(g, { channel: 'discord', chatId: DC, title: '#general', at: clock.now() });
+      await router.groups.commit(g).durable;
+    });
   }
   let n = 0;
   const msg = (channel: ChannelKind, text: string, extra: Partial<InboundMessage> = {}): InboundMessage => ({

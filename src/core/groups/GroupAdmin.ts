@@ -20,7 +20,7 @@ import type { RunningGroups } from '../peers.js';
 import { pageAround, searchHistory, type HistoryDeps } from './history.js';
 import { MessageEditor } from './MessageEditor.js';
 import { Reactions } from './Reactions.js';
-import { KeyedQueue } from '../lib/KeyedQueue.js';
+import type { GroupMailbox } from './GroupMailbox.js';
 import { RoomLinks } from './RoomLinks.js';
 
 export interface GroupAdminDeps {
@@ -42,6 +42,8 @@ export interface GroupAdminDeps {
   running: RunningGroups;
   /** `limits.reactions_per_minute` (default 30). */
   reactionsPerMinute?: number | undefined;
+  /** Each group's one writer: every change here runs as a task of its group's mailbox. */
+  mailbox: GroupMailbox;
   /** Rounds started or ended on request (the router's RoundRequests). */
   rounds: {
     regenerate(groupId: string, entryId: string): Promise<RegenerateResult>;
@@ -58,11 +60,11 @@ export class GroupAdmin implements GatewayApi {
   readonly links: RoomLinks;
 
   constructor(private readonly d: GroupAdminDeps) {
-    // Edits, deletions and reactions of one group's entries run one after another.
-    const entryChanges = { groups: d.groups, store: d.store, now: () => d.clock.now(), running: d.running, serial: new KeyedQueue() };
+    // Edits, deletions and reactions are tasks of their group's mailbox like every other change.
+    const entryChanges = { groups: d.groups, store: d.store, now: () => d.clock.now(), running: d.running, mailbox: d.mailbox };
     this.editor = new MessageEditor(entryChanges);
     this.reactions = new Reactions({ ...entryChanges, perMinute: d.reactionsPerMinute });
-    this.links = new RoomLinks({ groups: d.groups, recorder: d.recorder, clock: d.clock, logger: d.logger, owned: (id) => this.owned(id) });
+    this.links = new RoomLinks({ groups: d.groups, recorder: d.recorder, clock: d.clock, logger: d.logger, owned: (id) => this.owned(id), mailbox: d.mailbox });
   }
 
   // Rooms across chats: the web page's side (its token holder is an admin).
@@ -176,12 +178,16 @@ export class GroupAdmin implements GatewayApi {
         if (err instanceof UserError && err.code === 'conflict') return peers.forwardChange(g.id, { kind: 'membership', chat, change });
         throw err;
       }
-      await this.d.recorder.notice(g, this.greeting(g), { viaAgentId: joined[0] });
+      const made = g;
+      await this.d.mailbox.send(made.id, () => this.d.recorder.notice(made, this.greeting(made), { viaAgentId: joined[0] }));
       return;
     }
-    for (const a of joined) if (!g.participants.includes(a)) await this.addMember(g.id, a);
-    for (const a of left) if (g.participants.includes(a)) await this.removeMember(g.id, a, { allowEmpty: true });
-    if (g.participants.length === 0) await this.dissolveGroup(g.id);
+    const found = g;
+    await this.d.mailbox.send(found.id, async () => {
+      for (const a of joined) if (!found.participants.includes(a)) await this.addMember(found.id, a);
+      for (const a of left) if (found.participants.includes(a)) await this.removeMember(found.id, a, { allowEmpty: true });
+      if (found.participants.length === 0) await this.dissolveGroup(found.id);
+    });
   }
 
   async rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
@@ -190,9 +196,11 @@ export class GroupAdmin implements GatewayApi {
     if (!this.d.running.runs(g.id)) return; // its owner sees the same migration
     // The home chat, or a chat linked to the room (a linked Telegram group became a supergroup).
     const home = g.channel === channel && g.chatId === oldChatId;
-    this.d.groups.rekey(g, newChatId, home ? undefined : { channel, chatId: oldChatId });
-    this.d.logger.info({ group: g.id, from: oldChatId, to: newChatId }, 'chat moved to a new id; group re-keyed');
-    await this.d.recorder.record(g);
+    await this.d.mailbox.send(g.id, async () => {
+      this.d.groups.rekey(g, newChatId, home ? undefined : { channel, chatId: oldChatId });
+      this.d.logger.info({ group: g.id, from: oldChatId, to: newChatId }, 'chat moved to a new id; group re-keyed');
+      await this.d.recorder.record(g);
+    });
   }
 
   greeting(g: GroupDoc): string {
@@ -240,14 +248,18 @@ export class GroupAdmin implements GatewayApi {
     return g;
   }
 
-  async dissolveGroup(id: string): Promise<void> {
-    const g = this.owned(id);
-    this.d.groups.archive(g);
-    await this.d.recorder.record(g);
+  dissolveGroup(id: string): Promise<void> {
+    return this.writer(id, async (g) => {
+      this.d.groups.archive(g);
+      await this.d.recorder.record(g);
+    });
   }
 
-  async updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig> {
-    const g = this.owned(id);
+  updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig> {
+    return this.writer(id, (g) => this.configure(g, patch));
+  }
+
+  private async configure(g: GroupDoc, patch: Record<string, unknown>): Promise<GroupConfig> {
     if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw new UserError('config must be an object of keys to values', 'bad_request', 400);
     const res = this.d.validateConfig(patch);
     if (!res.ok) throw new UserError(res.problems.join('; '), 'invalid_config', 400);
@@ -260,8 +272,11 @@ export class GroupAdmin implements GatewayApi {
     return { ...g.config };
   }
 
-  async addMember(id: string, agentId: string): Promise<GroupView> {
-    const g = this.owned(id);
+  addMember(id: string, agentId: string): Promise<GroupView> {
+    return this.writer(id, (g) => this.add(g, agentId));
+  }
+
+  private async add(g: GroupDoc, agentId: string): Promise<GroupView> {
     const agent = this.d.agentMap.get(agentId);
     if (!agent) throw new UserError(`unknown agent "${agentId}"; known: ${[...this.d.agentMap.keys()].join(', ')}`, 'unknown_agent', 400);
     if (g.participants.includes(agentId)) throw new UserError(`${agent.name} is already in this group`, 'conflict', 409);
@@ -272,8 +287,11 @@ export class GroupAdmin implements GatewayApi {
     return viewOf(g);
   }
 
-  async removeMember(id: string, agentId: string, opts: { allowEmpty?: boolean } = {}): Promise<GroupView> {
-    const g = this.owned(id);
+  removeMember(id: string, agentId: string, opts: { allowEmpty?: boolean } = {}): Promise<GroupView> {
+    return this.writer(id, (g) => this.remove(g, agentId, opts));
+  }
+
+  private async remove(g: GroupDoc, agentId: string, opts: { allowEmpty?: boolean }): Promise<GroupView> {
     if (!g.participants.includes(agentId)) throw new UserError(`"${agentId}" is not in this group`, 'not_found', 404);
     if (g.participants.length === 1 && !opts.allowEmpty) throw new UserError('cannot remove the last agent; dissolve the group instead', 'conflict', 409);
     this.d.groups.removeParticipant(g, agentId);
@@ -283,17 +301,25 @@ export class GroupAdmin implements GatewayApi {
   }
 
   /** `/group mute` and `unmute`: no voluntary turns; @mentions are still answered. */
-  async setMuted(id: string, agentId: string, muted: boolean): Promise<void> {
-    const g = this.owned(id);
-    this.d.groups.setMuted(g, agentId, muted);
-    await this.d.recorder.record(g);
+  setMuted(id: string, agentId: string, muted: boolean): Promise<void> {
+    return this.writer(id, async (g) => {
+      this.d.groups.setMuted(g, agentId, muted);
+      await this.d.recorder.record(g);
+    });
   }
 
   /** `/group reset`: these agents forget the group and listen from now on. */
-  async resetMemory(id: string, agentIds: string[]): Promise<void> {
-    const g = this.owned(id);
-    for (const a of agentIds) this.d.groups.resetSession(g, a);
-    await this.d.recorder.record(g);
+  resetMemory(id: string, agentIds: string[]): Promise<void> {
+    return this.writer(id, async (g) => {
+      for (const a of agentIds) this.d.groups.resetSession(g, a);
+      await this.d.recorder.record(g);
+    });
+  }
+
+  /** A change to a group this instance runs, made as a task of the group's mailbox. */
+  private async writer<T>(id: string, change: (g: GroupDoc) => Promise<T>): Promise<T> {
+    this.owned(id); // refused at once, not after the tasks ahead of it
+    return this.d.mailbox.send(id, () => change(this.owned(id)));
   }
 
   /**

@@ -1,5 +1,6 @@
 /**
- * The in-memory groups and sessions, and the only place that changes them. Each change is a
+ * The in-memory groups and sessions, and the only place that changes them — called only by the
+ * task of the group's mailbox that holds it (see GroupMailbox; `onlyWriter`). Each change is a
  * `GroupChange` value, applied by `evolve` at once and kept as part of the group's pending record;
  * `commit` writes the pending record as one line of the log, so whatever must change together — a
  * reply, the agent's cursor and history, the round's progress — is durable together or not at
@@ -53,6 +54,11 @@ export class GroupManager {
   listen(on: { broken: (g: GroupDoc, err: unknown) => void; recorded: (g: GroupDoc, rec: GroupRecord) => void }): void {
     this.writes.onBroken = on.broken;
     this.writes.onRecorded = on.recorded;
+  }
+
+  /** From now on every change must come from its group's writer (see GroupMailbox). */
+  onlyWriter(holds: (groupId: string) => boolean): void {
+    this.writes.onlyWriter(holds);
   }
 
   /** Open the store and rebuild every group from its checkpoint and log. */
@@ -182,8 +188,7 @@ export class GroupManager {
     this.writes.change(g, { t: 'link-code', code: { ...code }, at: this.now() });
   }
 
-  // -------------------------------------------------------------------------------------------
-  // The group's head: members, config and small state
+  // ── The group's head: members, config and small state
 
   addParticipant(g: GroupDoc, agentId: string): void {
     if (!g.participants.includes(agentId)) this.writes.change(g, { t: 'join', agentId });
@@ -229,8 +234,7 @@ export class GroupManager {
     this.writes.change(g, { t: 'budget-notice', which, at: this.now() });
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Sessions
+  // ── Sessions
 
   session(g: GroupDoc, agentId: string): SessionDoc {
     // Normally made when the agent joins; this fallback shows it the recent context.
@@ -289,8 +293,7 @@ export class GroupManager {
     return entryAt(g.transcript, seq);
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Transcript, rounds, dedupe
+  // ── Transcript, rounds, dedupe
 
   /** Add a transcript entry (id and seq assigned); durable with the next commit. */
   append(g: GroupDoc, entry: Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number }): TranscriptEntry {
@@ -347,8 +350,7 @@ export class GroupManager {
     return true;
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Durability (see groupWrites.ts)
+  // ── Durability (see groupWrites.ts)
 
   /** False once the group's object was replaced by a reload or a write failed. */
   usable(g: GroupDoc): boolean {
@@ -383,8 +385,7 @@ export class GroupManager {
     return this.writes.checkpointAll(this.all());
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Read models (see groupReads.ts)
+  // ── Read models (see groupReads.ts)
 
   /** History page, oldest first, with an exact `hasMore`. */
   page(g: GroupDoc, opts: { before?: number | undefined; limit: number }): Promise<TranscriptPage> {

@@ -20,7 +20,7 @@ import { StoreUnavailableError, UserError } from '../errors.js';
 import { DELETED_TEXT, edited, editNoteText, redactTurns, rewriteMemory } from './entryEdit.js';
 import { entryAt, seqOfId } from './evolve.js';
 import type { GroupManager } from './GroupManager.js';
-import type { KeyedQueue } from '../lib/KeyedQueue.js';
+import type { GroupMailbox } from './GroupMailbox.js';
 import { carryFor } from '../rooms/carry.js';
 
 /** Who changes a message: the browser that sent it, or its author on a platform (checked by the caller). */
@@ -39,7 +39,8 @@ export interface MessageEditorDeps {
    * Per group, every change of an entry's edit state (edits, deletions, reactions) runs one after
    * another: each reads the state the previous one left, also of an entry read from the store.
    */
-  serial: KeyedQueue;
+  /** Each group's one writer: an edit or a reaction is a task of its group's mailbox. */
+  mailbox: Pick<GroupMailbox, 'send'>;
 }
 
 export class MessageEditor {
@@ -121,7 +122,7 @@ export class MessageEditor {
   }
 
   private serial<T>(groupId: string, fn: () => Promise<T>): Promise<T> {
-    return this.d.serial.run(groupId, fn);
+    return this.d.mailbox.send(groupId, fn);
   }
 }
 

@@ -23,7 +23,7 @@ import type { RunningGroups } from '../peers.js';
 import type { EntryEdit, GroupDoc } from '../records.js';
 import type { Reaction, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError } from '../errors.js';
-import type { KeyedQueue } from '../lib/KeyedQueue.js';
+import type { GroupMailbox } from './GroupMailbox.js';
 import { RateLimiter } from '../router/RateLimiter.js';
 import { reactionNoteText } from '../session/reactionNotes.js';
 import { cleanDisplayName } from '../text/displayName.js';
@@ -48,7 +48,8 @@ export interface ReactionsDeps {
   /** The groups this process runs: another instance's group is changed by its owner. */
   running: RunningGroups;
   /** Shared with MessageEditor: one group's entry changes run one after another. */
-  serial: KeyedQueue;
+  /** Each group's one writer: an edit or a reaction is a task of its group's mailbox. */
+  mailbox: Pick<GroupMailbox, 'send'>;
   /** `limits.reactions_per_minute`, per person per group. */
   perMinute?: number | undefined;
 }
@@ -73,7 +74,7 @@ export class Reactions {
     const key = r.by.key;
     if (!key || key.length > MAX_KEY) throw new UserError('who reacts is not known', 'bad_request', 400);
     const name = cleanDisplayName(r.by.name) || 'someone';
-    return this.d.serial.run(groupId, async () => {
+    return this.d.mailbox.send(groupId, async () => {
       const g = this.d.groups.require(groupId);
       // After a failed write its memory may be ahead of the store (this reaction there, unrecorded):
       // refused until it is read back, and not counted against the rate limit (a redelivery comes again).
@@ -111,7 +112,7 @@ export class Reactions {
    * agent reacts at most once a turn.
    */
   byAgent<T>(g: GroupDoc, entryId: string, agent: { id: string; name: string }, emoji: string, write: (how: 'added' | 'there' | null) => Promise<T>): Promise<T> {
-    return this.d.serial.run(g.id, async () => {
+    return this.d.mailbox.send(g.id, async () => {
       const found = await entryToChange(this.d, g.id, entryId).catch(() => null);
       const entry = found?.g === g && this.d.groups.usable(g) && !notReactable(found.entry) ? found.entry : null;
       if (!entry) return write(null);

@@ -14,6 +14,7 @@ import type { ChatAddress, LinkedChat } from '../roomTypes.js';
 import type { GroupView } from '../readModels.js';
 import type { Recorder } from '../router/Recorder.js';
 import type { GroupManager } from './GroupManager.js';
+import type { GroupMailbox } from './GroupMailbox.js';
 import { chatKeyOf, LINK_CODE_TTL_MS } from '../roomTypes.js';
 import { UserError } from '../errors.js';
 import { viewOf } from './groupReads.js';
@@ -26,6 +27,8 @@ export interface RoomLinksDeps {
   logger: Logger;
   /** A live group this instance runs, or a 404 / 409 (`not_owner`) UserError. */
   owned(id: string): GroupDoc;
+  /** Each group's one writer: a link changes a group as a task of its mailbox. */
+  mailbox: Pick<GroupMailbox, 'send'>;
 }
 
 /** What joining a room did: the room's group, and the chat's own group when it was archived. */
@@ -38,7 +41,11 @@ export class RoomLinks {
   constructor(private readonly d: RoomLinksDeps) {}
 
   /** A one-time code, made in chat `from` of the room, that links another chat to it. */
-  async makeCode(groupId: string, from: ChatAddress): Promise<{ code: string; until: number }> {
+  makeCode(groupId: string, from: ChatAddress): Promise<{ code: string; until: number }> {
+    return this.d.mailbox.send(groupId, () => this.codeFor(groupId, from));
+  }
+
+  private async codeFor(groupId: string, from: ChatAddress): Promise<{ code: string; until: number }> {
     const g = this.d.owned(groupId);
     if (g.dmAgentId) throw new UserError('a private chat with one agent cannot be shared with other chats', 'private_chat', 409);
     const now = this.d.clock.now();
@@ -68,11 +75,14 @@ export class RoomLinks {
     this.d.owned(g.id);
     if (own) {
       this.d.owned(own.id);
-      this.d.groups.archive(own);
-      await this.d.recorder.record(own);
+      // The chat's own group first, as its own task (the command typed there may hold it), then the room's.
+      await this.d.mailbox.send(own.id, async () => {
+        this.d.groups.archive(own);
+        await this.d.recorder.record(own);
+      });
       this.d.logger.info({ group: own.id, room: g.id }, 'a chat joined another room; its own group was archived');
     }
-    await this.link(g, chat, code.code);
+    await this.d.mailbox.send(g.id, () => this.link(g, chat, code.code));
     return { g, archived: own };
   }
 
@@ -83,12 +93,16 @@ export class RoomLinks {
     const chat = { channel: 'web' as const, chatId: g.id };
     if (linkOf(g, chat)) throw new UserError(`the room “${g.title}” is on the web already`, 'already_linked', 409);
     this.d.owned(g.id);
-    await this.link(g, { ...chat, title: g.title, at: this.d.clock.now() }, code.code);
+    await this.d.mailbox.send(g.id, () => this.link(g, { ...chat, title: g.title, at: this.d.clock.now() }, code.code));
     return viewOf(g);
   }
 
   /** A linked chat leaves the room; the home chat cannot (the room would be left without one). */
-  async unlink(groupId: string, chat: ChatAddress): Promise<GroupView> {
+  unlink(groupId: string, chat: ChatAddress): Promise<GroupView> {
+    return this.d.mailbox.send(groupId, () => this.unlinkNow(groupId, chat));
+  }
+
+  private async unlinkNow(groupId: string, chat: ChatAddress): Promise<GroupView> {
     const g = this.d.owned(groupId);
     if (isHome(g, chat)) throw new UserError(`this is the room's home chat; unlink the other chats from them, or /group dissolve`, 'home_chat', 409);
     const link = linkOf(g, chat);
@@ -111,7 +125,7 @@ export class RoomLinks {
     } catch {
       return; // its owner declares it
     }
-    let linked = false;
+    const joining: LinkedChat[] = [];
     for (const c of chats) {
       // A room's web chat is the group's own page.
       const chat = { channel: c.channel, chatId: c.channel === 'web' ? g.id : (c.chatId ?? '') };
@@ -128,14 +142,19 @@ export class RoomLinks {
           this.d.logger.warn({ group: g.id, chat: chatKeyOf(chat), other: own.id, err: (err as Error).message }, 'a declared chat of a room has a group another instance runs; not linked now');
           continue;
         }
-        this.d.groups.archive(own);
-        await this.d.recorder.record(own);
+        await this.d.mailbox.send(own.id, async () => {
+          this.d.groups.archive(own);
+          await this.d.recorder.record(own);
+        });
         this.d.logger.warn({ group: own.id, room: g.id, chat: chatKeyOf(chat) }, "a declared room's chat had a group of its own: that group is archived (its history is kept) and the chat joins the room");
       }
-      this.d.groups.link(g, { ...chat, ...(chat.channel === 'web' ? { title: g.title } : {}), at: this.d.clock.now() });
-      linked = true;
+      joining.push({ ...chat, ...(chat.channel === 'web' ? { title: g.title } : {}), at: this.d.clock.now() });
     }
-    if (linked) await this.d.recorder.record(g);
+    if (joining.length === 0) return;
+    await this.d.mailbox.send(g.id, async () => {
+      for (const chat of joining) this.d.groups.link(g, chat);
+      await this.d.recorder.record(g);
+    });
   }
 
   /** Link a chat and announce it in every chat of the room (`code`: the code it used, gone now). */

@@ -61,6 +61,18 @@ export class GroupWrites {
   onBroken: (g: GroupDoc, err: unknown) => void = () => undefined;
   /** Called with each record once it is durable, before whoever waits for it goes on (live events). */
   onRecorded: (g: GroupDoc, rec: GroupRecord) => void = () => undefined;
+  /** Asked before every change: throws when the code making it is not the group's writer. */
+  private guard: (g: GroupDoc) => void = () => undefined;
+
+  /**
+   * From now on a change is refused unless `holds` says the code making it is its group's writer
+   * (see GroupMailbox). A group whose first record is not written yet is still its creator's alone.
+   */
+  onlyWriter(holds: (groupId: string) => boolean): void {
+    this.guard = (g) => {
+      if (!holds(g.id) && this.runtime.get(g)?.n !== 0) throw new Error(`group ${g.id} was changed outside its mailbox`);
+    };
+  }
 
   constructor(
     private readonly store: Store,
@@ -83,6 +95,7 @@ export class GroupWrites {
   /** Apply a change to the group now; it is written with the group's next record. */
   change(g: GroupDoc, c: GroupChange): void {
     const rt = this.rt(g);
+    this.guard(g);
     applyChange(g, c);
     // Steps of one round in a row (a turn taken off the queue, then the counts) are one change in
     // the record: setting the fields one after the other or together gives the same round. A new
@@ -98,6 +111,7 @@ export class GroupWrites {
   /** A new transcript entry (seq assigned), written with the group's next record. */
   entry(g: GroupDoc, e: TranscriptEntry): void {
     const rt = this.rt(g);
+    this.guard(g);
     applyEntry(g, e);
     rt.pending.entries.push(e);
   }
@@ -105,6 +119,7 @@ export class GroupWrites {
   /** The author edited or deleted an entry: applied now, written with the group's next record. */
   edit(g: GroupDoc, ed: EntryEdit): void {
     const rt = this.rt(g);
+    this.guard(g);
     applyEdit(g, ed);
     rt.pending.edits.push(ed);
   }
@@ -112,6 +127,7 @@ export class GroupWrites {
   /** A delivery outcome, written with the group's next record. */
   delivery(g: GroupDoc, d: DeliveryOutcome): void {
     const rt = this.rt(g);
+    this.guard(g);
     applyDelivery(g, d);
     rt.pending.delivery.push(d);
   }

@@ -14,6 +14,7 @@ import type { Clock, Logger } from '../ports.js';
 import type { RunningGroups } from '../peers.js';
 import type { GroupDoc, GroupRecord } from '../records.js';
 import type { TranscriptEntry } from '../types.js';
+import type { GroupMailbox } from '../groups/GroupMailbox.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { PostedIndex } from './PostedIndex.js';
 import { chatKeyOf, chatOfKey, type CarryItem } from '../roomTypes.js';
@@ -31,6 +32,8 @@ export interface ChatDeliveryDeps extends RoomPostDeps {
   clock: Clock;
   logger: Logger;
   shutdown: AbortSignal;
+  /** Each group's one writer: a chat's queue runs outside it and sends each outcome to it. */
+  mailbox: Pick<GroupMailbox, 'send' | 'detached'>;
 }
 
 type Job = { post: TranscriptEntry } | { carry: CarryItem };
@@ -70,7 +73,7 @@ export class ChatDelivery {
         this.more.add(key);
         continue;
       }
-      const run = this.run(g, chat, key).catch((err: unknown) => this.d.logger.error({ group: g.id, chat, err: String(err) }, 'a chat delivery queue failed'));
+      const run = this.d.mailbox.detached(() => this.run(g, chat, key)).catch((err: unknown) => this.d.logger.error({ group: g.id, chat, err: String(err) }, 'a chat delivery queue failed'));
       this.queues.set(key, run.finally(() => this.queues.delete(key)));
     }
   }
@@ -107,7 +110,7 @@ export class ChatDelivery {
       }
       if (failures > 0) this.d.logger.info({ group: g.id, chat, attempts: failures + 1 }, 'the chat takes posts again; delivering its backlog');
       failures = 0;
-      this.settle(g, job, chat, home, attempt);
+      await this.settle(g, job, chat, home, attempt);
     }
   }
 
@@ -118,8 +121,13 @@ export class ChatDelivery {
     return postIn(this.d, g, e, home && e.delivery === 'pending' ? homeOf(g) : chatOfKey(chat), maybePosted ? e.ts : undefined);
   }
 
-  /** Record what became of a job (written with the group's next record, not waited for). */
-  private settle(g: GroupDoc, job: Job, chat: string, home: boolean, attempt: Exclude<Attempt, 'later' | { retry: string }>): void {
+  /** Record what became of a job, as a task of the group (written with its next record, not waited for). */
+  private settle(g: GroupDoc, job: Job, chat: string, home: boolean, attempt: Exclude<Attempt, 'later' | { retry: string }>): Promise<void> {
+    return this.d.mailbox.send(g.id, () => this.settleNow(g, job, chat, home, attempt));
+  }
+
+  private settleNow(g: GroupDoc, job: Job, chat: string, home: boolean, attempt: Exclude<Attempt, 'later' | { retry: string }>): void {
+    if (!this.d.groups.usable(g)) return;
     const ids = attempt.ok ? attempt.ids : undefined;
     if ('post' in job) {
       const e = job.post;

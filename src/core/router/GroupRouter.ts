@@ -1,17 +1,17 @@
 /**
  * The GroupRouter: the inbox and the per-group queues of Chorus. Channels hand it inbound messages;
  * it dedupes them, records them through the Recorder (durable before the channel may acknowledge)
- * and runs rounds on a per-group FIFO queue. Group management and the web feed's API
- * live in GroupAdmin (`router.gateway`); commands get a narrow CommandContext.
+ * and runs rounds one at a time per group. Every change to a group is a task of the group's
+ * mailbox (`mailbox`, its one writer); rounds step outside it while a model, tool or platform
+ * answers. Group management and the web feed's API live in GroupAdmin (`router.gateway`).
  */
-import type { Channel, ChannelHost, Clock, GatewayApi, LlmProvider, Logger, Peers, Store } from '../ports.js';
-import type { ToolHost } from '../toolPorts.js'; // the agents' tools (src/tools)
+import type { Channel, ChannelHost, Logger, Peers } from '../ports.js';
 import { noFiles, type Files } from '../fileTypes.js';
 import type { GroupDoc } from '../records.js';
 import type { GroupView, RegenerateResult, StopResult } from '../readModels.js';
 import { RunningGroups, noPeers } from '../peers.js';
 import { Hosting } from './Hosting.js';
-import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, PlatformReaction, ReceiveResult } from '../types.js';
+import type { AgentDef, ChannelKind, ChatRef, InboundMessage, PlatformReaction, ReceiveResult } from '../types.js';
 import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
@@ -19,7 +19,7 @@ import { GroupManager } from '../groups/GroupManager.js';
 import { viewOf } from '../groups/groupReads.js';
 import { eventsOf } from '../groups/projection.js';
 import { HandleIndex } from './mentions.js';
-import { LlmGate, type GateSettings } from './LlmGate.js';
+import { LlmGate } from './LlmGate.js';
 import { RoundRunner } from './RoundRunner.js';
 import type { CommandContext } from '../commands/commands.js';
 import { Inbound, UNAVAILABLE } from './Inbound.js';
@@ -28,19 +28,19 @@ import { Recovery } from './Recovery.js';
 import { Outbox } from './Outbox.js';
 import { Recorder } from './Recorder.js';
 import { GroupAdmin } from '../groups/GroupAdmin.js';
-import { createDeclaredGroups, type DeclaredGroup } from './declaredGroups.js';
+import { createDeclaredGroups } from './declaredGroups.js';
 import { KeyedQueue } from '../lib/KeyedQueue.js';
 import { Approvals } from './Approvals.js';
 import { platformReaction } from './platformReactions.js';
 import { replaceInPlace, type Reconfiguration } from './reconfigure.js';
 import { noTools } from './toolTurn.js';
 import type { RouterOptions } from './RouterOptions.js';
-
 export type { RouterOptions } from './RouterOptions.js';
 import type { PlatformEdit } from '../roomTypes.js';
 import { Rooms } from '../rooms/Rooms.js';
 import { originOf } from '../rooms/chats.js';
 import { BotPairs } from '../rooms/BotPairs.js';
+import { GroupMailbox } from '../groups/GroupMailbox.js';
 
 export class GroupRouter implements ChannelHost {
   readonly events: EventHub;
@@ -57,6 +57,8 @@ export class GroupRouter implements ChannelHost {
   private readonly channels = new Map<ChannelKind, Channel>();
   /** Each group's rounds (and redeliveries), one at a time. */
   private readonly queues = new KeyedQueue();
+  /** Each group's one writer: every change to a group runs as a task of its mailbox. */
+  readonly mailbox = new GroupMailbox();
   private readonly recovery: Recovery;
   private readonly shutdownController = new AbortController();
   private readonly gate: LlmGate;
@@ -84,6 +86,7 @@ export class GroupRouter implements ChannelHost {
     this.agentMap = new Map(opts.agents.map((a) => [a.id, a]));
     this.handles = new HandleIndex(opts.agents, opts.aliases);
     this.groups = new GroupManager(opts.store, this.agentMap, opts.groupDefaults, () => opts.clock.now(), opts.logger, opts.checkpointEvery);
+    this.groups.onlyWriter((id) => this.mailbox.holds(id));
     this.groups.listen({
       broken: (g) => this.recovery.recover(g.id),
       // The one place live events are made from records (groups/projection.ts).
@@ -93,7 +96,9 @@ export class GroupRouter implements ChannelHost {
       },
     });
     this.outbox = new Outbox(this.channels, this.agentMap, this.events, opts.logger);
-    this.recorder = new Recorder(this.groups, this.outbox);
+    // A post never holds its group: people's messages are taken in while a platform is slow.
+    this.outbox.aside = (id, wait) => this.mailbox.outside(id, wait);
+    this.recorder = new Recorder(this.groups, this.outbox, this.mailbox);
     this.files = opts.files ?? noFiles(opts.store);
     this.gateway = new GroupAdmin({
       groups: this.groups,
@@ -111,15 +116,18 @@ export class GroupRouter implements ChannelHost {
       peers: this.peers,
       running: this.running,
       reactionsPerMinute: opts.limits.reactions_per_minute,
+      mailbox: this.mailbox,
       rounds: { regenerate: (...a) => this.requests.regenerate(...a), stopGroup: (...a) => this.requests.stopGroup(...a), decideTool: (...a) => this.requests.decideTool(...a) },
     });
     this.approvals = new Approvals(this.groups, this.recorder, opts.clock);
     this.rooms = new Rooms({
-      ...{ groups: this.groups, running: this.running, channels: this.channels, agentMap: this.agentMap, posted: this.outbox.posted, store: opts.store },
+      ...{ groups: this.groups, running: this.running, channels: this.channels, agentMap: this.agentMap, posted: this.outbox.posted, store: opts.store, mailbox: this.mailbox },
       ...{ clock: opts.clock, logger: opts.logger, shutdown: this.shutdownController.signal, maxChars: opts.limits.max_message_chars },
       editEntry: (groupId, entryId, change) => ('deleted' in change ? this.gateway.editor.remove(groupId, entryId, { clientTag: undefined, platform: true }) : this.gateway.editor.edit(groupId, entryId, { clientTag: undefined, platform: true, text: change.text, maxChars: opts.limits.max_message_chars })),
     });
     this.gate = new LlmGate(opts.llm, opts.llmSettings, opts.clock, this.metrics, this.shutdownController.signal, opts.logger);
+    // Nor does a model call: the group takes in messages, stops and changes while an agent thinks.
+    this.gate.aside = (id, wait) => (id ? this.mailbox.outside(id, wait) : wait());
     this.runner = new RoundRunner({
       groups: this.groups,
       agents: this.agentMap,
@@ -138,6 +146,7 @@ export class GroupRouter implements ChannelHost {
       tools: opts.tools ?? noTools,
       redact: opts.redact ?? ((text) => text),
       botPairs: new BotPairs(opts.limits.bot_pair_events_per_minute ?? 10),
+      mailbox: this.mailbox,
     }, (g) => this.schedule(g));
     // A decision on a waiting tool call: the round that stepped aside for it runs again.
     this.approvals.onDecided = (g) => void (this.runner.unpark(g.id), this.schedule(g));
@@ -164,6 +173,7 @@ export class GroupRouter implements ChannelHost {
       schedule: (g) => this.schedule(g),
       messages: (id, o) => this.gateway.messages(id, o),
       approvals: this.approvals,
+      mailbox: this.mailbox,
     });
     this.commands = {
       agents: opts.agents,
@@ -195,6 +205,7 @@ export class GroupRouter implements ChannelHost {
       newRound: (g, triggerIds, addressed, forced) => this.requests.newRound(g, triggerIds, addressed, forced),
       schedule: (g) => this.schedule(g),
       ask: (g, msg, ids, text) => this.requests.ask(g, msg, ids, text),
+      mailbox: this.mailbox,
     });
     this.hosting = new Hosting({
       groups: this.groups,
@@ -214,11 +225,7 @@ export class GroupRouter implements ChannelHost {
   load(): { queuedRounds: number; llmCalls: number; groups: number } {
     // Other instances' groups are read-only copies here: their rounds run elsewhere.
     const all = this.groups.all().filter((g) => this.running.runs(g.id));
-    return {
-      queuedRounds: all.reduce((n, g) => n + g.rounds.length, 0),
-      llmCalls: this.gate.depth,
-      groups: all.filter((g) => !g.state.archived).length,
-    };
+    return { queuedRounds: all.reduce((n, g) => n + g.rounds.length, 0), llmCalls: this.gate.depth, groups: all.filter((g) => !g.state.archived).length };
   }
 
   /** Register a channel before `start`. */
@@ -267,7 +274,7 @@ export class GroupRouter implements ChannelHost {
     this.logger.info({ group: g.id, rounds: g.rounds.length, undelivered: g.undelivered.length }, 'resuming unfinished work');
     if (g.undelivered.length > 0) {
       // Nobody awaits this: a failure is logged here, and the entries stay undelivered for the next start.
-      this.queues.run(g.id, () => this.recorder.redeliver(g)).catch((err: unknown) => this.logger.warn({ group: g.id, err: describeError(err) }, 'could not post entries left undelivered; they are offered again at the next start'));
+      this.mailbox.detached(() => this.queues.run(g.id, () => this.mailbox.send(g.id, () => this.recorder.redeliver(g)))).catch((err: unknown) => this.logger.warn({ group: g.id, err: describeError(err) }, 'could not post entries left undelivered; they are offered again at the next start'));
     }
     this.schedule(g);
   }
@@ -287,13 +294,14 @@ export class GroupRouter implements ChannelHost {
   /** Wait until every group's queue is empty and its records are written (tests, benchmarks). */
   async idle(): Promise<void> {
     for (;;) {
-      if (this.queues.idle) {
+      if (this.queues.idle && this.mailbox.idle) {
         await this.runner.settled();
         await this.groups.settle();
-        if (this.queues.idle) return;
+        if (this.queues.idle && this.mailbox.idle) return;
         continue;
       }
       await this.queues.onIdleAll();
+      await this.mailbox.onIdleAll();
     }
   }
 
@@ -331,7 +339,8 @@ export class GroupRouter implements ChannelHost {
   /** Make sure one drain task is waiting in the group's queue. */
   private schedule(g: GroupDoc): void {
     if (!this.running.runs(g.id)) return;
-    if (this.queues.waiting(g.id) === 0) void this.queues.run(g.id, () => this.drain(g)).catch((err) => this.roundFailed(g, err));
+    // The round is its own task of the group's mailbox, not part of whatever asked for it.
+    if (this.queues.waiting(g.id) === 0) void this.mailbox.detached(() => this.queues.run(g.id, () => this.mailbox.send(g.id, () => this.drain(g)))).catch((err) => this.roundFailed(g, err));
   }
 
   private roundFailed(g: GroupDoc, err: unknown): void {
@@ -385,6 +394,3 @@ export class GroupRouter implements ChannelHost {
     return this.gateway.rekeyChat(channel, oldChatId, newChatId);
   }
 }
-
-/** The gateway API as the web channel sees it. */
-export type { GatewayApi };

@@ -9,6 +9,7 @@ import type { RunningGroups } from '../peers.js';
 import type { AgentDef, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
+import type { GroupMailbox } from '../groups/GroupMailbox.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { GroupAdmin } from '../groups/GroupAdmin.js';
 import { askArgs, changesState, handleCommand, parseCommand, type CommandContext, type ParsedCommand } from '../commands/commands.js';
@@ -38,6 +39,8 @@ export interface InboundDeps {
   newRound(g: GroupDoc, triggerIds: string[], addressed: string[], forced: boolean): RoundRecord;
   /** Make sure the group's recorded rounds run. */
   schedule(g: GroupDoc): void;
+  /** Each group's one writer: a message is taken in as a task of its group. */
+  mailbox: GroupMailbox;
   /** Record `/ask`'s question and force these agents to answer. */
   ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string): Promise<TranscriptEntry | undefined>;
 }
@@ -86,13 +89,20 @@ export class Inbound {
     if (this.d.shutdown.aborted) return { status: 'rejected', code: 'shutting_down', reason: 'shutting down' };
     const dm = msg.isPrivate && msg.viaAgentId && this.d.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
     const g = this.d.groups.find(msg.channel, msg.chatId, dm);
+    if (!g || !this.d.running.runs(g.id)) return this.decide(msg, g, dm, forwarded);
+    // Messages handed over by other instances before this one came in are recorded first.
+    if (!forwarded) await this.d.peers.beforeReceive(g.id);
+    // Taken in as a task of the group's mailbox: the group is read as it is when its turn comes.
+    return this.d.mailbox.send(g.id, () => this.decide(msg, this.d.groups.find(msg.channel, msg.chatId, dm), dm, forwarded));
+  }
+
+  /** Duplicate, or what the message is, and its handling. */
+  private async decide(msg: InboundMessage, g: GroupDoc | undefined, dm: string | undefined, forwarded: boolean): Promise<ReceiveResult> {
     if (g) msg = withReplyResolved(g, msg, this.d.posted);
     const here = !g || this.d.running.runs(g.id);
-    // Messages handed over by other instances before this one came in are recorded first.
-    if (g && here && !forwarded) await this.d.peers.beforeReceive(g.id);
     if (this.dedupe.remembers(g, msg) && (await this.dedupe.confirmed(g, msg))) return { status: 'duplicate', groupId: g?.id };
     // Nothing awaits from the check above until the handler records the message (or remembers a
-    // chatless command): a copy arriving meanwhile, from another bot, finds it remembered.
+    // chatless command): a copy arriving meanwhile without a group to queue in finds it remembered.
     return this.handle(this.classify(msg, g, dm, here, forwarded), msg, forwarded);
   }
 

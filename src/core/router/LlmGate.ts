@@ -155,7 +155,14 @@ export class LlmGate {
    * what tells a working model from a stalled one. Throws LlmError ('timeout', 'aborted', or the
    * provider's). A reply cut short (size, `max_tokens`, the cap) comes back marked, with `cut` set.
    */
-  async call(req: Omit<LlmRequest, 'signal'>, firstTokenMs: number, signal?: AbortSignal): Promise<LlmResponse & { latencyMs: number }> {
+  call(req: Omit<LlmRequest, 'signal'>, firstTokenMs: number, signal?: AbortSignal): Promise<LlmResponse & { latencyMs: number }> {
+    return this.aside(req.groupId, () => this.callNow(req, firstTokenMs, signal));
+  }
+
+  /** How a call waits: the router makes it let go of the group meanwhile (see GroupMailbox). */
+  aside: <T>(groupId: string | undefined, wait: () => Promise<T>) => Promise<T> = (_id, wait) => wait();
+
+  private async callNow(req: Omit<LlmRequest, 'signal'>, firstTokenMs: number, signal?: AbortSignal): Promise<LlmResponse & { latencyMs: number }> {
     if (this.shutdown.aborted) throw new LlmError('shutting down', 'aborted', true);
     if (signal?.aborted) throw stoppedBy(signal);
     const ac = new AbortController();

@@ -38,6 +38,9 @@ export class Outbox {
     this.typingStops.clear();
   }
 
+  /** How a post waits for its platform: the router makes it let go of the group meanwhile (see GroupMailbox). */
+  aside: <T>(groupId: string, wait: () => Promise<T>) => Promise<T> = (_id, wait) => wait();
+
   chatOf(g: GroupDoc, threadId?: string, viaAgentId?: string): ChatRef {
     return { channel: g.channel, chatId: g.chatId, threadId, viaAgentId: viaAgentId ?? g.dmAgentId };
   }
@@ -63,7 +66,7 @@ export class Outbox {
       const approval = entry.tool?.outcome === 'waiting' ? { groupId: g.id, id: entry.tool.id } : undefined;
       // Files an agent's tools made go out with its reply, under its identity.
       const attachments = entry.kind === 'agent' && entry.attachments?.length ? entry.attachments : undefined;
-      const res = agent ? await channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval, attachments, resumedSince }) : await channel.postAsSystem(chat, text, resumedSince ? { resumedSince } : undefined);
+      const res = await this.aside(g.id, () => (agent ? channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval, attachments, resumedSince }) : channel.postAsSystem(chat, text, resumedSince ? { resumedSince } : undefined)));
       if (agent || g.links?.length) for (const id of res.ids) this.posted.note(g, id, entry);
       return { ok: true, ids: res.ids };
     } catch (err) {
@@ -81,7 +84,7 @@ export class Outbox {
     const channel = this.channels.get(g.channel);
     if (!channel) return false;
     try {
-      return await channel.react(this.chatOf(g, threadId), agent, platformMessageId, emoji, true);
+      return await this.aside(g.id, () => channel.react(this.chatOf(g, threadId), agent, platformMessageId, emoji, true));
     } catch (err) {
       this.logger.warn({ group: g.id, agent: agent.id, err: describeError(err) }, 'channel could not show a reaction');
       return false;

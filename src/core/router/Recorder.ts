@@ -11,6 +11,7 @@ import type { AgentDef, DecisionType, TranscriptEntry } from '../types.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { Outbox } from './Outbox.js';
 import type { ChatAddress } from '../roomTypes.js';
+import type { GroupMailbox } from '../groups/GroupMailbox.js';
 
 /** An entry before the store gives it an id, a seq and a time. */
 export type NewEntry = Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number };
@@ -30,6 +31,8 @@ export class Recorder {
   constructor(
     private readonly groups: GroupManager,
     private readonly outbox: Outbox,
+    /** A record is a task of its group's mailbox (at once when the caller's task holds the group). */
+    private readonly mailbox: Pick<GroupMailbox, 'send'>,
   ) {}
 
   /**
@@ -44,7 +47,11 @@ export class Recorder {
    * Record, persist, publish, deliver. Throws `StoreUnavailableError` when the change could not
    * be made durable: then nothing of it is published, delivered or kept.
    */
-  async record(g: GroupDoc, change: RecordChange = {}): Promise<TranscriptEntry[]> {
+  record(g: GroupDoc, change: RecordChange = {}): Promise<TranscriptEntry[]> {
+    return this.mailbox.send(g.id, () => this.recordNow(g, change));
+  }
+
+  private async recordNow(g: GroupDoc, change: RecordChange): Promise<TranscriptEntry[]> {
     if (change.round?.done && !change.entries?.length && !change.seen) {
       // A finished round alone need not be waited for: after a crash it would only be found
       // with nothing left to do and finished again.
@@ -68,10 +75,12 @@ export class Recorder {
    * Entries appended to the group outside `record` (a reply `/stop` cut short joins the stop's own
    * record, see stoppedReply.ts): once durable they are handed to the channel like any recorded entry.
    */
-  async deliverAppended(g: GroupDoc, appended: TranscriptEntry[], replyTo: string | undefined): Promise<void> {
-    await this.groups.commit(g).durable;
-    if (!this.postsHere(g)) return;
-    for (const e of appended) if (e.delivery === 'pending' && g.undelivered.includes(e) && this.groups.usable(g)) await this.deliver(g, e, replyTo);
+  deliverAppended(g: GroupDoc, appended: TranscriptEntry[], replyTo: string | undefined): Promise<void> {
+    return this.mailbox.send(g.id, async () => {
+      await this.groups.commit(g).durable;
+      if (!this.postsHere(g)) return;
+      for (const e of appended) if (e.delivery === 'pending' && g.undelivered.includes(e) && this.groups.usable(g)) await this.deliver(g, e, replyTo);
+    });
   }
 
   /**

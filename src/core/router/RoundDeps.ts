@@ -12,6 +12,7 @@ import type { Files } from '../fileTypes.js';
 import type { EventHub } from '../events.js';
 import type { Metrics } from '../metrics.js';
 import type { GroupManager } from '../groups/GroupManager.js';
+import type { GroupMailbox } from '../groups/GroupMailbox.js';
 import type { Reactions } from '../groups/Reactions.js';
 import type { Recorder } from './Recorder.js';
 import type { HandleIndex } from './mentions.js';
@@ -57,4 +58,6 @@ export interface RoundDeps {
   redact: (text: string) => string;
   /** How often an agent may answer a bot that is not an agent (against two bots looping). */
   botPairs: BotPairs;
+  /** Each group's one writer: a round is a task of it, and steps outside for what is slow. */
+  mailbox: GroupMailbox;
 }

@@ -16,6 +16,7 @@ import type { RunningGroups } from '../peers.js';
 import type { NewEntry, Recorder } from './Recorder.js';
 import { humanEntry } from './Inbound.js';
 import type { Approvals } from './Approvals.js';
+import type { GroupMailbox } from '../groups/GroupMailbox.js';
 
 export interface RoundRequestDeps {
   groups: GroupManager;
@@ -32,6 +33,8 @@ export interface RoundRequestDeps {
   /** A history page (to tell an unknown entry from an old one). */
   messages: (groupId: string, opts: { before?: number; limit: number }) => Promise<TranscriptEntry[]>;
   approvals: Approvals;
+  /** Each group's one writer: a request changes a group as a task of its mailbox. */
+  mailbox: Pick<GroupMailbox, 'send'>;
 }
 
 export class RoundRequests {
@@ -61,8 +64,10 @@ export class RoundRequests {
       await this.handOver(g, `/${approve ? 'approve' : 'deny'} ${id}`, by, 'the decision');
       return { decided: true, line: null };
     }
-    if (!this.d.groups.usable(g)) throw new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`);
-    return { decided: true, line: await this.d.approvals.decide(g, id, approve, { name: by, admin: true }) };
+    return this.d.mailbox.send(g.id, async () => {
+      if (!this.d.groups.usable(g)) throw new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`);
+      return { decided: true, line: await this.d.approvals.decide(g, id, approve, { name: by, admin: true }) };
+    });
   }
 
   /**
@@ -77,8 +82,10 @@ export class RoundRequests {
       await this.handOver(g, '/stop', by, 'the stop');
       return { stopped: true, roundsDropped: null, turnsDropped: null };
     }
-    if (!this.d.groups.usable(g)) throw new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`);
-    return this.stopRounds(g, by);
+    return this.d.mailbox.send(g.id, () => {
+      if (!this.d.groups.usable(g)) throw new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`);
+      return this.stopRounds(g, by);
+    });
   }
 
   /**
@@ -132,7 +139,11 @@ export class RoundRequests {
    * agent about the question the reply answered. Only the agent's latest reply can be regenerated
    * (an older one has been followed by others); the old reply is kept and the new one is marked.
    */
-  async regenerate(groupId: string, entryId: string): Promise<RegenerateResult> {
+  regenerate(groupId: string, entryId: string): Promise<RegenerateResult> {
+    return this.d.mailbox.send(groupId, () => this.regenerateNow(groupId, entryId));
+  }
+
+  private async regenerateNow(groupId: string, entryId: string): Promise<RegenerateResult> {
     const g = this.d.groups.get(groupId);
     if (!g) return { status: 'refused', code: 'unknown_entry', reason: `no group "${groupId}"` };
     if (g.state.archived) return { status: 'refused', code: 'archived', reason: `group "${groupId}" is dissolved` };

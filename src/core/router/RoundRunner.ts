@@ -108,7 +108,8 @@ export class RoundRunner {
         await this.voluntaryBatch(g, round, notes, tally, stop);
       } else {
         const batch = this.parallelBatch(g, round);
-        if (batch.length > 1) await Promise.all(batch.map((t) => this.turns.run(g, round, t, notes, tally, plain)));
+        // Turns side by side are one task each; the round waits for them without holding the group.
+        if (batch.length > 1) await this.d.mailbox.outside(g.id, () => Promise.all(batch.map((t) => this.d.mailbox.send(g.id, () => this.turns.run(g, round, t, notes, tally, plain)))));
         else await this.turns.run(g, round, round.queue[0]!, notes, tally, plain);
       }
       await budgetWarning(this.d, g, round);
@@ -193,16 +194,17 @@ export class RoundRunner {
         signal,
         stream: false,
         cancelled,
-        inOrder: (call) => settledAfter(call, prev),
+        // Waiting for the turns before it must not hold the group they need to settle.
+        inOrder: (call) => settledAfter(call, () => this.d.mailbox.outside(g.id, () => prev)),
         decided: () => {
           if (enoughReplies(g, round)) enough.abort(new LlmError('enough replies', 'aborted', true));
           decided();
         },
       };
       before = settled;
-      return this.turns.run(g, round, t, notes, tally, ctl).finally(() => ctl.decided());
+      return () => this.d.mailbox.send(g.id, () => this.turns.run(g, round, t, notes, tally, ctl)).finally(() => ctl.decided());
     });
-    await Promise.all(runs);
+    await this.d.mailbox.outside(g.id, () => Promise.all(runs.map((run) => run())));
     if (cancelled.length > 0 && !stop.aborted) {
       const names = cancelled.map((id) => this.d.agents.get(id)?.name ?? id).join(', ');
       await decide(this.d, g, round, 'discarded', undefined, `not needed: ${names} (enough replies)`);
@@ -211,9 +213,9 @@ export class RoundRunner {
 }
 
 /** `call`'s outcome, once `prev` has settled too (a batch settles its turns in candidate order). */
-function settledAfter<T>(call: Promise<T>, prev: Promise<unknown>): Promise<T> {
+function settledAfter<T>(call: Promise<T>, prev: () => Promise<unknown>): Promise<T> {
   return call.then(
-    (v) => prev.then(() => v),
-    (err: unknown) => prev.then(() => Promise.reject(err)),
+    (v) => prev().then(() => v),
+    (err: unknown) => prev().then(() => Promise.reject(err)),
   );
 }

@@ -119,7 +119,7 @@ export class TurnRunner {
     } else if (cooldownLeft > 0) {
       // A human's @mention is never dropped: wait the cooldown out.
       try {
-        await clock.sleep(cooldownLeft, AbortSignal.any([this.d.shutdown, ctl.stop]));
+        await this.d.mailbox.outside(g.id, () => clock.sleep(cooldownLeft, AbortSignal.any([this.d.shutdown, ctl.stop])));
       } catch {
         return;
       }

@@ -170,7 +170,8 @@ export class ToolTurn {
     await groups.commit(s.g).durable;
     // The tool host counts and times calls for `/metrics`.
     const halt = AbortSignal.any([s.stop, this.d.shutdown]);
-    const out = await this.d.tools.call({ server: c.server, tool: c.tool, input: c.input, timeoutMs: s.g.config.tool_timeout_seconds * 1000, signal: halt });
+    // A tool may take minutes: the group takes in messages and stops meanwhile.
+    const out = await this.d.mailbox.outside(s.g.id, () => this.d.tools.call({ server: c.server, tool: c.tool, input: c.input, timeoutMs: s.g.config.tool_timeout_seconds * 1000, signal: halt }));
     const content = out.outcome === 'cancelled' && this.d.shutdown.aborted ? 'The call was cancelled because Chorus was shutting down; whether it took effect is unknown.' : out.content;
     await this.finish(s, c, out.outcome, content, out.bytes, out.attachments);
   }

@@ -4,9 +4,8 @@
  * (nothing lost) unless it has grown past twice the window, then the oldest turns are cut.
  *
  * Off the critical path: the summary is started after the turn that needs it and is
- * not awaited by the round, so a slow summary model never delays a reply. It still never races
- * the group's writes: the model call is the only part that waits; the result is applied in one
- * synchronous step (fold, usage) that the Recorder commits as one record, and only when the
+ * not awaited by the round, so a slow summary model never delays a reply. Its result is applied
+ * as a task of the group's mailbox (fold and usage in one record), and only when the
  * history it summarised is still the session's oldest (a `/group reset`, a reload after a failed
  * write or another fold in between make it stale, and it is thrown away). At shutdown the gate
  * aborts the call and nothing is written; `settled()` lets the router wait for what is in flight.
@@ -16,6 +15,7 @@
  */
 import type { GroupDoc, SessionDoc } from '../records.js';
 import type { AgentDef } from '../types.js';
+import type { LlmResponse } from '../ports.js';
 import { describeError } from '../errors.js';
 import { buildSummaryRequest } from './prompt.js';
 import type { RoundDeps } from '../router/RoundDeps.js';
@@ -42,7 +42,9 @@ export class Summarizer {
     if (s.history.length <= g.config.history_turns) return;
     const key = `${g.id}\u0000${agent.id}`;
     if (this.running.has(key) || this.d.shutdown.aborted || !this.mayCall(g)) return;
-    const p = this.fold(g, agent, s)
+    // Not part of the turn that started it: the summary applies its result as its own task.
+    const p = this.d.mailbox
+      .detached(() => this.fold(g, agent, s))
       .catch((err: unknown) => this.d.logger.warn({ group: g.id, agent: agent.id, err: describeError(err) }, 'summary could not be recorded'))
       .finally(() => this.running.delete(key));
     this.running.set(key, p);
@@ -70,6 +72,7 @@ export class Summarizer {
     const request = fitSummaryRequest(agent, previous, fold, Math.max(200, Math.floor((room.promptTokens - 60) * this.budgets.ratio(model))));
     // Still the same history (nothing reset, reloaded or folded meanwhile)?
     const unchanged = () => d.groups.usable(g) && s.summary === previous && s.history[0] === fold[0] && s.history[fold.length - 1] === fold[fold.length - 1];
+    let done: { text: string; res: LlmResponse } | null = null;
     try {
       const res = await d.gate.call(
         {
@@ -86,16 +89,22 @@ export class Summarizer {
       const text = res.text.trim();
       if (!text) throw new Error('empty summary');
       this.budgets.learn(model, { units: textUnits(SUMMARY_SYSTEM) + textUnits(request), messageCount: 2 }, res.usage);
-      if (d.shutdown.aborted || !unchanged()) return;
-      d.groups.foldHistory(g, agent.id, fold.length, text, res);
-      d.groups.addGroupUsage(g, agent.id, res);
+      done = { text, res };
     } catch (err) {
       if (d.shutdown.aborted) return; // aborted by the stop: nothing to write, the history is intact
       d.logger.warn({ group: g.id, agent: agent.id, err: describeError(err) }, 'summary failed; history kept');
-      if (!unchanged() || s.history.length <= 2 * limit) return;
-      d.groups.foldHistory(g, agent.id, s.history.length - limit - (limit % 2), s.summary);
     }
-    await d.recorder.record(g);
+    // Applied as a task of the group: it sees the session as it is now, not as it was asked.
+    await d.mailbox.send(g.id, async () => {
+      if (d.shutdown.aborted || !unchanged()) return;
+      if (done) {
+        d.groups.foldHistory(g, agent.id, fold.length, done.text, done.res);
+        d.groups.addGroupUsage(g, agent.id, done.res);
+      } else if (s.history.length > 2 * limit) {
+        d.groups.foldHistory(g, agent.id, s.history.length - limit - (limit % 2), s.summary);
+      } else return;
+      await d.recorder.record(g);
+    });
   }
 }
 
