@@ -54,13 +54,6 @@ class Turnstile {
     else this.waiting.delete(groupId);
   }
 
-  busy(groupId: string): boolean {
-    return this.waiting.has(groupId);
-  }
-
-  get idle(): boolean {
-    return this.waiting.size === 0;
-  }
 }
 
 export class GroupMailbox {
