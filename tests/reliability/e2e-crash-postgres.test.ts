@@ -216,7 +216,14 @@ describe.skipIf(!db)('end-to-end crash safety on PostgreSQL: daemon, web API, SI
       console.error(outputs.join('\n').split('\n').filter((l) => /"level":(40|50|60)/.test(l)).slice(-40).join('\n'));
     }
     expect(problems, `seed ${SEED}`).toEqual([]);
-    expect(snap.groups.reduce((n, g) => n + g.transcript.filter((e) => e.kind === 'agent').length, 0)).toBeGreaterThan(TOTAL / 2);
+    // The agents answered to the end: in every group a reply follows its newest message. (How many
+    // replies there are depends on timing: messages that wait while a round runs are answered as
+    // one batch, more of them when the machine is slow, so a count would only measure the load.)
+    for (const g of snap.groups) {
+      const lastHuman = g.transcript.filter((e) => e.kind === 'human').at(-1);
+      const lastReply = g.transcript.filter((e) => e.kind === 'agent').at(-1);
+      expect(lastReply && lastHuman && lastReply.seq > lastHuman.seq, `${g.id}: the newest message has a reply after it`).toBe(true);
+    }
 
     const logs = outputs.join('\n');
     expect(logs).not.toContain(API_KEY);
