@@ -149,6 +149,9 @@ describe('telegram webhook mode (adapter)', () => {
     const chat = w.fake.createGroup('Market team');
     w.fake.addBotToChat(chat.id, TOKENS.writer, MAYA);
     await waitUntil(() => w.host.memberships.length === 1 || undefined, 'join');
+    // The join's own answer must be in first: the host sees the join before the fake reads the
+    // 200, and on a busy machine the lost answer would otherwise be the join's, not the message's.
+    await waitUntil(() => w.fake.pendingWebhook().get(USERNAMES.writer) === 0 || undefined, 'join confirmed');
     w.fake.loseWebhookAnswers = 1;
     w.fake.humanSays(chat.id, MAYA, '@writer draft it please');
     await waitUntil(() => w.host.attempts.length === 2 || undefined, 'delivered twice');
