@@ -58,7 +58,7 @@ class Turnstile {
 
 export class GroupMailbox {
   private readonly turnstile = new Turnstile();
-  private readonly current = new AsyncLocalStorage<Slot>();
+  private readonly current = new AsyncLocalStorage<Slot | undefined>();
   /** Tasks not settled yet, per group (for `onIdle`). */
   private readonly open = new Map<string, Set<Promise<unknown>>>();
 
@@ -131,7 +131,8 @@ export class GroupMailbox {
 
   /** Start work that outlives the current task (a round, a delivery queue): it runs outside every task. */
   detached<T>(fn: () => T): T {
-    return this.current.exit(fn);
+    // Not `exit`: on Node 20 it switches the async hooks off and on again around every call.
+    return this.current.getStore() ? this.current.run(undefined, fn) : fn();
   }
 
   private track(groupId: string, p: Promise<unknown>): void {

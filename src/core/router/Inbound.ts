@@ -235,9 +235,13 @@ export class Inbound {
     const addressed = this.addressedBy(g, msg);
     if (addressed.length > 0) this.d.groups.setSticky(g, addressed.at(-1)!);
     const round = this.d.newRound(g, [`${g.id}.${g.nextSeq}`], addressed, false);
-    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(g, msg, false)], round: { record: round, add: true } });
-    this.d.metrics.messageRecorded(msg.channel);
+    const recorded = this.d.recorder.record(g, { entries: [humanEntry(g, msg, false)], round: { record: round, add: true } });
+    // The round queues up now and starts while the message is being written: whatever it records
+    // lands after the message, so no reply is posted before the message is durable. (If the write
+    // fails, the group is refused until reloaded and the round records nothing.)
     this.d.schedule(g);
+    const [entry] = await recorded;
+    this.d.metrics.messageRecorded(msg.channel);
     return { status: 'recorded', groupId: g.id, entryId: entry!.id };
   }
 

@@ -32,7 +32,7 @@ export class Recorder {
     private readonly groups: GroupManager,
     private readonly outbox: Outbox,
     /** A record is a task of its group's mailbox (at once when the caller's task holds the group). */
-    private readonly mailbox: Pick<GroupMailbox, 'send'>,
+    private readonly mailbox: Pick<GroupMailbox, 'send' | 'outside'>,
   ) {}
 
   /**
@@ -65,8 +65,11 @@ export class Recorder {
     else if (r?.done) this.groups.finishRound(g, r.record);
     if (change.seen) this.groups.markSeen(g, change.seen);
     const { entries, durable } = this.groups.commit(g);
-    // Its live events are made from the record as it becomes durable (groups/projection.ts).
-    await durable;
+    // Its live events are made from the record as it becomes durable (groups/projection.ts). The
+    // write is waited for outside the group: the group's next task appends its record meanwhile,
+    // and both share one batch and one sync, as records of different groups do. The next task's
+    // record lands after this one, so nothing it delivers can be seen before this is durable.
+    await this.mailbox.outside(g.id, () => durable);
     if (this.postsHere(g)) for (const e of entries) if (e.delivery === 'pending' && added.includes(e)) await this.deliver(g, e, change.replyTo);
     return added;
   }
@@ -77,7 +80,8 @@ export class Recorder {
    */
   deliverAppended(g: GroupDoc, appended: TranscriptEntry[], replyTo: string | undefined): Promise<void> {
     return this.mailbox.send(g.id, async () => {
-      await this.groups.commit(g).durable;
+      const { durable } = this.groups.commit(g);
+      await this.mailbox.outside(g.id, () => durable);
       if (!this.postsHere(g)) return;
       for (const e of appended) if (e.delivery === 'pending' && g.undelivered.includes(e) && this.groups.usable(g)) await this.deliver(g, e, replyTo);
     });
