@@ -10,7 +10,7 @@ import { configDeprecations, idleTimeoutSeconds, replyTimeoutSeconds, summaryMod
 import { DEFAULT_CONTEXT_TOKENS } from './core/session/contextBudget.js';
 import { validateGroupConfig } from './config/groupConfig.js';
 import { systemClock } from './core/clock.js';
-import type { Channel, Clock, ConnectionGate, DeadLetters, GatewayApi, LlmProvider, Logger, Store } from './core/ports.js';
+import type { Channel, ChannelHost, Clock, ConnectionGate, DeadLetters, GatewayApi, LlmProvider, Logger, Store } from './core/ports.js';
 import type { AgentDef } from './core/types.js';
 import type { ToolServersStatus } from './core/readModels.js';
 import { GroupRouter } from './core/router/GroupRouter.js';
@@ -26,6 +26,7 @@ import type { ToolHost } from './core/toolPorts.js';
 import { PromMetrics } from './ops/metrics.js';
 import { HttpMounts } from './channels/web/mounts.js';
 import type { PgCluster } from './cluster/PgCluster.js';
+import { ClusteredHost } from './cluster/ClusteredHost.js';
 import { noTools } from './tools/noTools.js';
 import { toolsReadiness } from './tools/readiness.js';
 import type { ToolServers, ToolsRuntime } from './tools/types.js';
@@ -48,6 +49,8 @@ export interface App {
   stop(): Promise<void>;
   gateway: GatewayApi;
   router: GroupRouter;
+  /** What the channels talk to: the router, wrapped by the cluster when several instances share a database. */
+  host: ChannelHost;
   channels: Channel[];
   /** The web feed's URL once started (when the web channel runs). */
   readonly webUrl: string | undefined;
@@ -179,11 +182,14 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
   metrics.watch({ load: () => router.load(), readiness: () => router.gateway.readiness(), tools: () => tools.status() });
   const channels = opts.channels ?? (await buildChannels(config, agents, logger, () => metrics.text(), cluster, deadLetters, () => toolsReadiness(tools.status())));
   for (const c of channels) router.addChannel(c);
+  // Several instances: what reaches this one for a group another runs is routed there (the core does not route).
+  const host: ChannelHost = cluster ? new ClusteredHost(router, cluster) : router;
   let started = false;
 
   return {
     router,
-    gateway: router.gateway,
+    host,
+    gateway: host.gateway,
     channels,
     scriptedReason: chosen.scriptedReason,
     reconfigure(next) {
@@ -216,7 +222,7 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
       await router.start({ resume: false });
       for (const c of channels) {
         try {
-          await c.start(router);
+          await c.start(host);
         } catch (err) {
           // The web feed is how people reach Chorus by default: without it, do not pretend to run.
           if (c.kind === 'web') throw err;

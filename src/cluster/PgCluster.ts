@@ -34,8 +34,12 @@ import { clusterMetrics, type ClusterCounters } from './metrics.js';
 
 export { toWire } from './relay.js';
 
+const NOT_RUN_HERE: ReceiveResult = { status: 'rejected', code: 'unavailable', reason: 'this instance no longer runs the group' };
+
 /** What the cluster needs from the local router (GroupRouter has all of it). */
 export interface ClusterRouter extends Pick<InboxOwner, 'receiveForwarded'> {
+  /** The router runs the group now (it was handed the group, and has not let it go). */
+  runs(groupId: string): boolean;
   /** Taking groups on and handing them back; the router runs only the groups it was handed. */
   hosting: Pick<InboxOwner, 'applyForwarded'> &
     Pick<RelayRouter, 'refreshCopy' | 'copyEntry'> & {
@@ -120,7 +124,7 @@ export class PgCluster implements Peers, ConnectionGate {
   }
 
   // -------------------------------------------------------------------------------------------
-  // Peers port
+  // Peers port, and the owners' side of ClusteredHost
 
   owns(groupId: string): boolean {
     return this.healthy && this.leases.groups.get(groupId)?.state === 'owned';
@@ -374,7 +378,8 @@ export class PgCluster implements Peers, ConnectionGate {
   private drain(groupId: string): Promise<boolean> {
     return this.inbox.drain(groupId, {
       runs: (id) => this.owns(id),
-      receiveForwarded: (msg) => this.router!.receiveForwarded(msg),
+      // Let go of meanwhile: the row stays in the inbox for the next owner.
+      receiveForwarded: (msg) => (this.router!.runs(groupId) ? this.router!.receiveForwarded(msg) : Promise.resolve(NOT_RUN_HERE)),
       applyForwarded: (id, change) => this.router!.hosting.applyForwarded(id, change),
     });
   }

@@ -34,6 +34,16 @@ export class UserError extends Error {
   }
 }
 
+/**
+ * A group was created a moment ago by another instance sharing the database (its lease was taken
+ * first): the request is refused with 409, and the group's id says where it went.
+ */
+export class CreatedElsewhereError extends UserError {
+  constructor(readonly groupId: string) {
+    super(`a group with id "${groupId}" was just created by another instance`, 'conflict', 409);
+  }
+}
+
 /** A Store could not make a change durable: the request is refused (503) and nothing is kept. */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';

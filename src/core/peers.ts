@@ -9,11 +9,6 @@ import type { Peers } from './ports.js';
 export const noPeers: Peers = {
   ownerOf: () => null,
   claimNew: async () => true,
-  forward: async () => ({ status: 'rejected', code: 'unavailable', reason: 'no other instance runs this group' } as const),
-  forwardChange: async () => {
-    throw new Error('no other instance runs this group');
-  },
-  beforeReceive: async () => undefined,
   status: () => undefined,
 };
 

@@ -114,7 +114,7 @@ export interface ChannelHost {
   logger: Logger;
 }
 
-/** A change handed to the group's owner through the inbox (see `Peers.forwardChange`). */
+/** A change handed to the group's owner through the cluster's inbox (a membership change). */
 export interface ForwardedChange {
   kind: 'membership';
   chat: ChatRef;
@@ -131,11 +131,13 @@ export interface ConnectionGate {
 }
 
 /**
- * The other instances, when several share one database. Each group has one owner at a time; only
- * the owner writes its log and runs its rounds. Which groups this process runs is its own state
- * (`RunningGroups`: the cluster hands groups to it and takes them back); for the others it keeps
- * a read-only copy for the web API and reaches their owner through this port (a durable inbox).
- * A single instance runs everything and has no peers (`noPeers`).
+ * What the core asks of the other instances when several share one database. Each group has one
+ * owner at a time; only the owner writes its log and runs its rounds. Which groups this process
+ * runs is its own state (`RunningGroups`: the cluster hands groups to it and takes them back), and
+ * what reaches this process for another instance's group is routed before the core sees it (the
+ * cluster wraps the host the channels talk to). The core only takes a lease for a group it creates,
+ * and names the owner when it refuses a write to a group it was not handed. A single instance runs
+ * everything and has no peers (`noPeers`).
  */
 export interface Peers {
   /** The instance that runs the group, when known (for error messages). */
@@ -147,25 +149,9 @@ export interface Peers {
   claimNew(groupId: string): Promise<boolean>;
   /** Give back a lease `claimNew` took for a group whose first record was then refused. */
   releaseNew?(groupId: string): Promise<void>;
-  /**
-   * Record an inbound message for a group this instance does not run (durable when resolved).
-   * `awaitAnswer` (a command asked on the web page): wait a few seconds for the owner to run it
-   * and return its outcome — `ephemeral` (the answer for the asker alone) and/or `entryId` — on
-   * the 'forwarded' result; without them the owner has not answered yet.
-   */
-  forward(groupId: string, msg: InboundMessage, opts?: { awaitAnswer?: boolean }): Promise<ReceiveResult>;
-  /**
-   * A change for a group another instance runs that is not a message (Telegram bots joining or
-   * leaving its chat): kept in the inbox like a message and applied by the owner, in order.
-   * Throws `StoreUnavailableError` when it could not be kept (the channel delivers it again).
-   */
-  forwardChange(groupId: string, change: ForwardedChange): Promise<void>;
-  /** Called before recording a message of a group this process runs: messages handed over earlier go first. */
-  beforeReceive(groupId: string): Promise<void>;
   /** For `/readyz`; undefined for a single instance. */
   status(): ClusterStatus | undefined;
 }
-
 
 /** One platform integration. `start`/`stop` are idempotent. */
 export interface Channel {

@@ -10,13 +10,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ForwardedChange, Peers } from '../../src/core/ports.js';
+import type { Owners } from '../../src/cluster/ClusteredHost.js';
 import type { ClusterStatus } from '../../src/core/readModels.js';
 import type { GroupRouter } from '../../src/core/router/GroupRouter.js';
 import type { EphemeralAnswer, InboundMessage, ReceiveResult } from '../../src/core/types.js';
 import { makeRouter } from '../helpers/router-harness.js';
+import { ClusteredHost } from '../../src/cluster/ClusteredHost.js';
 
 /** Ownership of the test's group that a test can take away; forwarded messages land in `inbox`. */
-class SwitchableOwnership implements Peers {
+class SwitchableOwnership implements Peers, Owners {
   /** The router that runs the group (set once it is made). */
   router: GroupRouter | undefined;
   private running = true;
@@ -62,50 +64,51 @@ async function rig(limits?: { user_messages_per_minute: number; max_message_char
   const ownership = new SwitchableOwnership();
   const h = await makeRouter({ peers: ownership, limits, participants: ['analyst'] });
   ownership.router = h.router;
-  return { ...h, ownership };
+  // What the channels talk to with several instances: the router, wrapped by the cluster's routing.
+  return { ...h, ownership, host: new ClusteredHost(h.router, ownership) };
 }
 
 describe('an acknowledged message survives a lost lease', () => {
   it('a retry after a refused (fenced) append is handed over, never answered "duplicate" from memory', async () => {
-    const { router, store, ownership, message, group } = await rig();
+    const { router, host, store, ownership, message, group } = await rig();
     const m = message('@analyst what is 6 × 7?', { ephemeral: true });
 
     // The fence refuses the append: the lease is gone. The poster is told to try again.
     store.failWrites = 'fenced: this instance no longer holds the lease';
-    const first = await router.receive(m);
+    const first = await host.receive(m);
     expect(first).toMatchObject({ status: 'rejected', code: 'unavailable' });
     store.failWrites = null;
 
     // The instance noticed it lost the lease; the object it ran is still there (broken) until the
     // read-only copy replaces it. The retry must reach the new owner through the inbox.
     ownership.owned = false;
-    const retry = await router.receive({ ...m });
+    const retry = await host.receive({ ...m });
     expect(retry.status).toBe('forwarded');
     expect(ownership.inbox.map((x) => x.messageId)).toEqual([m.messageId]);
 
     // Once the copy is read from the store (the id is not in it) the answer is the same.
     await router.groups.reload(group.id);
-    const again = await router.receive({ ...m });
+    const again = await host.receive({ ...m });
     expect(again.status).toBe('duplicate'); // the inbox row already holds it
     expect(await store.readEntries(group.id, { afterSeq: 0, limit: 100 })).not.toContainEqual(expect.objectContaining({ platformMessageId: m.messageId }));
   });
 
   it('a copy read from the store still answers "duplicate" for a message that is durably recorded', async () => {
-    const { router, ownership, message, group } = await rig();
+    const { router, host, ownership, message, group } = await rig();
     const m = message('@analyst hello', { ephemeral: true });
-    expect((await router.receive(m)).status).toBe('recorded');
+    expect((await host.receive(m)).status).toBe('recorded');
     await router.idle();
     ownership.owned = false;
     await router.groups.reload(group.id);
-    expect((await router.receive({ ...m })).status).toBe('duplicate');
+    expect((await host.receive({ ...m })).status).toBe('duplicate');
     expect(ownership.inbox).toEqual([]);
   });
 
   it('the owner draining the inbox never takes a refused id for a duplicate', async () => {
-    const { router, store, message, group } = await rig();
+    const { router, host, store, message, group } = await rig();
     const m = message('@analyst first', { ephemeral: true });
     store.failWrites = 'fenced';
-    expect(await router.receive(m)).toMatchObject({ status: 'rejected', code: 'unavailable' });
+    expect(await host.receive(m)).toMatchObject({ status: 'rejected', code: 'unavailable' });
     store.failWrites = null;
     // The same id arrives from the inbox before the group was reloaded: not recorded, not a
     // duplicate — the inbox keeps the row (PgCluster deletes it only on another answer).
@@ -118,10 +121,10 @@ describe('an acknowledged message survives a lost lease', () => {
   });
 
   it('a handed-over message is recorded even past the rate limit: it was acknowledged where it was posted', async () => {
-    const { router, store, message, group } = await rig({ user_messages_per_minute: 1, max_message_chars: 8000 });
-    expect((await router.receive(message('one', { ephemeral: true }))).status).toBe('recorded');
+    const { router, host, store, message, group } = await rig({ user_messages_per_minute: 1, max_message_chars: 8000 });
+    expect((await host.receive(message('one', { ephemeral: true }))).status).toBe('recorded');
     // A direct second message is refused to its sender (nothing recorded) ...
-    expect(await router.receive(message('two', { ephemeral: true }))).toMatchObject({ status: 'rejected', code: 'rate_limited' });
+    expect(await host.receive(message('two', { ephemeral: true }))).toMatchObject({ status: 'rejected', code: 'rate_limited' });
     // ... but one another instance already answered 202 for is recorded.
     const handed = message('three, handed over', { ephemeral: true });
     expect((await router.receiveForwarded(handed)).status).toBe('recorded');
@@ -131,24 +134,24 @@ describe('an acknowledged message survives a lost lease', () => {
   });
 
   it('a non-owner checks the limits before it acknowledges and hands over', async () => {
-    const { router, ownership, message } = await rig({ user_messages_per_minute: 1, max_message_chars: 20 });
+    const { host, ownership, message } = await rig({ user_messages_per_minute: 1, max_message_chars: 20 });
     ownership.owned = false;
-    expect((await router.receive(message('short', { ephemeral: true }))).status).toBe('forwarded');
-    expect(await router.receive(message('second one', { ephemeral: true }))).toMatchObject({ status: 'rejected', code: 'rate_limited', ephemeral: { kind: 'refusal' } });
-    expect(await router.receive(message('x'.repeat(30), { ephemeral: true }))).toMatchObject({ status: 'rejected', code: 'too_long' });
+    expect((await host.receive(message('short', { ephemeral: true }))).status).toBe('forwarded');
+    expect(await host.receive(message('second one', { ephemeral: true }))).toMatchObject({ status: 'rejected', code: 'rate_limited', ephemeral: { kind: 'refusal' } });
+    expect(await host.receive(message('x'.repeat(30), { ephemeral: true }))).toMatchObject({ status: 'rejected', code: 'too_long' });
     expect(ownership.inbox.map((m) => m.text)).toEqual(['short']);
   });
 });
 
 describe('web-only command answers on an instance that does not run the group', () => {
   it('answers /help and /group list from the read-only copy, records and forwards nothing', async () => {
-    const { router, store, ownership, message, group } = await rig();
+    const { host, store, ownership, message, group } = await rig();
     ownership.owned = false;
     const before = (await store.readEntries(group.id, { afterSeq: 0, limit: 100 })).length;
-    const help = await router.receive(message('/help', { ephemeral: true }));
+    const help = await host.receive(message('/help', { ephemeral: true }));
     expect(help.status).toBe('command');
     expect(help.ephemeral?.text).toMatch(/\/group/);
-    const list = await router.receive(message('/group list', { ephemeral: true }));
+    const list = await host.receive(message('/group list', { ephemeral: true }));
     expect(list.status).toBe('command');
     expect(list.ephemeral?.text).toContain('Test room');
     expect(ownership.inbox).toEqual([]);
@@ -156,24 +159,24 @@ describe('web-only command answers on an instance that does not run the group', 
   });
 
   it('a command that changes the group is still handed over to the owner', async () => {
-    const { router, ownership, message } = await rig();
+    const { host, ownership, message } = await rig();
     ownership.owned = false;
     // No answer from the owner in time: the asker is told where it went (shown to them alone).
-    const res = await router.receive(message('/group config cooldown_seconds 5', { ephemeral: true }));
+    const res = await host.receive(message('/group config cooldown_seconds 5', { ephemeral: true }));
     expect(res.status).toBe('forwarded');
     expect(res.ephemeral).toEqual({ kind: 'command', text: expect.stringContaining('"other-instance"') });
     expect(ownership.inbox).toHaveLength(1);
     // The owner's answer came back: it is the asker's answer, as if asked there.
     ownership.answer = { ephemeral: { kind: 'command', text: 'cooldown_seconds: expected a number' } };
-    expect(await router.receive(message('/group config cooldown_seconds x', { ephemeral: true }))).toMatchObject({ status: 'command', ephemeral: { text: 'cooldown_seconds: expected a number' } });
+    expect(await host.receive(message('/group config cooldown_seconds x', { ephemeral: true }))).toMatchObject({ status: 'command', ephemeral: { text: 'cooldown_seconds: expected a number' } });
     ownership.answer = { entryId: 'room.9' };
-    expect(await router.receive(message('/group config cooldown_seconds 6', { ephemeral: true }))).toMatchObject({ status: 'command', entryId: 'room.9' });
+    expect(await host.receive(message('/group config cooldown_seconds 6', { ephemeral: true }))).toMatchObject({ status: 'command', entryId: 'room.9' });
   });
 });
 
 describe('a group that could not be created leaves nothing behind (review of issue 16)', () => {
   it('a claim the database cannot answer: refused, and no half-made group stays in memory', async () => {
-    const { router, ownership } = await rig();
+    const { router, host, ownership } = await rig();
     ownership.claimError = new Error('connection terminated');
     await expect(router.gateway.createGroup({ title: 'New', participants: ['analyst'], id: 'new-1' })).rejects.toThrow(/could not be created/);
     expect(router.gateway.getGroup('new-1')).toBeUndefined();
@@ -182,7 +185,7 @@ describe('a group that could not be created leaves nothing behind (review of iss
   });
 
   it('a first record refused after the claim: the group is forgotten and its lease given back', async () => {
-    const { router, ownership, store } = await rig();
+    const { router, host, ownership, store } = await rig();
     store.failWrites = 'disk full';
     await expect(router.gateway.createGroup({ title: 'New', participants: ['analyst'], id: 'new-2' })).rejects.toThrow();
     expect(router.gateway.getGroup('new-2')).toBeUndefined();

@@ -9,7 +9,7 @@ import type { Channel, Clock, GatewayApi, Peers, ReactionRequest, Store, Logger 
 import type { GroupDoc } from '../records.js';
 import type { ChannelStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, TranscriptPage } from '../readModels.js';
 import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
-import { StoreUnavailableError, UserError, describeError } from '../errors.js';
+import { CreatedElsewhereError, StoreUnavailableError, UserError, describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { Outbox } from '../router/Outbox.js';
 import type { Recorder } from '../router/Recorder.js';
@@ -146,7 +146,7 @@ export class GroupAdmin implements GatewayApi {
     }
     if (!claimed) {
       this.d.groups.forget(g);
-      throw new UserError(`a group with id "${g.id}" was just created by another instance`, 'conflict', 409);
+      throw new CreatedElsewhereError(g.id);
     }
     this.d.running.run(g.id);
     try {
@@ -164,20 +164,12 @@ export class GroupAdmin implements GatewayApi {
     const joined = (change.joined ?? []).filter((a) => this.d.agentMap.has(a));
     const left = change.left ?? [];
     let g = this.d.groups.find(chat.channel, chat.chatId);
-    const peers = this.d.peers;
-    // Another instance runs the group: it applies the change (kept in the shared inbox, in order).
-    if (g && !this.d.running.runs(g.id)) return peers.forwardChange(g.id, { kind: 'membership', chat, change });
     if (!g) {
       if (!change.autoCreate || joined.length === 0) return;
       g = this.d.groups.create({ channel: chat.channel, chatId: chat.chatId, title: change.title ?? `Chat ${chat.chatId}`, participants: joined });
-      try {
-        await this.persistNew(g);
-      } catch (err) {
-        // Another instance created the chat's group a moment ago (another bot's copy of the same
-        // join reached it): that group takes this change.
-        if (err instanceof UserError && err.code === 'conflict') return peers.forwardChange(g.id, { kind: 'membership', chat, change });
-        throw err;
-      }
+      // Another instance may have created the chat's group a moment ago (another bot's copy of the
+      // same join reached it): CreatedElsewhereError, and that group takes this change.
+      await this.persistNew(g);
       const made = g;
       await this.d.mailbox.send(made.id, () => this.d.recorder.notice(made, this.greeting(made), { viaAgentId: joined[0] }));
       return;
@@ -193,7 +185,6 @@ export class GroupAdmin implements GatewayApi {
   async rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
     const g = this.d.groups.find(channel, oldChatId);
     if (!g || this.d.groups.find(channel, newChatId)) return;
-    if (!this.d.running.runs(g.id)) return; // its owner sees the same migration
     // The home chat, or a chat linked to the room (a linked Telegram group became a supergroup).
     const home = g.channel === channel && g.chatId === oldChatId;
     await this.d.mailbox.send(g.id, async () => {

@@ -40,15 +40,11 @@ export class Rooms {
   /**
    * A person edited or deleted a message on a platform. Only their own message changes (a
    * deletion the platform reports is taken whoever made it: the message is gone there); one
-   * Chorus does not know, or of a group another instance runs, is left alone (logged).
+   * Chorus does not know is left alone.
    */
   async edited(e: PlatformEdit): Promise<void> {
     const g = this.d.groups.find(e.channel, e.chatId);
     if (!g || g.state.archived) return;
-    if (!this.d.running.runs(g.id)) {
-      this.log.info({ group: g.id, channel: e.channel }, 'an edit for a group another instance runs was not applied');
-      return;
-    }
     const entry = await this.personsMessage(g, e);
     if (!entry || entry.deleted) return;
     if (!e.deleted && entry.authorId !== `${e.channel}:${e.author.id}`) {

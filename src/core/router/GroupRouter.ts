@@ -196,8 +196,6 @@ export class GroupRouter implements ChannelHost {
       recorder: this.recorder,
       metrics: this.metrics,
       commands: this.commands,
-      peers: this.peers,
-      running: this.running,
       limits: opts.limits,
       posted: this.outbox.posted,
       now: () => opts.clock.now(),
@@ -309,10 +307,7 @@ export class GroupRouter implements ChannelHost {
     return this.receiveAs(msg, false);
   }
 
-  /**
-   * A message another instance took for a group this one now runs (the cluster inbox). Throws
-   * `StoreUnavailableError` if ownership was lost meanwhile: the inbox keeps it for the next owner.
-   */
+  /** A message another instance took and acknowledged for a group this one runs (the cluster's inbox). */
   receiveForwarded(msg: InboundMessage): Promise<ReceiveResult> {
     return this.receiveAs(msg, true);
   }
@@ -325,6 +320,12 @@ export class GroupRouter implements ChannelHost {
       throw err;
     }
   }
+
+  // What the cluster's routing (ClusteredHost) asks: is the group handed to this process, which
+  // group is a message for, and what does the read-only copy of another instance's group answer.
+  runs = (groupId: string): boolean => this.running.runs(groupId);
+  groupIdOf = (msg: InboundMessage): string | undefined => this.inbound.groupOf(msg)?.id;
+  fromCopy = (msg: InboundMessage): ReturnType<Inbound['fromCopy']> => this.inbound.fromCopy(msg);
 
   /** `/stop` for one group: its rounds end and their model calls are cancelled (see RoundRequests). */
   stopGroup(groupId: string, by: string): Promise<StopResult> {

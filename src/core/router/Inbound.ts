@@ -3,11 +3,8 @@
  * it asks for), then handled by the short function for that intent. Everything that reaches a
  * group's log goes through the Recorder, durable before the channel may acknowledge.
  */
-import type { Peers } from '../ports.js';
 import type { GroupDoc, RoundRecord } from '../records.js';
-import type { RunningGroups } from '../peers.js';
 import type { AgentDef, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
-import { StoreUnavailableError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { GroupMailbox } from '../groups/GroupMailbox.js';
 import type { GroupManager } from '../groups/GroupManager.js';
@@ -28,8 +25,6 @@ export interface InboundDeps {
   recorder: Recorder;
   metrics: Metrics;
   commands: CommandContext;
-  peers: Peers;
-  running: RunningGroups;
   limits: { user_messages_per_minute: number; max_message_chars: number };
   /** Which entry each platform message is (replies across the chats of a room). */
   posted: PostedIndex;
@@ -59,8 +54,6 @@ export type Intent =
   | { kind: 'chatless-command'; command: ParsedCommand }
   /** The first private message to an agent: its one-to-one group is made. */
   | { kind: 'open-dm'; agentId: string }
-  /** Another instance runs the group. */
-  | { kind: 'elsewhere'; g: GroupDoc; command: ParsedCommand | null }
   /** A command whose answer goes to the asker alone (the web page). */
   | { kind: 'private-command'; g: GroupDoc; command: ParsedCommand }
   /** `/ask <agent> <question>`. */
@@ -69,6 +62,8 @@ export type Intent =
   /** Too long, empty or rate limited. */
   | { kind: 'over-limit'; g: GroupDoc; refusal: Refusal }
   | { kind: 'message'; g: GroupDoc };
+
+const SHUTTING_DOWN: ReceiveResult = { status: 'rejected', code: 'shutting_down', reason: 'shutting down' };
 
 export const UNAVAILABLE: ReceiveResult = { status: 'rejected', code: 'unavailable', reason: 'storage is unavailable; nothing was recorded, try again shortly' };
 
@@ -82,28 +77,53 @@ export class Inbound {
   }
 
   /**
-   * Take one message. `forwarded`: another instance took it and acknowledged it; if this
-   * instance no longer runs its group it throws `StoreUnavailableError` (the inbox keeps it).
+   * Take one message. `forwarded`: another instance took it and acknowledged it (its limits were
+   * checked there).
    */
   async take(msg: InboundMessage, forwarded: boolean): Promise<ReceiveResult> {
-    if (this.d.shutdown.aborted) return { status: 'rejected', code: 'shutting_down', reason: 'shutting down' };
-    const dm = msg.isPrivate && msg.viaAgentId && this.d.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
+    if (this.d.shutdown.aborted) return SHUTTING_DOWN;
+    const dm = this.dmAgent(msg);
     const g = this.d.groups.find(msg.channel, msg.chatId, dm);
-    if (!g || !this.d.running.runs(g.id)) return this.decide(msg, g, dm, forwarded);
-    // Messages handed over by other instances before this one came in are recorded first.
-    if (!forwarded) await this.d.peers.beforeReceive(g.id);
+    if (!g) return this.decide(msg, g, dm, forwarded);
     // Taken in as a task of the group's mailbox: the group is read as it is when its turn comes.
     return this.d.mailbox.send(g.id, () => this.decide(msg, this.d.groups.find(msg.channel, msg.chatId, dm), dm, forwarded));
+  }
+
+  /** The group a message is for, if its chat has one (a private chat with an agent: that agent's). */
+  groupOf(msg: InboundMessage): GroupDoc | undefined {
+    return this.d.groups.find(msg.channel, msg.chatId, this.dmAgent(msg));
+  }
+
+  private dmAgent(msg: InboundMessage): string | undefined {
+    return msg.isPrivate && msg.viaAgentId && this.d.agentMap.has(msg.viaAgentId) ? msg.viaAgentId : undefined;
+  }
+
+  /**
+   * A message for a group another instance runs, of which this process keeps a read-only copy:
+   * what the copy answers itself — a duplicate of an entry it holds, a query whose answer goes to
+   * the asker alone (nothing is recorded), a refusal by the limits (checked where the message is
+   * acknowledged: once handed over, it is recorded) — or the message to hand over, its reply resolved.
+   */
+  async fromCopy(msg: InboundMessage): Promise<{ answer: ReceiveResult } | { handOver: InboundMessage; command: ParsedCommand | null }> {
+    if (this.d.shutdown.aborted) return { answer: SHUTTING_DOWN };
+    const g = this.groupOf(msg);
+    if (!g) return { answer: { status: 'no_group', reason: 'this chat has no group; use /group create' } };
+    msg = withReplyResolved(g, msg, this.d.posted);
+    if (this.dedupe.remembers(g, msg) && (await this.dedupe.confirmed(g, msg))) return { answer: { status: 'duplicate', groupId: g.id } };
+    const command = parseCommand(msg.text);
+    if (command && msg.ephemeral && !changesState(command)) return { answer: await this.privateCommand(g, msg, command) };
+    const refusal = !command && msg.ephemeral ? this.checkLimits(g, msg) : null;
+    if (refusal) return { answer: this.ephemeralRefusal(g, msg, refusal) };
+    return { handOver: msg, command };
   }
 
   /** Duplicate, or what the message is, and its handling. */
   private async decide(msg: InboundMessage, g: GroupDoc | undefined, dm: string | undefined, forwarded: boolean): Promise<ReceiveResult> {
     if (g) msg = withReplyResolved(g, msg, this.d.posted);
-    const here = !g || this.d.running.runs(g.id);
     if (this.dedupe.remembers(g, msg) && (await this.dedupe.confirmed(g, msg))) return { status: 'duplicate', groupId: g?.id };
     // Nothing awaits from the check above until the handler records the message (or remembers a
     // chatless command): a copy arriving meanwhile without a group to queue in finds it remembered.
-    return this.handle(this.classify(msg, g, dm, here, forwarded), msg, forwarded);
+    return this.handle(this.classify(msg, g, dm, forwarded), msg, forwarded);
   }
 
   private handle(intent: Intent, msg: InboundMessage, forwarded: boolean): Promise<ReceiveResult> {
@@ -114,8 +134,6 @@ export class Inbound {
         return this.chatlessCommand(msg, intent.command);
       case 'open-dm':
         return this.openDm(msg, intent.agentId).then(() => this.take(msg, forwarded));
-      case 'elsewhere':
-        return this.elsewhere(intent.g, msg, intent.command);
       case 'private-command':
         return this.privateCommand(intent.g, msg, intent.command);
       case 'ask':
@@ -130,16 +148,12 @@ export class Inbound {
   }
 
   /** What a message not taken before is (synchronous: see `take`). */
-  private classify(msg: InboundMessage, g: GroupDoc | undefined, dm: string | undefined, here: boolean, forwarded: boolean): Intent {
+  private classify(msg: InboundMessage, g: GroupDoc | undefined, dm: string | undefined, forwarded: boolean): Intent {
     const command = parseCommand(msg.text);
     if (!g) {
       if (command) return { kind: 'chatless-command', command };
       if (dm) return { kind: 'open-dm', agentId: dm };
       return { kind: 'refused', result: { status: 'no_group', reason: 'this chat has no group; use /group create' } };
-    }
-    if (!here) {
-      if (forwarded) throw new StoreUnavailableError(`group ${g.id} is no longer run by this instance`);
-      return { kind: 'elsewhere', g, command };
     }
     if (!this.d.groups.usable(g)) return { kind: 'refused', result: UNAVAILABLE };
     if (command && msg.ephemeral) return { kind: 'private-command', g, command };
@@ -164,30 +178,6 @@ export class Inbound {
     const g = this.d.groups.create({ channel: msg.channel, chatId: msg.chatId, dmAgentId: agentId, title: `${agent.name} · ${msg.author.name}`, participants: [agentId] });
     // Its "created" event comes from its first record (groups/projection.ts).
     await this.d.admin.persistNew(g);
-  }
-
-  /** A group another instance runs: answer what the copy here can, hand the rest over. */
-  private async elsewhere(g: GroupDoc, msg: InboundMessage, command: ParsedCommand | null): Promise<ReceiveResult> {
-    const own = this.d.peers;
-    // Pure queries (`/help`, `/group list`…) asked where only the asker sees the answer: the
-    // copy here answers them (nothing is recorded), instead of forwarding and losing the answer.
-    if (command && msg.ephemeral && !changesState(command)) return this.privateCommand(g, msg, command);
-    if (command && msg.ephemeral) {
-      // A change runs where the group runs; the asker is told where it went and what to expect.
-      const res = await own.forward(g.id, msg, { awaitAnswer: true });
-      if (res.status !== 'forwarded') return res;
-      // The owner ran it meanwhile: its answer (a refusal, or what a query would show) or its line.
-      if (res.ephemeral || res.entryId) return { ...res, status: 'command' };
-      const owner = own.ownerOf(g.id);
-      const where = owner ? `instance "${owner}", which runs this group` : 'the instance that runs this group';
-      return { ...res, ephemeral: { kind: 'command', text: `Handed over to ${where}: the change shows in the chat once it is made (nothing shows if it was refused there).` } };
-    }
-    // Limits are checked where the message is acknowledged: once handed over it is recorded.
-    if (!command && msg.ephemeral) {
-      const refusal = this.checkLimits(g, msg);
-      if (refusal) return this.ephemeralRefusal(g, msg, refusal);
-    }
-    return own.forward(g.id, msg);
   }
 
   /**

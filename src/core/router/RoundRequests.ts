@@ -55,15 +55,10 @@ export class RoundRequests {
 
   /**
    * A decision on a waiting tool call from a user interface, whose users hold the web token and
-   * count as admins. Handed to the instance that runs the group as `/approve` or `/deny` when
-   * that is another one.
+   * count as admins.
    */
   async decideTool(groupId: string, id: string, approve: boolean, by: string): Promise<ToolDecision> {
     const g = this.d.groups.require(groupId);
-    if (!this.d.running.runs(g.id)) {
-      await this.handOver(g, `/${approve ? 'approve' : 'deny'} ${id}`, by, 'the decision');
-      return { decided: true, line: null };
-    }
     return this.d.mailbox.send(g.id, async () => {
       if (!this.d.groups.usable(g)) throw new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`);
       return { decided: true, line: await this.d.approvals.decide(g, id, approve, { name: by, admin: true }) };
@@ -78,25 +73,10 @@ export class RoundRequests {
    */
   async stopGroup(groupId: string, by: string): Promise<StopResult> {
     const g = this.d.groups.require(groupId);
-    if (!this.d.running.runs(g.id)) {
-      await this.handOver(g, '/stop', by, 'the stop');
-      return { stopped: true, roundsDropped: null, turnsDropped: null };
-    }
     return this.d.mailbox.send(g.id, () => {
       if (!this.d.groups.usable(g)) throw new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`);
       return this.stopRounds(g, by);
     });
-  }
-
-  /**
-   * Another instance runs the group: hand it a user interface's command like any message for it.
-   * Only a command the owner will see may be reported as done, so a hand-over that failed throws.
-   */
-  private async handOver(g: GroupDoc, text: string, by: string, what: string): Promise<void> {
-    const now = this.d.clock.now();
-    const msg: InboundMessage = { channel: g.channel, chatId: g.chatId, messageId: `ui-${now}-${Math.random().toString(36).slice(2, 8)}`, author: { id: by, name: by }, text, ts: now, ephemeral: true };
-    const handed = await this.d.peers.forward(g.id, msg);
-    if (handed.status !== 'forwarded' && handed.status !== 'duplicate') throw new StoreUnavailableError(`${what} could not be handed to the instance that runs group ${g.id}`);
   }
 
   async stopRounds(g: GroupDoc, by: string, seen?: string): Promise<StopResult & { roundsDropped: number; turnsDropped: number }> {
