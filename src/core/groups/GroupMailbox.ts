@@ -24,6 +24,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** One task of a group's mailbox, as the code running inside it sees it. */
 interface Slot {
+  mailbox: GroupMailbox;
   groupId: string;
   /** The task holds its group now. */
   held: boolean;
@@ -56,9 +57,15 @@ class Turnstile {
 
 }
 
+/**
+ * Which task is running, for every mailbox of the process. One for all: Node keeps every
+ * AsyncLocalStorage it has seen and visits each of them for every promise made, so one per
+ * mailbox would make a process that builds many routers (tests, benchmarks) slower with each.
+ */
+const current = new AsyncLocalStorage<Slot | undefined>();
+
 export class GroupMailbox {
   private readonly turnstile = new Turnstile();
-  private readonly current = new AsyncLocalStorage<Slot | undefined>();
   /** Tasks not settled yet, per group (for `onIdle`). */
   private readonly open = new Map<string, Set<Promise<unknown>>>();
 
@@ -74,12 +81,12 @@ export class GroupMailbox {
         return Promise.reject(err);
       }
     }
-    const slot: Slot = { groupId, held: false, done: false };
+    const slot: Slot = { mailbox: this, groupId, held: false, done: false };
     const run = (async () => {
       await this.turnstile.enter(groupId);
       slot.held = true;
       try {
-        return await this.current.run(slot, task);
+        return await current.run(slot, task);
       } finally {
         slot.done = true;
         if (slot.held) {
@@ -97,8 +104,8 @@ export class GroupMailbox {
    * then queue up to hold it again. Outside a task of this group it simply runs `wait`.
    */
   async outside<T>(groupId: string, wait: () => Promise<T>): Promise<T> {
-    const slot = this.current.getStore();
-    if (!slot || slot.groupId !== groupId || slot.done) return this.detached(wait);
+    const slot = current.getStore();
+    if (!slot || slot.mailbox !== this || slot.groupId !== groupId || slot.done) return this.detached(wait);
     if (slot.held) {
       slot.held = false;
       this.turnstile.leave(groupId);
@@ -125,14 +132,14 @@ export class GroupMailbox {
 
   /** Does the code running now hold this group (as its task, or a part of it)? */
   holds(groupId: string): boolean {
-    const slot = this.current.getStore();
-    return slot !== undefined && slot.held && !slot.done && slot.groupId === groupId;
+    const slot = current.getStore();
+    return slot !== undefined && slot.mailbox === this && slot.held && !slot.done && slot.groupId === groupId;
   }
 
   /** Start work that outlives the current task (a round, a delivery queue): it runs outside every task. */
   detached<T>(fn: () => T): T {
     // Not `exit`: on Node 20 it switches the async hooks off and on again around every call.
-    return this.current.getStore() ? this.current.run(undefined, fn) : fn();
+    return current.getStore() ? current.run(undefined, fn) : fn();
   }
 
   private track(groupId: string, p: Promise<unknown>): void {
