@@ -2,11 +2,12 @@
  * One mailbox per group: the group's one writer. Everything that changes a group — a message taken
  * in, a command or a change from the page, a round's turns and their outcomes, a summary, a
  * delivery outcome, a stop, a hand-over — runs as a task sent here, and a group's tasks hold the
- * group one at a time, in the order they were sent. A task reads the group, decides, appends its
- * record and waits for it to be durable.
+ * group one at a time, in the order they were sent. A task reads the group, decides and appends
+ * its record in one step; the wait for the record to be durable is outside the group (the log
+ * keeps the group's records in order, so nothing recorded after it can be durable before it).
  *
  * A task never holds its group while it waits for something slow: a model call, a tool, a post to
- * a platform, a cooldown. It steps `outside` for that wait and queues up again after it, behind
+ * a platform, a cooldown, a write. It steps `outside` for that wait and queues up again after it, behind
  * whatever was sent meanwhile, so a person's message is taken in while an agent is thinking — and
  * what the task does next is decided on the group as it is then.
  *

@@ -121,13 +121,22 @@ export class ChatDelivery {
     return postIn(this.d, g, e, home && e.delivery === 'pending' ? homeOf(g) : chatOfKey(chat), maybePosted ? e.ts : undefined);
   }
 
-  /** Record what became of a job, as a task of the group (written with its next record, not waited for). */
-  private settle(g: GroupDoc, job: Job, chat: string, home: boolean, attempt: Exclude<Attempt, 'later' | { retry: string }>): Promise<void> {
-    return this.d.mailbox.send(g.id, () => this.settleNow(g, job, chat, home, attempt));
+  /**
+   * Record what became of a job, as a task of the group, and wait until it is durable before the
+   * queue posts the next one: a kill then finds at most one post of the chat without its outcome
+   * on disk — the one a platform that cannot be asked (Telegram) may be given again. The wait is
+   * outside the group, and the write joins whatever else is being written.
+   */
+  private async settle(g: GroupDoc, job: Job, chat: string, home: boolean, attempt: Exclude<Attempt, 'later' | { retry: string }>): Promise<void> {
+    // Handed back in a box: a promise returned by the task would be waited for inside it.
+    const written = await this.d.mailbox.send(g.id, () => this.settleNow(g, job, chat, home, attempt));
+    // A failed write leaves the group refused until it is reloaded (the loop then stops); the
+    // post stays owed and is looked for or posted again after the reload.
+    await written?.durable.catch(() => undefined);
   }
 
-  private settleNow(g: GroupDoc, job: Job, chat: string, home: boolean, attempt: Exclude<Attempt, 'later' | { retry: string }>): void {
-    if (!this.d.groups.usable(g)) return;
+  private settleNow(g: GroupDoc, job: Job, chat: string, home: boolean, attempt: Exclude<Attempt, 'later' | { retry: string }>): { durable: Promise<void> } | undefined {
+    if (!this.d.groups.usable(g)) return undefined;
     const ids = attempt.ok ? attempt.ids : undefined;
     if ('post' in job) {
       const e = job.post;
@@ -138,7 +147,7 @@ export class ChatDelivery {
     } else {
       this.d.groups.roomChange(g, { t: 'carried', seq: job.carry.seq, chat, at: job.carry.at });
     }
-    this.d.groups.commitSoon(g);
+    return { durable: this.d.groups.commit(g).durable };
   }
 }
 
