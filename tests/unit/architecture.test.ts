@@ -120,3 +120,22 @@ it(`no src/ file is over ${MAX_LINES} lines`, () => {
     `over ${MAX_LINES} lines: split these files`,
   ).toEqual([]);
 });
+
+/**
+ * With several instances, what reaches one for a group another runs is routed by the cluster's
+ * wrapper around the router (src/cluster/ClusteredHost.ts), not by the core: the core has no port
+ * to hand a message or a change to another instance, and no cluster module.
+ */
+it('the core does not route to other instances: no hand-over port, no cluster import', () => {
+  const offenders: string[] = [];
+  for (const f of files('src/core')) {
+    const text = readFileSync(f, 'utf8');
+    if (/\bforwardChange\b|\bbeforeReceive\b|peers\.forward\(/.test(text)) offenders.push(`${f}: hands over to another instance`);
+    if (/from '[^']*cluster\//.test(text)) offenders.push(`${f}: imports the cluster`);
+  }
+  expect(offenders).toEqual([]);
+  // The wrapper is where routing lives, and it uses the hand-over it declares.
+  const wrapper = readFileSync('src/cluster/ClusteredHost.ts', 'utf8');
+  expect(wrapper).toMatch(/this\.owners\.forward\(/);
+  expect(wrapper).toMatch(/this\.owners\.forwardChange\(/);
+});
