@@ -192,7 +192,9 @@ suite('tool steps and approvals on the page, in Chromium', () => {
   }
 
   const status = (page: Page) => page.locator('.msg.tool-request .tool-status').textContent();
-  const reply = (page: Page, text: string) => page.locator('.msg.agent', { hasText: text });
+  // The recorded reply, not the bubble its text streams into first (that one is replaced once the
+  // reply is durable; on a busy machine a test could catch it in between).
+  const reply = (page: Page, text: string) => page.locator('.msg.agent:not(.streaming)', { hasText: text });
 
   it('shows a read-only step live between the messages; it opens with the mouse or the keyboard on its arguments and its result as plain text', async () => {
     const { page, errors } = await open('lookup', 'Maya');
