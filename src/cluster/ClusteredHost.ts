@@ -21,7 +21,8 @@ import type { ChannelHost, ForwardedChange } from '../core/ports.js';
 import type { GatewayApi } from '../core/gatewayApi.js';
 import type { ChannelKind, ChatRef, InboundMessage, ReceiveResult } from '../core/types.js';
 import type { PlatformEdit } from '../core/roomTypes.js';
-import { CreatedElsewhereError, StoreUnavailableError, UserError } from '../core/errors.js';
+import { CreatedElsewhereError, StoreUnavailableError, notOwnerError } from '../core/errors.js';
+import { UNAVAILABLE } from '../core/router/Inbound.js';
 import type { ParsedCommand } from '../core/commands/commands.js';
 
 /** The local router, as the wrapper needs it. */
@@ -47,8 +48,6 @@ export interface Owners {
   /** Before a message of a group this instance runs is recorded: messages handed over earlier go first. */
   beforeReceive(groupId: string): Promise<void>;
 }
-
-const UNAVAILABLE: ReceiveResult = { status: 'rejected', code: 'unavailable', reason: 'storage is unavailable; nothing was recorded, try again shortly' };
 
 export class ClusteredHost implements ChannelHost {
   readonly gateway: GatewayApi;
@@ -146,7 +145,7 @@ export class ClusteredHost implements ChannelHost {
   private wrapGateway(g: GatewayApi): GatewayApi {
     const here = (id: string) => this.local.runs(id) || !g.getGroup(id);
     /** A change from the page goes to the instance that runs the group: 409 naming it. */
-    const owned = <T>(id: string, run: () => Promise<T>): Promise<T> => (here(id) ? run() : Promise.reject(this.notOwner(id)));
+    const owned = <T>(id: string, run: () => Promise<T>): Promise<T> => (here(id) ? run() : Promise.reject(notOwnerError(id, this.owners.ownerOf(id))));
     /** A change of one message: 503, try again (the page's next try may reach the owner). */
     const ownedOrRetry = <T>(id: string, run: () => Promise<T>): Promise<T> => (here(id) ? run() : Promise.reject(this.elsewhere(id)));
     return {
@@ -201,11 +200,6 @@ export class ClusteredHost implements ChannelHost {
   private where(groupId: string): string {
     const owner = this.owners.ownerOf(groupId);
     return owner ? `instance "${owner}", which runs this group` : 'the instance that runs this group';
-  }
-
-  private notOwner(groupId: string): UserError {
-    const owner = this.owners.ownerOf(groupId);
-    return new UserError(`group "${groupId}" is run by ${owner ? `instance "${owner}"` : 'another instance (being taken over)'}; send this change there or retry shortly`, 'not_owner', 409);
   }
 
   private elsewhere(groupId: string): StoreUnavailableError {

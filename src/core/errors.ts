@@ -44,6 +44,11 @@ export class CreatedElsewhereError extends UserError {
   }
 }
 
+/** A change for a group another instance runs: 409, naming that instance when it is known. */
+export function notOwnerError(groupId: string, owner: string | null): UserError {
+  return new UserError(`group "${groupId}" is run by ${owner ? `instance "${owner}"` : 'another instance (being taken over)'}; send this change there or retry shortly`, 'not_owner', 409);
+}
+
 /** A Store could not make a change durable: the request is refused (503) and nothing is kept. */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';

@@ -9,7 +9,7 @@ import type { Channel, Clock, GatewayApi, Peers, ReactionRequest, Store, Logger 
 import type { GroupDoc } from '../records.js';
 import type { ChannelStatus, GatewayEvent, GroupDetail, GroupSummary, GroupView, Readiness, TranscriptPage } from '../readModels.js';
 import type { AgentDef, ChannelKind, ChatRef, ConfigValidator, GroupConfig, InboundMessage, TranscriptEntry } from '../types.js';
-import { CreatedElsewhereError, StoreUnavailableError, UserError, describeError } from '../errors.js';
+import { CreatedElsewhereError, StoreUnavailableError, UserError, describeError, notOwnerError } from '../errors.js';
 import type { EventHub } from '../events.js';
 import type { Outbox } from '../router/Outbox.js';
 import type { Recorder } from '../router/Recorder.js';
@@ -320,10 +320,7 @@ export class GroupAdmin implements GatewayApi {
    */
   private owned(id: string): GroupDoc {
     const g = this.d.groups.require(id);
-    if (!this.d.running.runs(id)) {
-      const owner = this.d.peers.ownerOf(id);
-      throw new UserError(`group "${id}" is run by ${owner ? `instance "${owner}"` : 'another instance (being taken over)'}; send this change there or retry shortly`, 'not_owner', 409);
-    }
+    if (!this.d.running.runs(id)) throw notOwnerError(id, this.d.peers.ownerOf(id));
     return g;
   }
 
