@@ -153,8 +153,11 @@ describe('spreading groups (PostgreSQL)', () => {
     }
     for (const id of ids) {
       await until(`${id} answered`, async () => (await y.gateway.messages(id, { limit: 20 })).some((e) => e.kind === 'agent'));
-      const humans = (await z.gateway.messages(id, { limit: 20 })).filter((e) => e.kind === 'human');
-      expect(humans.map((e) => e.platformMessageId)).toEqual([`spread-${id}`]);
+      // Another instance reads the shared log, which may lag the owner's memory by the write in
+      // flight (the owner's round starts while the message is being written): wait for both there.
+      const humans = async () => (await z.gateway.messages(id, { limit: 20 })).filter((e) => e.kind === 'human');
+      await until(`${id} answered, read on z`, async () => (await z.gateway.messages(id, { limit: 20 })).some((e) => e.kind === 'agent'));
+      expect((await humans()).map((e) => e.platformMessageId)).toEqual([`spread-${id}`]);
     }
   }, 90_000);
 });
