@@ -11,6 +11,8 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 1,
     fileParallelism: false,
+    // Every group's one writer is checked (src/core/groups/GroupMailbox.ts): off in production for speed.
+    env: { CHORUS_CHECK_WRITERS: '1' },
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

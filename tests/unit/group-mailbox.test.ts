@@ -2,8 +2,9 @@
  * One writer per group (src/core/groups/GroupMailbox.ts): a group's tasks hold it one at a time in
  * the order they were sent; a task that waits for something slow steps outside and queues up again
  * behind what came meanwhile; code inside a task may send to its own group without waiting for
- * itself; work a task starts and leaves behind runs outside it. And the router's GroupManager
- * refuses a change made outside its group's task.
+ * itself by passing its task; work a task starts and leaves behind runs outside it. With checks on
+ * (as everywhere in this suite), code that claims a group it does not hold is refused. And the
+ * router's GroupManager refuses a change made outside its group's task.
  */
 import { describe, expect, it } from 'vitest';
 import { GroupMailbox } from '../../src/core/groups/GroupMailbox.js';
@@ -77,14 +78,14 @@ describe('GroupMailbox', () => {
     expect(log).toEqual(['turn: prompt built', 'message recorded', 'slow task in', 'slow task out', 'turn: reply recorded']);
   });
 
-  it('inside a task, sending to the same group runs at once; to another group it queues there', async () => {
+  it('inside a task, sending to the same group via the task runs at once; to another group it queues there', async () => {
     const mb = new GroupMailbox();
     const log: string[] = [];
-    await mb.send('g', async () => {
-      await mb.send('g', () => void log.push('nested, same group'));
+    await mb.send('g', async (t) => {
+      await mb.send('g', () => void log.push('nested, same group'), t);
       const held = gate();
-      const busy = mb.send('h', () => held.wait);
-      const other = mb.send('h', () => void log.push('other group, in its line'));
+      const busy = mb.send('h', () => held.wait, t);
+      const other = mb.send('h', () => void log.push('other group, in its line'), t);
       log.push('after nested');
       held.open();
       await Promise.all([busy, other]);
@@ -106,6 +107,40 @@ describe('GroupMailbox', () => {
     later.open();
     expect(detachedHeld).toBe(false);
     expect(await leftBehind).toBe(false);
+  });
+
+  it('checks refuse code that claims a group it does not hold; without checks the same tasks run in the same order', async () => {
+    const checked = new GroupMailbox({ check: true });
+    // Sending to the group it holds without saying so: it would wait for itself forever.
+    await expect(checked.send('g', () => checked.send('g', () => 'never'))).rejects.toThrow(/wait for itself/);
+    // Stepping outside for a group another task holds.
+    const held = gate();
+    const holder = checked.send('g', () => held.wait);
+    await ticks();
+    await expect(checked.outside('g', async () => 'x')).rejects.toThrow(/does not hold/);
+    expect(checked.holds('g')).toBe(false);
+    held.open();
+    await holder;
+
+    const order = async (mb: GroupMailbox): Promise<string[]> => {
+      const log: string[] = [];
+      const model = gate();
+      const turn = mb.send('g', async (t) => {
+        log.push(`turn holds: ${mb.holds('g')}`);
+        await mb.send('g', () => void log.push('same task'), t);
+        const answer = await mb.outside('g', async () => (await model.wait, 'reply'));
+        log.push(`turn: ${answer}`);
+      });
+      await ticks();
+      const message = mb.send('g', () => void log.push('message'));
+      await message;
+      model.open();
+      await turn;
+      return log;
+    };
+    const expected = ['turn holds: true', 'same task', 'message', 'turn: reply'];
+    expect(await order(new GroupMailbox({ check: true }))).toEqual(expected);
+    expect(await order(new GroupMailbox({ check: false }))).toEqual(expected);
   });
 
   it('a failed task lets go of the group', async () => {

@@ -5,6 +5,7 @@ import type { AgentDef, ChannelKind, InboundMessage } from '../types.js';
 import type { GroupAdmin } from '../groups/GroupAdmin.js';
 import type { HandleIndex } from '../router/mentions.js';
 import type { Approver } from '../router/Approvals.js';
+import type { GroupTask } from '../groups/GroupMailbox.js';
 
 /** The narrow view of the router a command is run with. */
 export interface CommandContext {
@@ -24,5 +25,10 @@ export interface CommandContext {
   decideTool(g: GroupDoc, id: string, approve: boolean, who: Approver): Promise<unknown>;
   /** Answer in the chat through the system voice (recorded when the chat has a group). */
   reply(msg: InboundMessage, g: GroupDoc | undefined, text: string): Promise<void>;
+  /**
+   * The task of the group's mailbox the command runs in (a command typed in a chat that has a
+   * group): changes to that group run in it, rather than waiting for it to end.
+   */
+  task?: GroupTask | undefined;
 }
 

@@ -144,12 +144,12 @@ async function run(r: CommandContext, msg: InboundMessage, cmd: ParsedCommand, g
   switch (subLower) {
     case 'add': {
       const id = resolveAgent(r, one(args, 'add'), null);
-      await r.admin.addMember(g.id, id);
+      await r.admin.addMember(g.id, id, r.task);
       return `${r.agentMap.get(id)!.name} joined. Address it as ${r.handles.handlesOf(id).slice(0, 3).join(' ')}.`;
     }
     case 'remove': {
       const id = resolveAgent(r, one(args, 'remove'), g.participants);
-      await r.admin.removeMember(g.id, id);
+      await r.admin.removeMember(g.id, id, {}, r.task);
       return `${r.agentMap.get(id)!.name} left the group; its memory is kept.`;
     }
     case 'list':
@@ -161,17 +161,17 @@ async function run(r: CommandContext, msg: InboundMessage, cmd: ParsedCommand, g
     case 'mute':
     case 'unmute': {
       const id = resolveAgent(r, one(args, subLower), g.participants);
-      await r.admin.setMuted(g.id, id, subLower === 'mute');
+      await r.admin.setMuted(g.id, id, subLower === 'mute', r.task);
       const name = r.agentMap.get(id)!.name;
       return subLower === 'mute' ? `${name} is muted: it answers only when @mentioned.` : `${name} is unmuted.`;
     }
     case 'reset': {
       const ids = args.length ? [resolveAgent(r, args[0]!, g.participants)] : g.participants;
-      await r.admin.resetMemory(g.id, ids);
+      await r.admin.resetMemory(g.id, ids, r.task);
       return args.length ? `${r.agentMap.get(ids[0]!)!.name}'s memory of this group was cleared.` : 'Every agent’s memory of this group was cleared.';
     }
     case 'dissolve':
-      await r.admin.dissolveGroup(g.id);
+      await r.admin.dissolveGroup(g.id, r.task);
       return 'This group was dissolved; its history stays on disk. Agents now answer here one-to-one only when the chat is private.';
     default:
       throw new UserError(`unknown subcommand "${sub}"; try /help`);
@@ -227,7 +227,7 @@ async function config(r: CommandContext, g: GroupDoc, args: string[]): Promise<s
   const current = (g.config as unknown as Record<string, unknown>)[top];
   if (sub !== undefined && (typeof current !== 'object' || current === null)) throw new UserError(`${top} has no fields; use /group config ${top} <value>`);
   const patch = sub !== undefined ? { [top]: { ...(current as object), [sub]: value } } : { [key!]: value };
-  const next = (await r.admin.updateConfig(g.id, patch)) as unknown as Record<string, unknown>;
+  const next = (await r.admin.updateConfig(g.id, patch, r.task)) as unknown as Record<string, unknown>;
   const shown = sub !== undefined ? (next[top] as Record<string, unknown> | undefined)?.[sub] : next[key!];
   return `${key} = ${showSetting(shown ?? null)}`;
 }

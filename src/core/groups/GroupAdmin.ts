@@ -20,7 +20,7 @@ import type { RunningGroups } from '../peers.js';
 import { pageAround, searchHistory, type HistoryDeps } from './history.js';
 import { MessageEditor } from './MessageEditor.js';
 import { Reactions } from './Reactions.js';
-import type { GroupMailbox } from './GroupMailbox.js';
+import type { GroupMailbox, GroupTask } from './GroupMailbox.js';
 import { RoomLinks } from './RoomLinks.js';
 
 export interface GroupAdminDeps {
@@ -175,10 +175,10 @@ export class GroupAdmin implements GatewayApi {
       return;
     }
     const found = g;
-    await this.d.mailbox.send(found.id, async () => {
-      for (const a of joined) if (!found.participants.includes(a)) await this.addMember(found.id, a);
-      for (const a of left) if (found.participants.includes(a)) await this.removeMember(found.id, a, { allowEmpty: true });
-      if (found.participants.length === 0) await this.dissolveGroup(found.id);
+    await this.d.mailbox.send(found.id, async (t) => {
+      for (const a of joined) if (!found.participants.includes(a)) await this.addMember(found.id, a, t);
+      for (const a of left) if (found.participants.includes(a)) await this.removeMember(found.id, a, { allowEmpty: true }, t);
+      if (found.participants.length === 0) await this.dissolveGroup(found.id, t);
     });
   }
 
@@ -239,15 +239,15 @@ export class GroupAdmin implements GatewayApi {
     return g;
   }
 
-  dissolveGroup(id: string): Promise<void> {
-    return this.writer(id, async (g) => {
+  dissolveGroup(id: string, via?: GroupTask): Promise<void> {
+    return this.writer(id, via, async (g) => {
       this.d.groups.archive(g);
       await this.d.recorder.record(g);
     });
   }
 
-  updateConfig(id: string, patch: Record<string, unknown>): Promise<GroupConfig> {
-    return this.writer(id, (g) => this.configure(g, patch));
+  updateConfig(id: string, patch: Record<string, unknown>, via?: GroupTask): Promise<GroupConfig> {
+    return this.writer(id, via, (g) => this.configure(g, patch));
   }
 
   private async configure(g: GroupDoc, patch: Record<string, unknown>): Promise<GroupConfig> {
@@ -263,8 +263,8 @@ export class GroupAdmin implements GatewayApi {
     return { ...g.config };
   }
 
-  addMember(id: string, agentId: string): Promise<GroupView> {
-    return this.writer(id, (g) => this.add(g, agentId));
+  addMember(id: string, agentId: string, via?: GroupTask): Promise<GroupView> {
+    return this.writer(id, via, (g) => this.add(g, agentId));
   }
 
   private async add(g: GroupDoc, agentId: string): Promise<GroupView> {
@@ -278,8 +278,8 @@ export class GroupAdmin implements GatewayApi {
     return viewOf(g);
   }
 
-  removeMember(id: string, agentId: string, opts: { allowEmpty?: boolean } = {}): Promise<GroupView> {
-    return this.writer(id, (g) => this.remove(g, agentId, opts));
+  removeMember(id: string, agentId: string, opts: { allowEmpty?: boolean } = {}, via?: GroupTask): Promise<GroupView> {
+    return this.writer(id, via, (g) => this.remove(g, agentId, opts));
   }
 
   private async remove(g: GroupDoc, agentId: string, opts: { allowEmpty?: boolean }): Promise<GroupView> {
@@ -292,25 +292,28 @@ export class GroupAdmin implements GatewayApi {
   }
 
   /** `/group mute` and `unmute`: no voluntary turns; @mentions are still answered. */
-  setMuted(id: string, agentId: string, muted: boolean): Promise<void> {
-    return this.writer(id, async (g) => {
+  setMuted(id: string, agentId: string, muted: boolean, via?: GroupTask): Promise<void> {
+    return this.writer(id, via, async (g) => {
       this.d.groups.setMuted(g, agentId, muted);
       await this.d.recorder.record(g);
     });
   }
 
   /** `/group reset`: these agents forget the group and listen from now on. */
-  resetMemory(id: string, agentIds: string[]): Promise<void> {
-    return this.writer(id, async (g) => {
+  resetMemory(id: string, agentIds: string[], via?: GroupTask): Promise<void> {
+    return this.writer(id, via, async (g) => {
       for (const a of agentIds) this.d.groups.resetSession(g, a);
       await this.d.recorder.record(g);
     });
   }
 
-  /** A change to a group this instance runs, made as a task of the group's mailbox. */
-  private async writer<T>(id: string, change: (g: GroupDoc) => Promise<T>): Promise<T> {
+  /**
+   * A change to a group this instance runs, made as a task of the group's mailbox (`via`: the
+   * caller's task, a command typed in the group: the change is part of it).
+   */
+  private async writer<T>(id: string, via: GroupTask | undefined, change: (g: GroupDoc) => Promise<T>): Promise<T> {
     this.owned(id); // refused at once, not after the tasks ahead of it
-    return this.d.mailbox.send(id, () => change(this.owned(id)));
+    return this.d.mailbox.send(id, () => change(this.owned(id)), via);
   }
 
   /**

@@ -11,42 +11,46 @@
  * whatever was sent meanwhile, so a person's message is taken in while an agent is thinking — and
  * what the task does next is decided on the group as it is then.
  *
- * `GroupWrites` asks `holds` before applying any change: a change made outside its group's task is
- * a bug, refused loudly rather than interleaved with the task that holds the group.
+ * The mailbox knows which task holds each group, not which code is running: code inside a task
+ * that changes the group, records or steps outside simply acts as the group's holder, and code
+ * inside a task that sends to its own group again says so by passing its task (`via`), or it would
+ * wait for itself. Why not AsyncLocalStorage, which would tell the running task itself: on Node 20
+ * it makes every promise of the process pay for async hooks, about a tenth of a busy daemon's CPU.
  *
- * Which task is running is known through AsyncLocalStorage, so a task may call code that sends to
- * the same group again (a command that records a notice) without waiting for itself. Work a task
- * starts and does not wait for (a round, a chat's delivery queue, a summary) is started
- * `detached`, outside every task: otherwise it would count as part of the task that started it,
- * and its changes would be refused once that task has ended. Work that runs side by side (a
- * round's parallel turns) is one task each.
+ * That knowledge is what the checks use (`check`, on in the test suite): each task then runs under
+ * AsyncLocalStorage, and code that changes a group or steps outside without holding it, or sends
+ * to the group it holds without `via`, is refused loudly. Work a task starts and does not wait for
+ * (a round, a chat's delivery queue, a summary) is started `detached`, so that the checks see it
+ * as outside every task, as it is.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
-/** One task of a group's mailbox, as the code running inside it sees it. */
-interface Slot {
-  mailbox: GroupMailbox;
-  groupId: string;
+/** One task of a group's mailbox. */
+export class GroupTask {
   /** The task holds its group now. */
-  held: boolean;
-  /** The task has ended: continuations it left behind count as outside. */
-  done: boolean;
+  held = false;
+  /** The task has ended. */
+  done = false;
   /** While the task queues up to hold its group again. */
-  regaining?: Promise<void> | undefined;
+  regaining: Promise<void> | undefined;
+  constructor(readonly groupId: string, readonly mailbox: GroupMailbox) {}
 }
 
 /** A first-come first-served lock per group. */
 class Turnstile {
   private readonly waiting = new Map<string, Array<() => void>>();
 
+  /** Takes the group at once when nobody has it (true); else `enter` waits in line. */
+  tryEnter(groupId: string): boolean {
+    if (this.waiting.has(groupId)) return false;
+    this.waiting.set(groupId, []);
+    return true;
+  }
+
   /** Resolves once the group is ours; call `leave` to hand it to the next in line. */
   enter(groupId: string): Promise<void> {
-    const line = this.waiting.get(groupId);
-    if (!line) {
-      this.waiting.set(groupId, []);
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => line.push(resolve));
+    if (this.tryEnter(groupId)) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.get(groupId)!.push(resolve));
   }
 
   leave(groupId: string): void {
@@ -55,108 +59,145 @@ class Turnstile {
     if (next) next();
     else this.waiting.delete(groupId);
   }
-
 }
 
-/**
- * Which task is running, for every mailbox of the process. One for all: Node keeps every
- * AsyncLocalStorage it has seen and visits each of them for every promise made, so one per
- * mailbox would make a process that builds many routers (tests, benchmarks) slower with each.
- */
-const current = new AsyncLocalStorage<Slot | undefined>();
+/** Which task's code is running, kept only while checking. One for every mailbox of the process. */
+const running = new AsyncLocalStorage<GroupTask | undefined>();
+
+/** Code touched a group the way only its holder may. */
+export class NotTheHolderError extends Error {}
 
 export class GroupMailbox {
   private readonly turnstile = new Turnstile();
-  /** Tasks not settled yet, per group (for `onIdle`). */
-  private readonly open = new Map<string, Set<Promise<unknown>>>();
+  /** The task holding each group now. */
+  private readonly holders = new Map<string, GroupTask>();
+  /** How many tasks are not settled yet, per group, and who waits for none (`onIdle`). */
+  private readonly open = new Map<string, { tasks: number; idle: Array<() => void> }>();
+  private readonly check: boolean;
+
+  /** `check`: verify every holder's claim (see the top of this file); on when CHORUS_CHECK_WRITERS=1. */
+  constructor(opts: { check?: boolean } = {}) {
+    this.check = opts.check ?? process.env.CHORUS_CHECK_WRITERS === '1';
+  }
 
   /**
    * Run `task` as the group's writer, once every task sent to the group before it has let go of
-   * it. Called from inside a task that holds the same group, it runs at once.
+   * it. `via`: the task the caller runs in; when it holds this group, `task` runs at once, as part
+   * of it.
    */
-  send<T>(groupId: string, task: () => T | Promise<T>): Promise<T> {
-    if (this.holds(groupId)) {
+  send<T>(groupId: string, task: (t: GroupTask) => T | Promise<T>, via?: GroupTask): Promise<T> {
+    if (via && via.groupId === groupId && via.mailbox === this && via.held && !via.done) {
       try {
-        return Promise.resolve(task());
+        return Promise.resolve(task(via));
       } catch (err) {
         return Promise.reject(err);
       }
     }
-    const slot: Slot = { mailbox: this, groupId, held: false, done: false };
-    const run = (async () => {
-      await this.turnstile.enter(groupId);
-      slot.held = true;
-      try {
-        return await current.run(slot, task);
-      } finally {
-        slot.done = true;
-        if (slot.held) {
-          slot.held = false;
-          this.turnstile.leave(groupId);
-        }
+    if (this.check) {
+      const me = running.getStore();
+      if (me && me.mailbox === this && me.groupId === groupId && me.held && !me.done) {
+        return Promise.reject(new NotTheHolderError(`a task of group ${groupId} sent to its own group without passing itself: it would wait for itself`));
       }
-    })();
-    this.track(groupId, run);
-    return run;
+    }
+    const t = new GroupTask(groupId, this);
+    // A group nobody holds is taken at once, without a turn of the event loop.
+    const free = this.turnstile.tryEnter(groupId);
+    this.opened(groupId);
+    const run = async (): Promise<T> => {
+      if (!free) await this.turnstile.enter(groupId);
+      this.hold(t);
+      try {
+        return await (this.check ? running.run(t, task, t) : task(t));
+      } finally {
+        t.done = true;
+        if (t.held) this.letGo(t);
+        this.closed(groupId);
+      }
+    };
+    return run();
   }
 
   /**
-   * Wait for something slow without holding the group (a model call, a tool, a post, a sleep),
-   * then queue up to hold it again. Outside a task of this group it simply runs `wait`.
+   * The group's holder waits for something slow without holding it (a model call, a tool, a post,
+   * a sleep), then queues up to hold it again. When no task holds the group it simply runs `wait`.
+   * Only the holder may call it with its group's id; code outside every task passes none.
    */
   async outside<T>(groupId: string, wait: () => Promise<T>): Promise<T> {
-    const slot = current.getStore();
-    if (!slot || slot.mailbox !== this || slot.groupId !== groupId || slot.done) return this.detached(wait);
-    if (slot.held) {
-      slot.held = false;
-      this.turnstile.leave(groupId);
-    }
+    const t = this.holders.get(groupId);
+    if (!t) return this.detached(wait);
+    if (this.check && running.getStore() !== t) throw new NotTheHolderError(`code that does not hold group ${groupId} tried to step outside for it`);
+    this.letGo(t);
     try {
       return await this.detached(wait);
     } finally {
-      await this.regain(slot);
+      // Taken back at once when nobody came meanwhile; else in line.
+      if (!this.regainNow(t)) await this.regain(t);
     }
   }
 
-  private async regain(slot: Slot): Promise<void> {
-    while (!slot.held && !slot.done) {
-      if (!slot.regaining) {
-        slot.regaining = this.turnstile.enter(slot.groupId).then(() => {
-          slot.regaining = undefined;
-          if (slot.done) this.turnstile.leave(slot.groupId);
-          else slot.held = true;
+  private regainNow(t: GroupTask): boolean {
+    if (t.held || t.done) return true;
+    if (!this.turnstile.tryEnter(t.groupId)) return false;
+    this.hold(t);
+    return true;
+  }
+
+  private hold(t: GroupTask): void {
+    t.held = true;
+    this.holders.set(t.groupId, t);
+  }
+
+  private letGo(t: GroupTask): void {
+    t.held = false;
+    if (this.holders.get(t.groupId) === t) this.holders.delete(t.groupId);
+    this.turnstile.leave(t.groupId);
+  }
+
+  private async regain(t: GroupTask): Promise<void> {
+    while (!t.held && !t.done) {
+      if (!t.regaining) {
+        t.regaining = this.turnstile.enter(t.groupId).then(() => {
+          t.regaining = undefined;
+          if (t.done) this.turnstile.leave(t.groupId);
+          else this.hold(t);
         });
       }
-      await slot.regaining;
+      await t.regaining;
     }
   }
 
-  /** Does the code running now hold this group (as its task, or a part of it)? */
+  /**
+   * Does the code running now hold this group? Without checks: does a task hold it (code that
+   * changes a group is its holder's, see the top of this file).
+   */
   holds(groupId: string): boolean {
-    const slot = current.getStore();
-    return slot !== undefined && slot.mailbox === this && slot.held && !slot.done && slot.groupId === groupId;
+    const t = this.holders.get(groupId);
+    if (!t) return false;
+    return !this.check || running.getStore() === t;
   }
 
   /** Start work that outlives the current task (a round, a delivery queue): it runs outside every task. */
   detached<T>(fn: () => T): T {
-    // Not `exit`: on Node 20 it switches the async hooks off and on again around every call.
-    return current.getStore() ? current.run(undefined, fn) : fn();
+    return this.check && running.getStore() ? running.run(undefined, fn) : fn();
   }
 
-  private track(groupId: string, p: Promise<unknown>): void {
-    let set = this.open.get(groupId);
-    if (!set) this.open.set(groupId, (set = new Set()));
-    set.add(p);
-    const forget = () => {
-      set.delete(p);
-      if (set.size === 0 && this.open.get(groupId) === set) this.open.delete(groupId);
-    };
-    p.then(forget, forget);
+  private opened(groupId: string): void {
+    const o = this.open.get(groupId);
+    if (o) o.tasks++;
+    else this.open.set(groupId, { tasks: 1, idle: [] });
+  }
+
+  private closed(groupId: string): void {
+    const o = this.open.get(groupId)!;
+    if (--o.tasks > 0) return;
+    this.open.delete(groupId);
+    for (const wake of o.idle) wake();
   }
 
   /** Resolves once the group has no task waiting or running. */
-  async onIdle(groupId: string): Promise<void> {
-    while (this.open.get(groupId)?.size) await Promise.allSettled([...this.open.get(groupId)!]);
+  onIdle(groupId: string): Promise<void> {
+    const o = this.open.get(groupId);
+    return o ? new Promise((resolve) => o.idle.push(resolve)) : Promise.resolve();
   }
 
   /** Resolves once every group busy now has gone idle. */

@@ -103,27 +103,26 @@ export class Reactions {
   }
 
   /**
-   * Agent `agent` reacts `emoji` (one emoji, already checked) to entry `entryId`, in the queue
-   * people's reactions, edits and deletions of the group go through. The reaction and its note
+   * Agent `agent` reacts `emoji` (one emoji, already checked) to entry `entryId`, called by the
+   * agent's turn, which holds the group (people's reactions, edits and deletions are tasks of the
+   * same mailbox, so none of them runs meanwhile). The reaction and its note
    * are left as pending changes; `write` then records the agent's turn, synchronously up to its
    * commit, so both are one record. `write` is told `added`, `there` (the agent had reacted so
    * before: nothing changes) or null: not taken — the entry is gone or not in this group any
    * more, takes no reactions or no other emoji — and nothing is left pending. No rate limit: an
    * agent reacts at most once a turn.
    */
-  byAgent<T>(g: GroupDoc, entryId: string, agent: { id: string; name: string }, emoji: string, write: (how: 'added' | 'there' | null) => Promise<T>): Promise<T> {
-    return this.d.mailbox.send(g.id, async () => {
-      const found = await entryToChange(this.d, g.id, entryId).catch(() => null);
-      const entry = found?.g === g && this.d.groups.usable(g) && !notReactable(found.entry) ? found.entry : null;
-      if (!entry) return write(null);
-      const key = `agent:${agent.id}`;
-      const list = entry.reactions ?? [];
-      if (list.some((x) => x.byKey === key && x.emoji === emoji)) return write('there');
-      if (!list.some((x) => x.emoji === emoji) && new Set(list.map((x) => x.emoji)).size >= MAX_EMOJI_PER_ENTRY) return write(null);
-      const now = this.d.now();
-      this.change(g, entry, now, [...list, { emoji, by: agent.name, byKey: key, at: now }], { emoji, by: agent.name, agentId: agent.id });
-      return write('added');
-    });
+  async byAgent<T>(g: GroupDoc, entryId: string, agent: { id: string; name: string }, emoji: string, write: (how: 'added' | 'there' | null) => Promise<T>): Promise<T> {
+    const found = await entryToChange(this.d, g.id, entryId).catch(() => null);
+    const entry = found?.g === g && this.d.groups.usable(g) && !notReactable(found.entry) ? found.entry : null;
+    if (!entry) return write(null);
+    const key = `agent:${agent.id}`;
+    const list = entry.reactions ?? [];
+    if (list.some((x) => x.byKey === key && x.emoji === emoji)) return write('there');
+    if (!list.some((x) => x.emoji === emoji) && new Set(list.map((x) => x.emoji)).size >= MAX_EMOJI_PER_ENTRY) return write(null);
+    const now = this.d.now();
+    this.change(g, entry, now, [...list, { emoji, by: agent.name, byKey: key, at: now }], { emoji, by: agent.name, agentId: agent.id });
+    return write('added');
   }
 
   /**

@@ -14,7 +14,7 @@ import type { ChatAddress, LinkedChat } from '../roomTypes.js';
 import type { GroupView } from '../readModels.js';
 import type { Recorder } from '../router/Recorder.js';
 import type { GroupManager } from './GroupManager.js';
-import type { GroupMailbox } from './GroupMailbox.js';
+import type { GroupMailbox, GroupTask } from './GroupMailbox.js';
 import { chatKeyOf, LINK_CODE_TTL_MS } from '../roomTypes.js';
 import { UserError } from '../errors.js';
 import { viewOf } from './groupReads.js';
@@ -41,8 +41,8 @@ export class RoomLinks {
   constructor(private readonly d: RoomLinksDeps) {}
 
   /** A one-time code, made in chat `from` of the room, that links another chat to it. */
-  makeCode(groupId: string, from: ChatAddress): Promise<{ code: string; until: number }> {
-    return this.d.mailbox.send(groupId, () => this.codeFor(groupId, from));
+  makeCode(groupId: string, from: ChatAddress, via?: GroupTask): Promise<{ code: string; until: number }> {
+    return this.d.mailbox.send(groupId, () => this.codeFor(groupId, from), via);
   }
 
   private async codeFor(groupId: string, from: ChatAddress): Promise<{ code: string; until: number }> {
@@ -64,7 +64,7 @@ export class RoomLinks {
    * chat, an unknown or expired code, a chat already in that room or linked into another one, a
    * chat whose own group is shared with other chats.
    */
-  async joinChat(typed: string, chat: LinkedChat, opts: { isPrivate: boolean }): Promise<Joined> {
+  async joinChat(typed: string, chat: LinkedChat, opts: { isPrivate: boolean }, via?: GroupTask): Promise<Joined> {
     if (opts.isPrivate) throw new UserError('a private chat cannot join a room; type the code in a group chat or channel', 'private_chat', 409);
     const { g, code } = this.codeRoom(typed);
     if (isHome(g, chat) || linkOf(g, chat)) throw new UserError(`this chat is already part of the room “${g.title}”`, 'already_linked', 409);
@@ -79,27 +79,27 @@ export class RoomLinks {
       await this.d.mailbox.send(own.id, async () => {
         this.d.groups.archive(own);
         await this.d.recorder.record(own);
-      });
+      }, via);
       this.d.logger.info({ group: own.id, room: g.id }, 'a chat joined another room; its own group was archived');
     }
-    await this.d.mailbox.send(g.id, () => this.link(g, chat, code.code));
+    await this.d.mailbox.send(g.id, () => this.link(g, chat, code.code), via);
     return { g, archived: own };
   }
 
   /** The web joins the room of a code (the web panel's "Link a chat"). */
-  async joinWeb(typed: string): Promise<GroupView> {
+  async joinWeb(typed: string, via?: GroupTask): Promise<GroupView> {
     const { g, code } = this.codeRoom(typed);
     if (g.channel === 'web') throw new UserError(`the room “${g.title}” is a web room already`, 'already_linked', 409);
     const chat = { channel: 'web' as const, chatId: g.id };
     if (linkOf(g, chat)) throw new UserError(`the room “${g.title}” is on the web already`, 'already_linked', 409);
     this.d.owned(g.id);
-    await this.d.mailbox.send(g.id, () => this.link(g, { ...chat, title: g.title, at: this.d.clock.now() }, code.code));
+    await this.d.mailbox.send(g.id, () => this.link(g, { ...chat, title: g.title, at: this.d.clock.now() }, code.code), via);
     return viewOf(g);
   }
 
   /** A linked chat leaves the room; the home chat cannot (the room would be left without one). */
-  unlink(groupId: string, chat: ChatAddress): Promise<GroupView> {
-    return this.d.mailbox.send(groupId, () => this.unlinkNow(groupId, chat));
+  unlink(groupId: string, chat: ChatAddress, via?: GroupTask): Promise<GroupView> {
+    return this.d.mailbox.send(groupId, () => this.unlinkNow(groupId, chat), via);
   }
 
   private async unlinkNow(groupId: string, chat: ChatAddress): Promise<GroupView> {

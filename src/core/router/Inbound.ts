@@ -6,7 +6,7 @@
 import type { GroupDoc, RoundRecord } from '../records.js';
 import type { AgentDef, InboundMessage, ReceiveResult, TranscriptEntry } from '../types.js';
 import type { Metrics } from '../metrics.js';
-import type { GroupMailbox } from '../groups/GroupMailbox.js';
+import type { GroupMailbox, GroupTask } from '../groups/GroupMailbox.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { GroupAdmin } from '../groups/GroupAdmin.js';
 import { askArgs, changesState, handleCommand, parseCommand, type CommandContext, type ParsedCommand } from '../commands/commands.js';
@@ -86,7 +86,13 @@ export class Inbound {
     const g = this.d.groups.find(msg.channel, msg.chatId, dm);
     if (!g) return this.decide(msg, g, dm, forwarded);
     // Taken in as a task of the group's mailbox: the group is read as it is when its turn comes.
-    return this.d.mailbox.send(g.id, () => this.decide(msg, this.d.groups.find(msg.channel, msg.chatId, dm), dm, forwarded));
+    return this.d.mailbox.send(g.id, (t) => {
+      const now = this.d.groups.find(msg.channel, msg.chatId, dm);
+      // The chat's group changed while the message waited (it joined a room, it was re-keyed):
+      // the message queues again, in the line of the group the chat has now.
+      if (now && now !== g) return this.d.mailbox.outside(g.id, () => this.take(msg, forwarded));
+      return this.decide(msg, now, dm, forwarded, now ? t : undefined);
+    });
   }
 
   /** The group a message is for, if its chat has one (a private chat with an agent: that agent's). */
@@ -118,15 +124,16 @@ export class Inbound {
   }
 
   /** Duplicate, or what the message is, and its handling. */
-  private async decide(msg: InboundMessage, g: GroupDoc | undefined, dm: string | undefined, forwarded: boolean): Promise<ReceiveResult> {
+  private async decide(msg: InboundMessage, g: GroupDoc | undefined, dm: string | undefined, forwarded: boolean, task?: GroupTask): Promise<ReceiveResult> {
     if (g) msg = withReplyResolved(g, msg, this.d.posted);
     if (this.dedupe.remembers(g, msg) && (await this.dedupe.confirmed(g, msg))) return { status: 'duplicate', groupId: g?.id };
     // Nothing awaits from the check above until the handler records the message (or remembers a
     // chatless command): a copy arriving meanwhile without a group to queue in finds it remembered.
-    return this.handle(this.classify(msg, g, dm, forwarded), msg, forwarded);
+    return this.handle(this.classify(msg, g, dm, forwarded), msg, forwarded, task);
   }
 
-  private handle(intent: Intent, msg: InboundMessage, forwarded: boolean): Promise<ReceiveResult> {
+  /** `task`: the task of the message's group this runs in (none when the chat has no group). */
+  private handle(intent: Intent, msg: InboundMessage, forwarded: boolean, task: GroupTask | undefined): Promise<ReceiveResult> {
     switch (intent.kind) {
       case 'refused':
         return Promise.resolve(intent.result);
@@ -135,11 +142,11 @@ export class Inbound {
       case 'open-dm':
         return this.openDm(msg, intent.agentId).then(() => this.take(msg, forwarded));
       case 'private-command':
-        return this.privateCommand(intent.g, msg, intent.command);
+        return this.privateCommand(intent.g, msg, intent.command, task);
       case 'ask':
         return this.ask(intent.g, msg, intent.agentIds, intent.text);
       case 'command':
-        return this.command(intent.g, msg, intent.command);
+        return this.command(intent.g, msg, intent.command, task);
       case 'over-limit':
         return this.overLimit(intent.g, msg, intent.refusal);
       case 'message':
@@ -188,8 +195,8 @@ export class Inbound {
    * refused one leaves nothing. `/ask` records only its question (if any) and starts the round;
    * `/stop` records only its notice.
    */
-  private async privateCommand(g: GroupDoc, msg: InboundMessage, command: ParsedCommand): Promise<ReceiveResult> {
-    const ctx: CommandContext = { ...this.d.commands, reply: async () => {} };
+  private async privateCommand(g: GroupDoc, msg: InboundMessage, command: ParsedCommand, task?: GroupTask): Promise<ReceiveResult> {
+    const ctx: CommandContext = { ...this.d.commands, reply: async () => {}, task };
     const outcome = await handleCommand(ctx, msg, command, g);
     const answer = outcome.reply ? { text: outcome.reply, kind: 'command' as const } : undefined;
     // `/ask` and `/stop` leave their own shared record (the question and answers, the stop notice).
@@ -207,9 +214,9 @@ export class Inbound {
     return { status: 'command', groupId: g.id, entryId: entry?.id };
   }
 
-  private async command(g: GroupDoc, msg: InboundMessage, command: ParsedCommand): Promise<ReceiveResult> {
+  private async command(g: GroupDoc, msg: InboundMessage, command: ParsedCommand, task: GroupTask | undefined): Promise<ReceiveResult> {
     const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(g, msg, true)] });
-    await handleCommand(this.d.commands, msg, command, g);
+    await handleCommand({ ...this.d.commands, task }, msg, command, g);
     return { status: 'command', groupId: g.id, entryId: entry!.id };
   }
 

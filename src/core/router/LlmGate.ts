@@ -154,9 +154,12 @@ export class LlmGate {
    * Every call streams from the provider, also when the caller has no `onDelta`: the chunks are
    * what tells a working model from a stalled one. Throws LlmError ('timeout', 'aborted', or the
    * provider's). A reply cut short (size, `max_tokens`, the cap) comes back marked, with `cut` set.
+   *
+   * The caller holds `req.groupId` (a turn, a round's plan) and lets go of it for the call, unless
+   * it says `holder: false` (a summary, made outside the group's tasks).
    */
-  call(req: Omit<LlmRequest, 'signal'>, firstTokenMs: number, signal?: AbortSignal): Promise<LlmResponse & { latencyMs: number }> {
-    return this.aside(req.groupId, () => this.callNow(req, firstTokenMs, signal));
+  call(req: Omit<LlmRequest, 'signal'>, firstTokenMs: number, signal?: AbortSignal, opts: { holder?: boolean } = {}): Promise<LlmResponse & { latencyMs: number }> {
+    return opts.holder === false ? this.callNow(req, firstTokenMs, signal) : this.aside(req.groupId, () => this.callNow(req, firstTokenMs, signal));
   }
 
   /** How a call waits: the router makes it let go of the group meanwhile (see GroupMailbox). */

@@ -49,7 +49,7 @@ export class Outbox {
    * Post one recorded entry in the home chat as its agent, or as the system voice. Never throws.
    * `resumedSince`: the post was owed before a restart (see PostOptions).
    */
-  async post(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined, resumedSince?: number): Promise<PostOutcome> {
+  async post(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined, resumedSince?: number, opts: { holder?: boolean } = {}): Promise<PostOutcome> {
     const channel = this.channels.get(g.channel);
     if (!channel) {
       this.logger.warn({ group: g.id, channel: g.channel }, 'channel not running; entry kept for later delivery');
@@ -66,7 +66,9 @@ export class Outbox {
       const approval = entry.tool?.outcome === 'waiting' ? { groupId: g.id, id: entry.tool.id } : undefined;
       // Files an agent's tools made go out with its reply, under its identity.
       const attachments = entry.kind === 'agent' && entry.attachments?.length ? entry.attachments : undefined;
-      const res = await this.aside(g.id, () => (agent ? channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval, attachments, resumedSince }) : channel.postAsSystem(chat, text, resumedSince ? { resumedSince } : undefined)));
+      const send = () => (agent ? channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval, attachments, resumedSince }) : channel.postAsSystem(chat, text, resumedSince ? { resumedSince } : undefined));
+      // The caller holds the group and lets go of it for the post, unless it is outside already.
+      const res = await (opts.holder === false ? send() : this.aside(g.id, send));
       if (agent || g.links?.length) for (const id of res.ids) this.posted.note(g, id, entry);
       return { ok: true, ids: res.ids };
     } catch (err) {

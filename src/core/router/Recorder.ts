@@ -9,7 +9,7 @@
 import type { GroupDoc, RoundRecord } from '../records.js';
 import type { AgentDef, DecisionType, TranscriptEntry } from '../types.js';
 import type { GroupManager } from '../groups/GroupManager.js';
-import type { Outbox } from './Outbox.js';
+import type { Outbox, PostOutcome } from './Outbox.js';
 import type { ChatAddress } from '../roomTypes.js';
 import type { GroupMailbox } from '../groups/GroupMailbox.js';
 
@@ -31,8 +31,8 @@ export class Recorder {
   constructor(
     private readonly groups: GroupManager,
     private readonly outbox: Outbox,
-    /** A record is a task of its group's mailbox (at once when the caller's task holds the group). */
-    private readonly mailbox: Pick<GroupMailbox, 'send' | 'outside'>,
+    /** Its callers hold the group (a task of its mailbox); the write is waited for outside it. */
+    private readonly mailbox: Pick<GroupMailbox, 'outside'>,
   ) {}
 
   /**
@@ -44,14 +44,11 @@ export class Recorder {
   }
 
   /**
-   * Record, persist, publish, deliver. Throws `StoreUnavailableError` when the change could not
-   * be made durable: then nothing of it is published, delivered or kept.
+   * Record, persist, publish, deliver; called by the task holding the group. Throws
+   * `StoreUnavailableError` when the change could not be made durable: then nothing of it is
+   * published, delivered or kept.
    */
-  record(g: GroupDoc, change: RecordChange = {}): Promise<TranscriptEntry[]> {
-    return this.mailbox.send(g.id, () => this.recordNow(g, change));
-  }
-
-  private async recordNow(g: GroupDoc, change: RecordChange): Promise<TranscriptEntry[]> {
+  async record(g: GroupDoc, change: RecordChange = {}): Promise<TranscriptEntry[]> {
     if (change.round?.done && !change.entries?.length && !change.seen) {
       // A finished round alone need not be waited for: after a crash it would only be found
       // with nothing left to do and finished again.
@@ -65,12 +62,23 @@ export class Recorder {
     else if (r?.done) this.groups.finishRound(g, r.record);
     if (change.seen) this.groups.markSeen(g, change.seen);
     const { entries, durable } = this.groups.commit(g);
+    const toPost = this.postsHere(g) ? entries.filter((e) => e.delivery === 'pending' && added.includes(e)) : [];
     // Its live events are made from the record as it becomes durable (groups/projection.ts). The
     // write is waited for outside the group: the group's next task appends its record meanwhile,
     // and both share one batch and one sync, as records of different groups do. The next task's
     // record lands after this one, so nothing it delivers can be seen before this is durable.
-    await this.mailbox.outside(g.id, () => durable);
-    if (this.postsHere(g)) for (const e of entries) if (e.delivery === 'pending' && added.includes(e)) await this.deliver(g, e, change.replyTo);
+    // The posts follow the write in the same step outside; their outcomes are noted back inside.
+    if (toPost.length === 0) {
+      await this.mailbox.outside(g.id, () => durable);
+      return added;
+    }
+    const outcomes = await this.mailbox.outside(g.id, async () => {
+      await durable;
+      const out: PostOutcome[] = [];
+      for (const e of toPost) out.push(await this.outbox.post(g, e, change.replyTo, undefined, { holder: false }));
+      return out;
+    });
+    toPost.forEach((e, i) => this.delivered(g, e, outcomes[i]!));
     return added;
   }
 
@@ -78,13 +86,11 @@ export class Recorder {
    * Entries appended to the group outside `record` (a reply `/stop` cut short joins the stop's own
    * record, see stoppedReply.ts): once durable they are handed to the channel like any recorded entry.
    */
-  deliverAppended(g: GroupDoc, appended: TranscriptEntry[], replyTo: string | undefined): Promise<void> {
-    return this.mailbox.send(g.id, async () => {
-      const { durable } = this.groups.commit(g);
-      await this.mailbox.outside(g.id, () => durable);
-      if (!this.postsHere(g)) return;
-      for (const e of appended) if (e.delivery === 'pending' && g.undelivered.includes(e) && this.groups.usable(g)) await this.deliver(g, e, replyTo);
-    });
+  async deliverAppended(g: GroupDoc, appended: TranscriptEntry[], replyTo: string | undefined): Promise<void> {
+    const { durable } = this.groups.commit(g);
+    await this.mailbox.outside(g.id, () => durable);
+    if (!this.postsHere(g)) return;
+    for (const e of appended) if (e.delivery === 'pending' && g.undelivered.includes(e) && this.groups.usable(g)) await this.deliver(g, e, replyTo);
   }
 
   /**
@@ -138,7 +144,11 @@ export class Recorder {
 
   /** Hand one recorded entry to its channel; the outcome rides on the group's next record. */
   private async deliver(g: GroupDoc, entry: TranscriptEntry, replyTo: string | undefined, resumedSince?: number): Promise<void> {
-    const outcome = await this.outbox.post(g, entry, replyTo, resumedSince);
+    this.delivered(g, entry, await this.outbox.post(g, entry, replyTo, resumedSince));
+  }
+
+  /** The outcome of posting a recorded entry. */
+  private delivered(g: GroupDoc, entry: TranscriptEntry, outcome: PostOutcome): void {
     if (outcome === 'later' || !this.groups.usable(g)) return;
     this.groups.markDelivered(g, entry, outcome.ok ? 'posted' : 'failed', outcome.ok ? outcome.ids : undefined);
     // Not awaited: a lost outcome only means the entry is offered to the channel again after a

@@ -85,6 +85,8 @@ export class Summarizer {
           groupId: g.id,
         },
         g.config.agent_reply_timeout_seconds * 1000,
+        undefined,
+        { holder: false },
       );
       const text = res.text.trim();
       if (!text) throw new Error('empty summary');
