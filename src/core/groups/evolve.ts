@@ -262,6 +262,9 @@ export function headOf(g: GroupDoc): GroupHead {
 
 /** A transcript entry of the in-memory tail by seq (binary search: the tail is in seq order). */
 export function entryAt(t: readonly TranscriptEntry[], seq: number): TranscriptEntry | undefined {
+  // The tail's seqs are usually consecutive: try the place that assumes it first.
+  const guess = t[seq - (t[0]?.seq ?? 0)];
+  if (guess?.seq === seq) return guess;
   let lo = 0;
   let hi = t.length - 1;
   while (lo <= hi) {

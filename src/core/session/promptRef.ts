@@ -8,7 +8,7 @@
  * (how far the digest line and a cut observation went: they depend on a token ratio learned since
  * the start) and the running summary (rewritten in place). The reference holds exactly those.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import type { PromptRef, TranscriptEntry } from '../types.js';
 import { BoundedMap } from '../lib/BoundedMap.js';
 import type { FittedPrompt, PromptParts } from './fitPrompt.js';
@@ -29,12 +29,39 @@ export function historyHash(messages: ReadonlyArray<{ role: string; content: str
 }
 
 /**
+ * The history hash of each session, kept running. A turn's history is the previous turn's with
+ * the new messages after it (until a fold or a cut changes its start), so only those are hashed:
+ * the same hash `historyHash` makes, at the cost of the new messages rather than the whole history.
+ */
+export class RunningHistoryHashes {
+  private readonly kept = new BoundedMap<string, { items: Array<{ role: string; content: string }>; state: Hash }>(CARRIERS_MAX);
+
+  of(key: string, messages: ReadonlyArray<{ role: string; content: string }>): string {
+    let k = this.kept.get(key);
+    if (!k || k.items.length > messages.length || k.items.some((m, i) => m.role !== messages[i]!.role || m.content !== messages[i]!.content)) {
+      k = { items: [], state: createHash('sha256').update('[') };
+      this.kept.set(key, k);
+    }
+    // JSON.stringify of the list is its items' JSON joined by commas, between brackets.
+    for (let i = k.items.length; i < messages.length; i++) {
+      const m = messages[i]!;
+      k.state.update((i > 0 ? ',' : '') + JSON.stringify([m.role, m.content]));
+      k.items.push({ role: m.role, content: m.content });
+    }
+    return k.state.copy().update(']').digest('hex').slice(0, 16);
+  }
+}
+
+/**
  * Builds each turn's reference. Remembers, per session, which reply carries the text of the
  * summary version in use, so the text is written once per version (again after a restart, which
  * forgets: a second copy costs a little space and nothing in exactness).
  */
 export class PromptRefs {
   private readonly carriers = new BoundedMap<string, { hash: string; seq: number }>(CARRIERS_MAX);
+  private readonly histories = new RunningHistoryHashes();
+  /** Each agent's system prompt changes rarely: its hash is made again only when it does. */
+  private readonly systems = new BoundedMap<string, { text: string; hash: string }>(CARRIERS_MAX);
 
   /** The reference of a turn whose prompt `p` was fitted from `parts`. */
   make(groupId: string, agentId: string, model: string, window: number, parts: PromptParts, p: FittedPrompt, summary: string | null, opts: { carrySummary: boolean }): PromptRef {
@@ -54,8 +81,17 @@ export class PromptRefs {
       ...(p.files.length > 0 ? { files: p.files } : {}),
       ...(summary?.trim() ? { summary: this.summaryRef(groupId, agentId, summary, p.summary, opts.carrySummary) } : {}),
       window: { contextTokens: window, budgetTokens: p.budgetTokens, estimatedTokens: p.estimatedTokens, maxTokens: p.maxTokens },
-      hashes: { system: partHash(p.system), history: historyHash(p.messages.slice(0, -1)), user: partHash(p.userTurn) },
+      hashes: { system: this.systemHash(groupId, agentId, p.system), history: this.histories.of(`${groupId}\n${agentId}`, p.messages.slice(0, -1)), user: partHash(p.userTurn) },
     };
+  }
+
+  private systemHash(groupId: string, agentId: string, text: string): string {
+    const key = `${groupId}\n${agentId}`;
+    const known = this.systems.get(key);
+    if (known?.text === text) return known.hash;
+    const hash = partHash(text);
+    this.systems.set(key, { text, hash });
+    return hash;
   }
 
   /** The reply that carried its summary's text was recorded as entry `seq`. */
