@@ -100,21 +100,40 @@ export class GroupMailbox {
       }
     }
     const t = new GroupTask(groupId, this);
-    // A group nobody holds is taken at once, without a turn of the event loop.
-    const free = this.turnstile.tryEnter(groupId);
     this.opened(groupId);
-    const run = async (): Promise<T> => {
-      if (!free) await this.turnstile.enter(groupId);
-      this.hold(t);
-      try {
-        return await (this.check ? running.run(t, task, t) : task(t));
-      } finally {
-        t.done = true;
-        if (t.held) this.letGo(t);
-        this.closed(groupId);
-      }
-    };
-    return run();
+    // A group nobody holds is taken at once, without a turn of the event loop.
+    if (this.turnstile.tryEnter(groupId)) return this.run(t, task);
+    return this.turnstile.enter(groupId).then(() => this.run(t, task));
+  }
+
+  /** Run a task that has just taken its group; it lets go when it settles. (Written with `then`
+   * rather than `async`: every message passes here several times, and each promise counts.) */
+  private run<T>(t: GroupTask, task: (t: GroupTask) => T | Promise<T>): Promise<T> {
+    this.hold(t);
+    let out: T | Promise<T>;
+    try {
+      out = this.check ? running.run(t, task, t) : task(t);
+    } catch (err) {
+      this.end(t);
+      return Promise.reject(err);
+    }
+    if (!(out instanceof Promise)) {
+      this.end(t);
+      return Promise.resolve(out);
+    }
+    return out.then(
+      (v) => (this.end(t), v),
+      (err: unknown) => {
+        this.end(t);
+        throw err;
+      },
+    );
+  }
+
+  private end(t: GroupTask): void {
+    t.done = true;
+    if (t.held) this.letGo(t);
+    this.closed(t.groupId);
   }
 
   /**
@@ -122,17 +141,32 @@ export class GroupMailbox {
    * a sleep), then queues up to hold it again. When no task holds the group it simply runs `wait`.
    * Only the holder may call it with its group's id; code outside every task passes none.
    */
-  async outside<T>(groupId: string, wait: () => Promise<T>): Promise<T> {
+  outside<T>(groupId: string, wait: () => Promise<T>): Promise<T> {
     const t = this.holders.get(groupId);
-    if (!t) return this.detached(wait);
-    if (this.check && running.getStore() !== t) throw new NotTheHolderError(`code that does not hold group ${groupId} tried to step outside for it`);
+    if (!t) return this.waitFor(wait);
+    if (this.check && running.getStore() !== t) return Promise.reject(new NotTheHolderError(`code that does not hold group ${groupId} tried to step outside for it`));
     this.letGo(t);
+    return this.waitFor(wait).then(
+      (v) => this.back(t, () => v),
+      (err: unknown) =>
+        this.back(t, () => {
+          throw err;
+        }),
+    );
+  }
+
+  /** `wait`, outside every task, as a promise even when it throws at once. */
+  private waitFor<T>(wait: () => Promise<T>): Promise<T> {
     try {
-      return await this.detached(wait);
-    } finally {
-      // Taken back at once when nobody came meanwhile; else in line.
-      if (!this.regainNow(t)) await this.regain(t);
+      return Promise.resolve(this.detached(wait));
+    } catch (err) {
+      return Promise.reject(err);
     }
+  }
+
+  /** The task takes its group back (at once when nobody came meanwhile, else in line), then `then`. */
+  private back<T>(t: GroupTask, then: () => T): T | Promise<T> {
+    return this.regainNow(t) ? then() : this.regain(t).then(then);
   }
 
   private regainNow(t: GroupTask): boolean {
