@@ -337,9 +337,9 @@ export class GroupRouter implements ChannelHost {
     return this.requests.regenerate(groupId, entryId);
   }
 
-  /** Make sure one drain task is waiting in the group's queue. */
+  /** Make sure one drain task is waiting in the group's queue (from `resume` on: what a crash left undelivered goes first). */
   private schedule(g: GroupDoc): void {
-    if (!this.running.runs(g.id)) return;
+    if (!this.running.runs(g.id) || !this.resumed) return;
     // The round is its own task of the group's mailbox, not part of whatever asked for it.
     if (this.queues.waiting(g.id) === 0) void this.mailbox.detached(() => this.queues.run(g.id, () => this.mailbox.send(g.id, () => this.drain(g)))).catch((err) => this.roundFailed(g, err));
   }
