@@ -162,6 +162,8 @@ export const TARGETS: Record<string, Target> = {
   cluster_takeover_ms: { op: 'report', note: 'SIGKILL → the survivor runs every group; lease 10 s; median of the runs' },
   cluster_throughput_msgs_per_s_1_instance: { op: 'report', note: 'daemons over HTTP, postgres, 1 instance' },
   cluster_throughput_msgs_per_s_2_instances: { op: 'report', note: 'the same, 2 instances on one database (2 cores shared by all)' },
+  cluster_cpu_ms_per_reply_1_instance: { op: 'report', note: 'user + system CPU of the daemons ÷ replies (messages that wait for a round are answered together, so replies < messages)' },
+  cluster_cpu_ms_per_reply_2_instances: { op: 'report', note: 'the same, 2 instances' },
   soak_rss_growth_ratio: { op: '<=', value: 1.3, note: 'last/first point' },
   soak_heap_growth_ratio: { op: 'report', note: 'last/first point' },
 };
@@ -359,7 +361,8 @@ export async function runBench(p: Profile, log: Log = () => undefined): Promise<
     raw['cluster_takeover_ms'] = cl.takeoverMs;
     raw['cluster_throughput_msgs_per_s_1_instance'] = [cl.throughput[0]!.msgsPerS];
     raw['cluster_throughput_msgs_per_s_2_instances'] = [cl.throughput[1]!.msgsPerS];
-    details['cluster'] = { lease_seconds: cl.leaseSeconds, takeover_ms: cl.takeoverMs, throughput: cl.throughput.map((x) => ({ instances: x.instances, msgs_per_s: round(x.msgsPerS, 1), wall_ms: x.wallMs, cpu_ms_per_message: round(x.cpuMsPerMessage, 2) })) };
+    cl.throughput.forEach((x, i) => (raw[`cluster_cpu_ms_per_reply_${i === 0 ? '1_instance' : '2_instances'}`] = [(x.cpuMsPerMessage * x.messages) / x.replies]));
+    details['cluster'] = { lease_seconds: cl.leaseSeconds, takeover_ms: cl.takeoverMs, throughput: cl.throughput.map((x) => ({ instances: x.instances, msgs_per_s: round(x.msgsPerS, 1), wall_ms: x.wallMs, replies: x.replies, cpu_ms_per_message: round(x.cpuMsPerMessage, 2), cpu_ms_per_reply: round((x.cpuMsPerMessage * x.messages) / x.replies, 2) })) };
   } else details['cluster'] = 'skipped: no PostgreSQL';
 
   const soak = process.env['BENCH_SOAK'] && process.env['BENCH_SOAK'] !== '0' && p.soak.points.at(-1)! < FULL_SOAK.points.at(-1)! ? FULL_SOAK : p.soak;

@@ -40,7 +40,7 @@ export interface ClusterProfile {
 export interface ClusterBench {
   leaseSeconds: number;
   takeoverMs: number[];
-  throughput: Array<{ instances: number; msgsPerS: number; messages: number; wallMs: number; cpuMsPerMessage: number }>;
+  throughput: Array<{ instances: number; msgsPerS: number; messages: number; replies: number; wallMs: number; cpuMsPerMessage: number }>;
 }
 
 let dbCounter = 0;
@@ -187,7 +187,10 @@ async function throughputRun(serverUrl: string, llm: FakeOpenAiServer, instances
     const cpu1 = await Promise.all(daemons.map((d) => cpuSeconds(d.url)));
     // CPU the Chorus processes spent (user + system), per message: what sizes an instance.
     const cpuMsPerMessage = (cpu1.reduce((a, b) => a + b, 0) - cpu0.reduce((a, b) => a + b, 0)) * 1000 / o.messages;
-    return { instances, msgsPerS: o.messages / (wallMs / 1000), messages: o.messages, wallMs, cpuMsPerMessage };
+    // Messages that arrive while their group's round runs are answered together, so the number of
+    // replies (and model calls) depends on timing: reported beside the CPU, which it drives.
+    const { rows: counted } = await client.query<{ replies: number }>(`SELECT count(*)::int AS replies FROM chorus_entries WHERE entry->>'kind' = 'agent'`);
+    return { instances, msgsPerS: o.messages / (wallMs / 1000), messages: o.messages, replies: counted[0]!.replies, wallMs, cpuMsPerMessage };
   } finally {
     await client.end();
     for (const d of daemons) d.kill('SIGTERM');
@@ -210,7 +213,7 @@ export async function clusterRuns(p: ClusterProfile, log: (line: string) => void
     if (p.takeovers > 0) out.takeoverMs = await takeoverRun(server.url, llm, p.takeovers, p.leaseSeconds, log);
     for (const n of [1, 2]) {
       const r = await throughputRun(server.url, llm, n, p.throughput);
-      log(`  throughput with ${n} instance(s): ${round(r.msgsPerS, 1)} msg/s (${r.messages} messages in ${r.wallMs} ms; ${round(r.cpuMsPerMessage, 2)} ms of Chorus CPU per message)`);
+      log(`  throughput with ${n} instance(s): ${round(r.msgsPerS, 1)} msg/s (${r.messages} messages in ${r.wallMs} ms, ${r.replies} replies; ${round(r.cpuMsPerMessage, 2)} ms of Chorus CPU per message, ${round((r.cpuMsPerMessage * r.messages) / r.replies, 2)} per reply)`);
       out.throughput.push(r);
     }
     return out;
@@ -239,6 +242,7 @@ async function main(): Promise<void> {
   console.log(`| cluster_throughput_msgs_per_s_2_instances | ${round(two!.msgsPerS, 1)} |`);
   console.log(`| scaling 2/1 | ${round(two!.msgsPerS / one!.msgsPerS, 2)} |`);
   console.log(`| chorus_cpu_ms_per_message (1 / 2 instances) | ${round(one!.cpuMsPerMessage, 2)} / ${round(two!.cpuMsPerMessage, 2)} |`);
+  console.log(`| replies (1 / 2 instances) | ${one!.replies} / ${two!.replies} |`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

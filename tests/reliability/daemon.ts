@@ -27,7 +27,10 @@ export interface Daemon {
  * fails. `timeoutMs` sets one anyway.
  */
 export async function startDaemon(configPath: string, env: Record<string, string> = {}, timeoutMs?: number): Promise<Daemon> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'start', '--config', configPath], {
+  // CHORUS_DAEMON_NODE_ARGS adds Node options to every daemon (`--cpu-prof --cpu-prof-dir=…` to
+  // profile the bench's daemons: NODE_OPTIONS does not accept --cpu-prof).
+  const nodeArgs = (process.env.CHORUS_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', MAIN, 'start', '--config', configPath], {
     cwd: ROOT,
     env: { ...process.env, CHORUS_LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
