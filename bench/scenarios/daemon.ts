@@ -29,6 +29,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startFakeOpenAi, type FakeOpenAiServer } from '../../tests/fakes/openai/index.js';
+import { daemonNodeArgs } from '../../tests/reliability/daemon.js';
 import { dataRoot, figure, now, round, sleep, tempDir } from '../lib.js';
 import { openEvents, post } from './web.js';
 
@@ -110,7 +111,7 @@ interface Running {
 }
 
 async function startChorus(configPath: string, timeoutMs = 60_000): Promise<Running> {
-  const child = spawn(process.execPath, [LAUNCHER, 'start', '--config', configPath], {
+  const child = spawn(process.execPath, [...daemonNodeArgs(), LAUNCHER, 'start', '--config', configPath], {
     cwd: ROOT,
     env: { ...process.env, CHORUS_LOG_FORMAT: 'json' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -26,11 +26,16 @@ export interface Daemon {
  * own: the test's time limit bounds a start that hangs, and its output is printed if the test
  * fails. `timeoutMs` sets one anyway.
  */
+/**
+ * Node options for every daemon the tests and benches start, from `CHORUS_DAEMON_NODE_ARGS`
+ * (`--cpu-prof --cpu-prof-dir=…` to profile them: NODE_OPTIONS does not accept --cpu-prof).
+ */
+export function daemonNodeArgs(): string[] {
+  return (process.env.CHORUS_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+}
+
 export async function startDaemon(configPath: string, env: Record<string, string> = {}, timeoutMs?: number): Promise<Daemon> {
-  // CHORUS_DAEMON_NODE_ARGS adds Node options to every daemon (`--cpu-prof --cpu-prof-dir=…` to
-  // profile the bench's daemons: NODE_OPTIONS does not accept --cpu-prof).
-  const nodeArgs = (process.env.CHORUS_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', MAIN, 'start', '--config', configPath], {
+  const child = spawn(process.execPath, [...daemonNodeArgs(), '--import', 'tsx', MAIN, 'start', '--config', configPath], {
     cwd: ROOT,
     env: { ...process.env, CHORUS_LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
