@@ -10,19 +10,21 @@
  *   for the asker alone, a refusal by the limits) it answers. A command from the page is handed
  *   over and its answer awaited for a moment; `/stop` and tool decisions are handed over as
  *   commands; a change from the page is refused with 409 naming the owner; an edit, deletion,
- *   reaction or regeneration is refused with 503 (try again: it goes where the group runs).
- *   Membership changes go through the inbox, a chat's new id is the owner's to apply, and an edit
- *   on a platform is the owner's (it sees the same update).
+ *   reaction or regeneration from the page is refused with 503 (try again: it goes where the
+ *   group runs). What a platform reports besides messages — bots joining or leaving, a person's
+ *   reaction or edit, a chat's new id — goes through the inbox too, in order with the chat's
+ *   messages: only one instance holds a bot's connection, and it is often not the group's owner.
  *
  * The core does not route: it runs the groups it was handed (`RunningGroups`) and refuses writes
  * to the others, and the store's fence refuses any write of a group whose lease is gone.
  */
 import type { ChannelHost, ForwardedChange } from '../core/ports.js';
 import type { GatewayApi } from '../core/gatewayApi.js';
-import type { ChannelKind, ChatRef, InboundMessage, ReceiveResult } from '../core/types.js';
+import type { ChannelKind, ChatRef, InboundMessage, PlatformReaction, ReceiveResult } from '../core/types.js';
 import type { PlatformEdit } from '../core/roomTypes.js';
 import { CreatedElsewhereError, StoreUnavailableError, notOwnerError } from '../core/errors.js';
 import { UNAVAILABLE } from '../core/router/Inbound.js';
+import { BoundedMap } from '../core/lib/BoundedMap.js';
 import type { ParsedCommand } from '../core/commands/commands.js';
 
 /** The local router, as the wrapper needs it. */
@@ -51,6 +53,8 @@ export interface Owners {
 
 export class ClusteredHost implements ChannelHost {
   readonly gateway: GatewayApi;
+  /** `channel:new chat id` → group, for chats re-keyed by another instance (see rekeyChat). */
+  private readonly moved = new BoundedMap<string, string>(1000);
 
   constructor(
     private readonly local: LocalHost,
@@ -69,7 +73,11 @@ export class ClusteredHost implements ChannelHost {
   async receive(msg: InboundMessage): Promise<ReceiveResult> {
     const id = this.local.groupIdOf(msg);
     try {
-      if (id === undefined) return await this.local.receive(msg);
+      if (id === undefined) {
+        const moved = this.movedTo(msg);
+        if (moved !== undefined && !this.local.runs(moved)) return await this.owners.forward(moved, msg);
+        return await this.local.receive(msg);
+      }
       if (this.local.runs(id)) {
         await this.owners.beforeReceive(id);
         return await this.local.receive(msg);
@@ -120,25 +128,33 @@ export class ClusteredHost implements ChannelHost {
     }
   }
 
-  rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
+  async rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
     const id = this.local.findGroup(channel, oldChatId)?.id;
-    if (id !== undefined && !this.local.runs(id)) return Promise.resolve(); // its owner sees the same migration
-    return this.local.rekeyChat(channel, oldChatId, newChatId);
+    if (id === undefined || this.local.runs(id)) return this.local.rekeyChat(channel, oldChatId, newChatId);
+    await this.owners.forwardChange(id, { kind: 'rekey', channel, oldChatId, newChatId });
+    // Until the copy here has the new id (the owner's change reaches it through the relay), the
+    // chat's next messages would find no group: they go to the owner, behind the change.
+    this.moved.set(`${channel}:${newChatId}`, id);
   }
 
-  reacted(r: Parameters<ChannelHost['reacted']>[0]): Promise<void> {
+  async reacted(r: PlatformReaction): Promise<void> {
     const id = this.local.findGroup(r.channel, r.chatId)?.id;
-    if (id !== undefined && !this.local.runs(id)) return Promise.reject(this.elsewhere(id));
-    return this.local.reacted(r);
+    if (id === undefined || this.local.runs(id)) return this.local.reacted(r);
+    await this.owners.forwardChange(id, { kind: 'reaction', reaction: r });
   }
 
-  edited(e: PlatformEdit): Promise<void> {
+  async edited(e: PlatformEdit): Promise<void> {
     const id = this.local.findGroup(e.channel, e.chatId)?.id;
-    if (id !== undefined && !this.local.runs(id)) {
-      this.local.logger.info({ group: id, channel: e.channel }, 'an edit for a group another instance runs was not applied');
-      return Promise.resolve();
-    }
-    return this.local.edited(e);
+    if (id === undefined || this.local.runs(id)) return this.local.edited(e);
+    await this.owners.forwardChange(id, { kind: 'edit', edit: e });
+  }
+
+  /** The group of a chat whose new id the owner has been handed and the copy here does not know yet. */
+  private movedTo(msg: InboundMessage): string | undefined {
+    const key = `${msg.channel}:${msg.chatId}`;
+    const id = this.moved.get(key);
+    if (id !== undefined && this.local.findGroup(msg.channel, msg.chatId)) this.moved.delete(key);
+    return id;
   }
 
   /** The web API: reads from the copy here, changes where the group runs. */

@@ -96,7 +96,7 @@ export class Inbox {
     }
   }
 
-  /** Keep a change (bots joining or leaving the chat) for the group's owner, in order with its messages. */
+  /** Keep a change (bots joining or leaving, a reaction, an edit, a new chat id) for the group's owner, in order with its messages. */
   async forwardChange(groupId: string, change: ForwardedChange): Promise<void> {
     try {
       await this.o.pool.query(
@@ -135,13 +135,19 @@ export class Inbox {
     }
   }
 
-  private async applyChange(groupId: string, rowId: string, change: ForwardedChange, owner: InboxOwner): Promise<'moved' | 'stop'> {
+  private async applyChange(groupId: string, rowId: string, change: ForwardedChange, owner: InboxOwner): Promise<'moved' | 'kept' | 'stop'> {
     try {
       await owner.applyForwarded(groupId, change);
       return 'moved';
     } catch (err) {
-      this.o.log.warn({ group: groupId, inboxId: rowId, err: describeError(err) }, 'a handed-over change could not be applied yet; it stays in the inbox');
-      return 'stop';
+      if (err instanceof StoreUnavailableError) {
+        this.o.log.warn({ group: groupId, inboxId: rowId, err: describeError(err) }, 'a handed-over change could not be applied yet; it stays in the inbox');
+        return 'stop';
+      }
+      // Refused for a reason a retry would not change: the messages behind it must not wait
+      // forever. It stays for an operator; the rest goes on.
+      this.o.log.error({ group: groupId, inboxId: rowId, kind: change.kind, err: describeError(err) }, 'a handed-over change was refused; it is kept in the inbox (chorus_inbox) for an operator');
+      return 'kept';
     }
   }
 

@@ -114,12 +114,16 @@ export interface ChannelHost {
   logger: Logger;
 }
 
-/** A change handed to the group's owner through the cluster's inbox (a membership change). */
-export interface ForwardedChange {
-  kind: 'membership';
-  chat: ChatRef;
-  change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean };
-}
+/**
+ * A change that is not a message, handed to the group's owner through the cluster's inbox: what
+ * a platform connection held by another instance reported (bots joining or leaving, a person's
+ * reaction or edit, the chat's new id after a Telegram upgrade).
+ */
+export type ForwardedChange =
+  | { kind: 'membership'; chat: ChatRef; change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean } }
+  | { kind: 'reaction'; reaction: PlatformReaction }
+  | { kind: 'edit'; edit: PlatformEdit }
+  | { kind: 'rekey'; channel: ChannelKind; oldChatId: string; newChatId: string };
 
 /**
  * Connections only one instance may hold at a time (a Telegram bot's long poll: Telegram ends a

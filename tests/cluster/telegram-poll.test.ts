@@ -4,65 +4,19 @@
  * (which it would end with 409 Conflict); messages are handled once; when the holder goes away,
  * the other instance takes the polls over and the bots keep answering.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/app.js';
-import { parseConfigText } from '../../src/config/load.js';
-import { FakeTelegram } from '../fakes/telegram/FakeTelegram.js';
-import { FakeLlm } from '../helpers/fake-llm.js';
-import { silentLogger } from '../helpers/logger.js';
-import { MAYA, TOKENS, USERNAMES, agentDef, waitUntil } from '../channels/telegram/harness.js';
-import { testDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { describe, expect, it } from 'vitest';
+import type { App } from '../../src/app.js';
+import { MAYA, TOKENS, USERNAMES, waitUntil } from '../channels/telegram/harness.js';
+import { telegramCluster } from './telegramCluster.js';
 
 const BOTS = ['analyst', 'writer'] as const;
-let db: TestDatabase | null = null;
-let fake: FakeTelegram;
-let dir: string;
-const apps: App[] = [];
-
-beforeAll(async () => {
-  db = await testDatabase('tgpoll');
-  fake = await FakeTelegram.start();
-  for (const id of BOTS) fake.addBot({ token: TOKENS[id], username: USERNAMES[id], firstName: agentDef(id).name });
-  dir = await mkdtemp(join(tmpdir(), 'chorus-tgpoll-'));
-}, 120_000);
-
-afterAll(async () => {
-  await Promise.all(apps.map((a) => a.stop().catch(() => undefined)));
-  await fake?.close();
-  await db?.drop().catch(() => undefined);
-  if (dir) await rm(dir, { recursive: true, force: true });
-}, 60_000);
-
-async function instance(id: string): Promise<App> {
-  const agents = BOTS.map((b) => `  - { id: ${b}, name: ${agentDef(b).name}, persona: "You are the ${b}.", telegram: { token: "${TOKENS[b]}" } }`).join('\n');
-  const { config } = parseConfigText(
-    `data_dir: ${JSON.stringify(join(dir, id))}
-storage: { kind: postgres, url: "${db!.url}" }
-cluster: { instance_id: ${id}, lease_seconds: 2 }
-llm: { provider: scripted }
-agents:
-${agents}
-group_defaults: { cooldown_seconds: 0 }
-channels:
-  web: { enabled: false }
-  telegram: { enabled: true, api_root: "${fake.apiRoot}", auto_create_groups: true }
-`,
-    `${id}.yaml`,
-    {},
-  );
-  const llm = new FakeLlm({ fallback: (req, n) => (req.mustReply ? `${req.agent?.id} here (${id} #${n})` : '[PASS]') });
-  const app = await createApp({ config, llm, logger: silentLogger });
-  apps.push(app);
-  await app.start();
-  return app;
-}
+const cluster = telegramCluster('tgpoll', BOTS);
+const instance = (id: string) => cluster.instance(id);
 
 describe('Telegram long polls with two instances (PostgreSQL)', () => {
   it('one poller per bot, messages handled once, polls fail over', async (ctx) => {
-    if (!db) return ctx.skip();
+    if (!cluster.db) return ctx.skip();
+    const fake = cluster.fake;
     // Telegram ends an open long poll with 409 when a second getUpdates for the token arrives.
     const conflicts: string[] = [];
     let phase = 'start';

@@ -216,6 +216,7 @@ export class GroupRouter implements ChannelHost {
       resume: (g) => {
         if (this.resumed) this.resumeGroup(g);
       },
+      platform: this,
     });
   }
 

@@ -52,10 +52,10 @@ export class CountingHost extends RecordingHost {
   }
 }
 
-export async function waitUntil<T>(probe: () => T | undefined | false, what: string, ms = 10_000): Promise<T> {
+export async function waitUntil<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, ms = 10_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const v = probe();
+    const v = await probe();
     if (v !== undefined && v !== false) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));

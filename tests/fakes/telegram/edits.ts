@@ -6,7 +6,7 @@
  * was removed from the chat is answered 403. People editing their messages (`edited_message` to
  * the bots that saw them) are driven from here too. Everything is recorded for tests.
  */
-import { EntityParseError, parseHtml, parseMarkdownV2 } from './entities.js';
+import { EntityParseError, detectEntities, parseHtml, parseMarkdownV2 } from './entities.js';
 import type { BotRec, ChatRec, FakeState, MsgRec } from './state.js';
 
 type Json = { [k: string]: unknown };
@@ -97,7 +97,9 @@ export class FakeEdits {
   /** A person edits their message: every bot that saw it gets an `edited_message`; returns those bots' usernames. */
   humanEdits(msg: MsgRec, text: string, editDate = Math.floor(Date.now() / 1000)): string[] {
     msg.text = text;
-    msg.entities = [];
+    // The edited text's own mentions and commands, as Telegram sends them (a bot in privacy mode
+    // that was addressed in it gets the edit).
+    msg.entities = detectEntities(text);
     return this.state.pushEdit(msg, editDate);
   }
 
