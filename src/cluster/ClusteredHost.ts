@@ -75,7 +75,12 @@ export class ClusteredHost implements ChannelHost {
     try {
       if (id === undefined) {
         const moved = this.movedTo(msg);
-        if (moved !== undefined && !this.local.runs(moved)) return await this.owners.forward(moved, msg);
+        if (moved === undefined) return await this.local.receive(msg);
+        // A chat re-keyed through the inbox: to the owner, behind the change (the message's
+        // limits are the owner's to check here, as the copy does not know the chat yet).
+        if (!this.local.runs(moved)) return await this.owners.forward(moved, msg);
+        // Taken over since: the change may still wait in the inbox.
+        await this.owners.beforeReceive(moved);
         return await this.local.receive(msg);
       }
       if (this.local.runs(id)) {
