@@ -2,8 +2,10 @@
  * Discord with two instances on one database (issue 16): the gateway connection is a lease
  * (`discord:gateway`), so only one instance is logged in (Discord would deliver each message to
  * every session); the other posts through the webhooks for the groups it runs; when the holder
- * goes away the other logs in within the lease time and the bot keeps answering. Real discord.js
- * against the fake Discord, two cluster members in one process.
+ * goes away the other logs in within the lease time and the bot keeps answering. What the holder
+ * reads for a group the other instance runs (a message, an edit, a reaction) reaches that group
+ * through the shared inbox. Real discord.js against the fake Discord, two cluster members in one
+ * process.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,6 +24,7 @@ import { until } from '../channels/discord/harness.js';
 let db: TestDatabase | null = null;
 let fake: FakeDiscord;
 let general = '';
+let ops = '';
 let maya: FakeUser;
 let dir: string;
 const apps: App[] = [];
@@ -30,6 +33,7 @@ beforeAll(async () => {
   db = await testDatabase('discordgw');
   fake = await new FakeDiscord().start();
   general = fake.addChannel('general');
+  ops = fake.addChannel('ops');
   maya = fake.addUser('Maya');
   dir = await mkdtemp(join(tmpdir(), 'chorus-discordgw-'));
 }, 120_000);
@@ -56,6 +60,7 @@ channels:
   discord: { enabled: true, token: "${fake.token}", api_base: "${fake.apiBase}" }
 groups:
   - { channel: discord, chat_id: "${general}", title: General, participants: [analyst, writer] }
+  - { channel: discord, chat_id: "${ops}", title: Ops, participants: [analyst, writer] }
 `,
     `${id}.yaml`,
     {},
@@ -114,5 +119,25 @@ describe('the Discord gateway with two instances (PostgreSQL)', () => {
     } finally {
       clearInterval(sampler);
     }
+  }, 90_000);
+
+  it("what the gateway's holder reads for a group another instance runs reaches it: a message, an edit, a reaction", async (ctx) => {
+    if (!db) return ctx.skip();
+    // After the failover one instance holds the gateway and runs both groups; a third one joins
+    // and is handed one of them. The gateway stays where it is.
+    const reader = apps.find((x) => x.cluster!.status().connections?.includes(DISCORD_GATEWAY_KEY))!;
+    const c = await instance('c');
+    await until(() => c.cluster!.ownedCount() === 1 || undefined, 'a group handed to the new instance', 20_000);
+    const theirs = c.gateway.listGroups().find((g) => c.cluster!.owns(g.id))!;
+    expect(reader.cluster!.owns(theirs.id)).toBe(false);
+    const said = fake.humanSays(theirs.chatId, maya, '@analyst a number?');
+    await until(() => fake.posts(theirs.chatId).some((m) => m.webhook_id !== null && m.content.startsWith('analyst here (c')) || undefined, 'the reply from the new instance', 20_000);
+    fake.humanEdits(said, '@analyst a number, please?');
+    fake.humanReacts(theirs.chatId, maya, said, '👀');
+    const entry = async () => (await c.gateway.messages(theirs.id, { limit: 50 })).find((e) => e.platformMessageId === said);
+    await until(async () => {
+      const e = await entry();
+      return (e?.text === '@analyst a number, please?' && e.reactions?.some((r) => r.emoji === '👀')) || undefined;
+    }, 'the edit and the reaction on the entry', 20_000);
   }, 90_000);
 });

@@ -76,10 +76,10 @@ export async function setup(
 }
 
 /** Poll until `check` returns a truthy value; generous deadline, no fixed sleeps. */
-export async function until<T>(check: () => T | undefined | null | false, what: string, ms = 10_000): Promise<T> {
+export async function until<T>(check: () => T | undefined | null | false | Promise<T | undefined | null | false>, what: string, ms = 10_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const v = check();
+    const v = await check();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
