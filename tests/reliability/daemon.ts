@@ -21,12 +21,6 @@ export interface Daemon {
 }
 
 /**
- * Start the daemon and wait for its URL. How long a start takes depends on the machine (about a
- * second and a half here, ten times that on a busy one), so by default there is no deadline of its
- * own: the test's time limit bounds a start that hangs, and its output is printed if the test
- * fails. `timeoutMs` sets one anyway.
- */
-/**
  * Node options for every daemon the tests and benches start, from `CHORUS_DAEMON_NODE_ARGS`
  * (`--cpu-prof --cpu-prof-dir=…` to profile them: NODE_OPTIONS does not accept --cpu-prof).
  */
@@ -34,6 +28,12 @@ export function daemonNodeArgs(): string[] {
   return (process.env.CHORUS_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 }
 
+/**
+ * Start the daemon and wait for its URL. How long a start takes depends on the machine (about a
+ * second and a half here, ten times that on a busy one), so by default there is no deadline of its
+ * own: the test's time limit bounds a start that hangs, and its output is printed if the test
+ * fails. `timeoutMs` sets one anyway.
+ */
 export async function startDaemon(configPath: string, env: Record<string, string> = {}, timeoutMs?: number): Promise<Daemon> {
   const child = spawn(process.execPath, [...daemonNodeArgs(), '--import', 'tsx', MAIN, 'start', '--config', configPath], {
     cwd: ROOT,
