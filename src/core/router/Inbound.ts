@@ -86,13 +86,13 @@ export class Inbound {
     const g = this.d.groups.find(msg.channel, msg.chatId, dm);
     if (!g) return this.decide(msg, g, dm, forwarded);
     // Taken in as a task of the group's mailbox: the group is read as it is when its turn comes.
-    return this.d.mailbox.send(g.id, (t) => {
+    const taken = await this.d.mailbox.send(g.id, (t) => {
       const now = this.d.groups.find(msg.channel, msg.chatId, dm);
-      // The chat's group changed while the message waited (it joined a room, it was re-keyed):
-      // the message queues again, in the line of the group the chat has now.
-      if (now && now !== g) return this.d.mailbox.outside(g.id, () => this.take(msg, forwarded));
-      return this.decide(msg, now, dm, forwarded, now ? t : undefined);
+      return now && now !== g ? null : this.decide(msg, now, dm, forwarded, now ? t : undefined);
     });
+    // The chat's group changed while the message waited (it joined a room, it was re-keyed): the
+    // message queues again, once that task has ended, in the line of the group the chat has now.
+    return taken ?? this.take(msg, forwarded);
   }
 
   /** The group a message is for, if its chat has one (a private chat with an agent: that agent's). */
