@@ -63,7 +63,9 @@ async function main(argv: string[]): Promise<number> {
   }
   let loaded: LoadedConfig;
   // The same path, `.env` files and overrides at start and on every reload.
-  const load = () => loadRunConfig({ cliPath: parsed.values.config, env: process.env, cwd: process.cwd() });
+  // Running for real (and checking what would run) also refuses canned replies on a chat platform.
+  const live = { requireModel: command === 'start' || command === 'check' };
+  const load = () => loadRunConfig({ cliPath: parsed.values.config, env: process.env, cwd: process.cwd(), live });
   try {
     loaded = load();
   } catch (err) {

@@ -16,10 +16,10 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { parseDocument } from 'yaml';
 import { MaskedReferences } from './envReferences.js';
-import { formatIssues } from './issues.js';
 import { childSchema, coerce, type SchemaNode } from './schemaWalk.js';
 import { configSchema, type ChorusConfig } from './schema.js';
-import { refineConfig, type ConfigProblem } from './rules.js';
+import type { ConfigProblem } from './rules.js';
+import { validateConfig, type LiveRules } from './validate.js';
 import { DEFAULT_CONFIG_YAML } from './defaults.js';
 
 /** A config that could not be loaded; `problems` has one entry per mistake. */
@@ -73,7 +73,9 @@ function resolveConfigPath(cliPath: string | undefined, env: NodeJS.ProcessEnv, 
  * variables from `.env` files — the config file's folder first, then the working directory — under
  * the real environment, which always wins. A `.env` is optional; one that cannot be read is an error.
  */
-export function loadRunConfig(opts: { cliPath?: string | undefined; env?: NodeJS.ProcessEnv; cwd?: string } = {}): LoadedConfig {
+export function loadRunConfig(
+  opts: { cliPath?: string | undefined; env?: NodeJS.ProcessEnv; cwd?: string; live?: LiveRules } = {},
+): LoadedConfig {
   const env = opts.env ?? process.env;
   const cwd = opts.cwd ?? process.cwd();
   const files: string[] = [];
@@ -88,7 +90,7 @@ export function loadRunConfig(opts: { cliPath?: string | undefined; env?: NodeJS
     if (existsSync(dirFile)) files.push(dirFile);
   }
   if (existsSync(cwdFile)) files.push(cwdFile);
-  const loaded = loadConfig(path, { ...cwdVars, ...dirVars, ...env }, { cwd });
+  const loaded = loadConfig(path, { ...cwdVars, ...dirVars, ...env }, { cwd, live: opts.live });
   return { ...loaded, envFiles: files };
 }
 
@@ -111,13 +113,15 @@ function readDotEnv(file: string): Record<string, string> {
 export interface LoadOptions {
   /** The working directory: base of the built-in defaults' paths and of `CHORUS_DATA_DIR`. */
   cwd?: string;
+  /** What running for real asks beyond the file's shape (see validate.ts). */
+  live?: LiveRules;
 }
 
 /** Load from a path (or the built-in defaults when `path` is null). Throws ConfigError. */
 export function loadConfig(path: string | null, env: NodeJS.ProcessEnv = process.env, opts: LoadOptions = {}): LoadedConfig {
   const cwd = opts.cwd ?? process.cwd();
   if (path === null) {
-    const r = parseConfigText(DEFAULT_CONFIG_YAML, 'built-in defaults', env, { baseDir: cwd, cwd });
+    const r = parseConfigText(DEFAULT_CONFIG_YAML, 'built-in defaults', env, { baseDir: cwd, cwd, live: opts.live });
     return { config: r.config, source: 'built-in defaults', usedDefaults: true, missingEnv: r.missing, overrides: r.overrides, envFiles: [] };
   }
   let raw: string;
@@ -128,7 +132,7 @@ export function loadConfig(path: string | null, env: NodeJS.ProcessEnv = process
     throw new ConfigError(path, [{ path: '(file)', message: code === 'ENOENT' ? 'file not found' : `cannot read file (${code ?? 'error'})` }]);
   }
   // Paths in a file mean what they say next to that file, wherever the daemon is started from.
-  const r = parseConfigText(raw, path, env, { baseDir: dirname(resolve(cwd, path)), cwd });
+  const r = parseConfigText(raw, path, env, { baseDir: dirname(resolve(cwd, path)), cwd, live: opts.live });
   return { config: r.config, source: path, usedDefaults: false, missingEnv: r.missing, overrides: r.overrides, envFiles: [] };
 }
 
@@ -137,7 +141,7 @@ export function parseConfigText(
   raw: string,
   source: string,
   env: NodeJS.ProcessEnv = process.env,
-  opts: { baseDir?: string; cwd?: string } = {},
+  opts: { baseDir?: string; cwd?: string; live?: LiveRules } = {},
 ): { config: ChorusConfig; missing: string[]; overrides: string[] } {
   const masked = new MaskedReferences(raw);
   const doc = parseDocument(masked.text, { prettyErrors: true, uniqueKeys: true });
@@ -158,13 +162,9 @@ export function parseConfigText(
   const missing: string[] = [];
   const filled = fillReferences(data, configSchema as unknown as SchemaNode, masked, env, missing) as Record<string, unknown>;
   const overrides = applyOverrides(filled, env);
-  const parsed = configSchema.safeParse(normalizeEmpty(filled), { reportInput: true });
-  if (!parsed.success) {
-    throw new ConfigError(source, withOverrideHint(withEnvHint(formatIssues(parsed.error.issues, [], configSchema), missing), overrides));
-  }
-  const problems = refineConfig(parsed.data);
-  if (problems.length > 0) throw new ConfigError(source, withOverrideHint(withEnvHint(problems, missing), overrides));
-  const config = parsed.data;
+  const checked = validateConfig(normalizeEmpty(filled), opts.live);
+  if (!checked.ok) throw new ConfigError(source, withOverrideHint(withEnvHint(checked.problems, missing), overrides));
+  const config = checked.config;
   if (opts.baseDir !== undefined && !isAbsolute(config.data_dir)) {
     const base = overrides.includes('CHORUS_DATA_DIR') ? (opts.cwd ?? process.cwd()) : opts.baseDir;
     config.data_dir = resolve(base, config.data_dir);

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { agentToolsSchema, maxToolResultBytesSchema, toolsSchema } from './toolsSchema.js';
 import { declaredGroupSchema } from './groupsSchema.js';
+import { httpUrl } from './urls.js';
 
 const slug = z
   .string()
@@ -160,7 +161,7 @@ const agentSchema = z
     // This agent's model's context window, in tokens; unset: llm.context_tokens, else the model's known one.
     context_tokens: contextTokens,
     telegram: z.object({ token: z.string() }).strict().optional(),
-    discord: z.object({ avatar_url: z.string().url().nullable().default(null) }).strict().optional(),
+    discord: z.object({ avatar_url: httpUrl().nullable().default(null) }).strict().optional(),
     // MCP servers (all their tools) or `server.tool` names from `tools:` this agent may call.
     tools: agentToolsSchema,
     // The model can see images; unset: yes for Claude models, no for provider openai (see visionOf).
@@ -204,7 +205,7 @@ export const configSchema = z
       .object({
         provider: z.enum(['anthropic', 'openai', 'scripted']).default('anthropic'),
         api_key: z.string().nullable().default(null),
-        base_url: z.string().url().nullable().default(null),
+        base_url: httpUrl().nullable().default(null),
         // Current Anthropic models (see DEFAULT_PRICES for the source): claude-sonnet-4-5 reaches
         // end of life on 2026-11-30.
         model: z.string().min(1).default(DEFAULT_MODEL),
@@ -298,7 +299,7 @@ export const configSchema = z
         telegram: z
           .object({
             enabled: z.boolean().default(false),
-            api_root: z.string().url().default('https://api.telegram.org'),
+            api_root: httpUrl().default('https://api.telegram.org'),
             auto_create_groups: z.boolean().default(true),
             admins: z.array(z.union([z.string(), z.number()]).transform(String)).default([]),
             // A bot that only posts: people's messages from the room's other chats, under their
@@ -325,12 +326,12 @@ export const configSchema = z
           .object({
             enabled: z.boolean().default(false),
             token: z.string().nullable().default(null),
-            api_base: z.string().url().nullable().default(null),
+            api_base: httpUrl().nullable().default(null),
             channels: z.array(z.union([z.string(), z.number()]).transform(String)).default([]),
             admins: z.array(z.union([z.string(), z.number()]).transform(String)).default([]),
             allow_bots: z.boolean().default(false),
             webhook_name: z.string().min(1).max(80).default('Chorus'),
-            emoji_avatar_base: z.string().url().nullable().default(null),
+            emoji_avatar_base: httpUrl().nullable().default(null),
             // Webhooks cannot react: bot = the gateway bot shows agents' reactions (under its own
             // name); off = they are recorded and shown on the web page only.
             agent_reactions: z.enum(['off', 'bot']).default('off'),
