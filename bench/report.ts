@@ -1,7 +1,7 @@
 /**
  * `npx tsx bench/report.ts`: bench/results.json (disk) beside bench/results-tmpfs.json (memory)
  * as one Markdown table, for docs/performance.md: what the disk costs is the difference.
- * `--summary`: the few figures README shows.
+ * `--summary`: the few headline figures (docs/performance.md).
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +18,7 @@ async function load(name: string): Promise<BenchResult | null> {
 const disk = await load('./results.json');
 const mem = await load('./results-tmpfs.json');
 if (!disk) throw new Error('bench/results.json is missing: run `npm run bench` first');
-/** The figures README's Performance section shows (`--summary`). */
+/** The headline figures docs/performance.md leads with (`--summary`). */
 const SUMMARY = ['bytes_written_per_message_10', 'bytes_written_per_message_500', 'bytes_written_per_message_10000', 'throughput_msgs_per_s', 'throughput_msgs_per_s_nofsync', 'overhead_p50_ms', 'overhead_p99_ms', 'e2e_web_p99_ms', 'daemon_cpu_ms_per_answered_message', 'group_scaling_ratio', 'rss_mb_per_1000_groups', 'soak_rss_mb_10k', 'soak_rss_mb_100k'];
 const summary = process.argv.includes('--summary');
 const num = (x: number | undefined) => (x === undefined ? '—' : x.toLocaleString('en-US', { maximumFractionDigits: 3 }));
