@@ -77,7 +77,7 @@ function missingTool(root) {
  * Compile into a fresh folder and swap it in as `dist/`. Returns { ok, output }; on failure
  * `dist/` is left as it was.
  */
-function build(root) {
+function build(root, log = () => undefined) {
   const missing = missingTool(root);
   if (missing) return { ok: false, output: missing };
   const tsc = findTsc(root);
@@ -87,7 +87,13 @@ function build(root) {
   fs.mkdirSync(cache, { recursive: true });
   removeAbandoned(cache);
   fs.rmSync(next, { recursive: true, force: true });
-  const r = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--outDir', next], { cwd: root, encoding: 'utf8' });
+  log('chorus: [1/2] compiling TypeScript (src/ → dist/)…');
+  const compile = [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--outDir', next];
+  const r = spawnSync(process.execPath, [path.join(__dirname, 'ticking.cjs'), 'compiling', process.execPath, ...compile], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const output = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
   if (r.status !== 0) {
     fs.rmSync(next, { recursive: true, force: true });
@@ -95,6 +101,7 @@ function build(root) {
   }
   const pub = path.join(root, 'src', 'channels', 'web', 'public');
   if (fs.existsSync(pub)) {
+    log('chorus: [2/2] bundling the web page…');
     try {
       buildPage(pub, path.join(next, 'channels', 'web', 'public'));
     } catch (err) {
@@ -145,9 +152,14 @@ function swapIn(next, dist) {
 function ensureBuilt(root, log = (line) => process.stderr.write(line + '\n')) {
   const reason = staleReason(root);
   if (reason === null) return true;
-  log(`chorus: building dist/ (${reason})…`);
-  const r = build(root);
-  if (r.ok) return true;
+  const first = reason === 'no build yet';
+  log(`chorus: building dist/ (${reason})${first ? ': once, before the first start; about a minute on a small machine' : ''}…`);
+  const started = Date.now();
+  const r = build(root, log);
+  if (r.ok) {
+    log(`chorus: built in ${Math.max(1, Math.round((Date.now() - started) / 1000))} s`);
+    return true;
+  }
   const haveOld = fs.existsSync(path.join(root, 'dist', 'main.js'));
   if (haveOld && missingTool(root)) {
     log(`chorus: ${r.output}; running the existing dist/ build`);
@@ -164,7 +176,7 @@ if (require.main === module) {
   if (process.argv.includes('--if-stale')) {
     process.exitCode = ensureBuilt(root) ? 0 : 1;
   } else {
-    const r = build(root);
+    const r = build(root, (line) => process.stderr.write(line + '\n'));
     if (r.output) process.stderr.write(r.output + '\n');
     process.exitCode = r.ok ? 0 : 1;
   }
