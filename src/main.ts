@@ -19,6 +19,8 @@ import { whereOf } from './tools/serverConfig.js';
 const USAGE = `Usage: chorus <command> [--config PATH]
 
 Commands:
+  init     set up: asks which channels and model, checks each token and key, writes config.yaml
+           and .env (chorus init --help for the flags that answer it in a script)
   start    run the gateway (default)
   check    validate the config and print what would start
   doctor   try what check cannot: data_dir, port, model, Telegram bots, Discord login and
@@ -41,6 +43,11 @@ function version(): string {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // `init` has flags of its own and needs no config: it writes one.
+  if (argv[0] === 'init') {
+    const write = (...lines: string[]) => void process.stdout.write(lines.map((l) => `${l}\n`).join(''));
+    return (await import('./ops/init.js')).runInit(argv.slice(1), { input: process.stdin, write, cwd: process.cwd(), env: process.env });
+  }
   let parsed;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' }, url: { type: 'string' }, json: { type: 'boolean' } } });

@@ -23,7 +23,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 function chorus(command: 'check' | 'start', yaml: string) {
   const file = join(dir, 'config.yaml');
   writeFileSync(file, yaml);
-  const env = { ...process.env, CHORUS_DATA_DIR: join(dir, 'data') };
+  const env: NodeJS.ProcessEnv = { ...process.env, CHORUS_DATA_DIR: join(dir, 'data') };
   delete env.ANTHROPIC_API_KEY;
   const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/main.ts'), command, '--config', file], {
     cwd: root,

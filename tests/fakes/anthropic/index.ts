@@ -251,6 +251,16 @@ export class FakeAnthropicServer {
     await new Promise<void>((resolve) => s.close(() => resolve()));
   }
 
+  /** `GET /v1/models` as Anthropic answers it: the models this server serves, one page. */
+  private listModels(headers: Record<string, string>, res: http.ServerResponse, fail: (f: FakeFailure) => void): void {
+    const key = headers['x-api-key'] || /^Bearer\s+(.+)$/i.exec(headers['authorization'] ?? '')?.[1];
+    if (this.opts.apiKey !== undefined && key !== this.opts.apiKey) return fail({ status: 401, type: 'authentication_error', message: 'invalid x-api-key' });
+    const ids = this.opts.models ?? ['claude-sonnet-5-5', 'claude-haiku-5-5'];
+    const data = ids.map((id) => ({ type: 'model', id, display_name: id, created_at: '2026-01-01T00:00:00Z' }));
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ data, has_more: false, first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null }));
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -269,6 +279,7 @@ export class FakeAnthropicServer {
       this.sendError(res, f);
     };
 
+    if (req.method === 'GET' && path === '/v1/models') return this.listModels(headers, res, fail);
     if (req.method !== 'POST' || path !== '/v1/messages') return fail({ status: 404, type: 'not_found_error', message: `no route ${req.method} ${path}` });
     try {
       body = JSON.parse(raw) as Record<string, unknown>;

@@ -218,6 +218,17 @@ export class FakeOpenAiServer {
       entry.status = f.status;
       this.sendError(res, f);
     };
+    if (req.method === 'GET' && path === '/v1/models') {
+      // As Ollama, llama.cpp and vLLM list what they serve.
+      if (this.opts.apiKey !== undefined && headers['authorization'] !== `Bearer ${this.opts.apiKey}`) {
+        return fail({ status: 401, message: 'Incorrect API key provided', type: 'invalid_request_error' });
+      }
+      const data = (this.opts.models ?? ['fake-model']).map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'local' }));
+      entry.status = 200;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ object: 'list', data }));
+      return;
+    }
     if (req.method !== 'POST' || path !== '/v1/chat/completions') return fail({ status: 404, message: `no route ${req.method} ${path}`, type: 'not_found' });
     try {
       entry.body = JSON.parse(Buffer.concat(parts).toString('utf8')) as Record<string, unknown>;
