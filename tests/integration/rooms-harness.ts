@@ -40,7 +40,19 @@ export async function until<T>(probe: () => T | undefined | null | false | Promi
   }
 }
 
-function configYaml(o: { dataDir: string; tg: FakeTelegram; dc: FakeDiscord; tgRoom: number; dcRoom: string; tgSolo: number; dcSolo: string }): string {
+interface ConfigParts {
+  dataDir: string;
+  tg: FakeTelegram;
+  dc: FakeDiscord;
+  tgRoom: number;
+  dcRoom: string;
+  tgSolo: number;
+  dcSolo: string;
+  relayBot: boolean;
+}
+
+function configYaml(o: ConfigParts): string {
+  const relay = o.relayBot ? `, relay_token: "${RELAY.token}"` : '';
   const agent = (id: 'analyst' | 'writer', name: string) => `  - id: ${id}
     name: ${name}
     persona: You are the ${id}.
@@ -52,10 +64,10 @@ agents:
 ${agent('analyst', 'Analyst')}
 ${agent('writer', 'Writer')}
 group_defaults: { cooldown_seconds: 0, reply_strategy: mention_only, voluntary_timeout_seconds: 20, agent_reply_timeout_seconds: 20 }
-limits: { user_messages_per_minute: 1000, bot_pair_events_per_minute: 3 }
+limits: { user_messages_per_minute: 1000, bot_pair_events_per_minute: 3, max_message_chars: 12000 }
 channels:
   web: { enabled: true, port: 0 }
-  telegram: { enabled: true, api_root: "${o.tg.apiRoot}", auto_create_groups: false, relay_token: "${RELAY.token}" }
+  telegram: { enabled: true, api_root: "${o.tg.apiRoot}", auto_create_groups: false${relay} }
   discord: { enabled: true, token: "${o.dc.token}", api_base: "${o.dc.apiBase}" }
 groups:
   - title: Room
@@ -104,7 +116,11 @@ export interface RoomWorld {
   close(): Promise<void>;
 }
 
-export async function bootRoom(llmOpts: FakeLlmOptions = {}): Promise<RoomWorld> {
+/**
+ * `relayBot: false`: no `relay_token`, so people from the other chats are posted on Telegram
+ * through the first participant's bot (the analyst's).
+ */
+export async function bootRoom(llmOpts: FakeLlmOptions = {}, opts: { relayBot?: boolean } = {}): Promise<RoomWorld> {
   const tg = await FakeTelegram.start();
   const dc = await new FakeDiscord().start();
   const dataDir = await mkdtemp(join(tmpdir(), 'chorus-rooms-e2e-'));
@@ -130,7 +146,9 @@ export async function bootRoom(llmOpts: FakeLlmOptions = {}): Promise<RoomWorld>
     const mod = dc.addUser('Mod', { roles: [dc.modRoleId] });
 
     const llm = new FakeLlm(llmOpts);
-    const { config } = parseConfigText(configYaml({ dataDir, tg, dc, tgRoom: room.id, dcRoom, tgSolo: solo.id, dcSolo }), 'test', {});
+    const relayBot = opts.relayBot ?? true;
+    const parts = { dataDir, tg, dc, tgRoom: room.id, dcRoom, tgSolo: solo.id, dcSolo, relayBot };
+    const { config } = parseConfigText(configYaml(parts), 'test', {});
     app = await createApp({ config, llm, logger: silentLogger });
     await app.start();
     const a = app;

@@ -1,7 +1,8 @@
 /**
  * Rooms across chats, the Telegram side going out: people from the room's other chats posted
- * under their names ("**Maya** (Discord): …"), and the changes of posted messages (an edit, a
- * deletion) carried to their copies here.
+ * under their names ("**Maya** (Discord): …", before every chunk of a long text and on every file,
+ * since each is a message of its own from a bot that may be an agent's), and the changes of posted
+ * messages (an edit, a deletion) carried to their copies here.
  *
  * Who posts a relayed message: the relay bot (`channels.telegram.relay_token`) when it is up, else
  * the first participant agent's bot of the chat's group. Telegram lets only the bot that sent a
@@ -22,11 +23,12 @@ import type { Bot } from 'grammy';
 import { PostRefusedError } from '../../core/errors.js';
 import { readKept } from '../../core/fileTypes.js';
 import { BoundedMap } from '../../core/lib/BoundedMap.js';
+import { cleanDisplayName } from '../../core/text/displayName.js';
 import type { ChannelHost, Logger, PostedMessage, PostOptions } from '../../core/ports.js';
 import type { PostedBy, RelayedAuthor } from '../../core/roomTypes.js';
 import type { ChannelKind, ChatRef } from '../../core/types.js';
 import { causeApiCode, describeError, isMediaMessage, isNotModified, isNotOurs, isParseError, isRefusal, isTextMessage } from './errors.js';
-import { CAPTION_LIMIT, sendPost } from './sendFiles.js';
+import { CAPTION_LIMIT, nameCaption, sendPost } from './sendFiles.js';
 import { escapeHtml } from './format.js';
 import { isBasicGroupId } from './normalize.js';
 import { chunksOf, renderChunk, TELEGRAM_LIMIT, type Prefix, type SendHooks, type SendTarget } from './sender.js';
@@ -73,9 +75,13 @@ const RELAY_ABSENT_MS = 10 * 60 * 1000;
 /** What a cut edit ends with: the message had fewer chunks than the new text needs. */
 export const CUT_MARKER = '\n… (cut: the edited text is longer than this message was)';
 
-/** "**Maya** (Discord): " before a relayed person's text (a foreign bot: "**Name (bot)** …"). */
+/**
+ * "**Maya** (Discord): " before a relayed person's text (a foreign bot: "**Name (bot)** …"). The
+ * name is cleaned and bounded here too: it goes before every chunk, which must keep room for text.
+ */
 export function relayPrefix(from: RelayedAuthor): Prefix {
-  const name = from.kind === 'bot' ? `${from.name} (bot)` : from.name;
+  const shown = cleanDisplayName(from.name) || 'Someone';
+  const name = from.kind === 'bot' ? `${shown} (bot)` : shown;
   const where = ` (${PLATFORM[from.platform] ?? from.platform}): `;
   return { html: `<b>${escapeHtml(name)}</b>${escapeHtml(where)}`, plain: name + where };
 }
@@ -138,7 +144,7 @@ export class TelegramRooms {
     if (chunks.length === 0) chunks = ['…'];
     if (chunks.length > ids.length) {
       const n = ids.length;
-      const room = TELEGRAM_LIMIT - (n === 1 ? (prefix?.plain.length ?? 0) : 0) - CUT_MARKER.length;
+      const room = TELEGRAM_LIMIT - (prefix?.plain.length ?? 0) - CUT_MARKER.length;
       chunks = [...chunks.slice(0, n - 1), chunks[n - 1]!.slice(0, room).trimEnd() + CUT_MARKER];
     }
     const run = this.runner(chat, ids, by, via, 'edit');
@@ -148,19 +154,18 @@ export class TelegramRooms {
         for (const raw of ids) {
           const id = Number(raw);
           if (ci < chunks.length) {
-            const lead = ci === 0 ? prefix : undefined;
-            if ((await run((bot) => editText(bot, t.tgId, id, chunks[ci]!, lead))) === 'media') {
+            if ((await run((bot) => editText(bot, t.tgId, id, chunks[ci]!, prefix))) === 'media') {
               // A photo or document: the rest of the text is its caption.
               let body = chunks.slice(ci).join('\n');
-              const room = CAPTION_LIMIT - (lead?.plain.length ?? 0);
+              const room = CAPTION_LIMIT - (prefix?.plain.length ?? 0);
               if (body.length > room) body = body.slice(0, room - CUT_MARKER.length).trimEnd() + CUT_MARKER;
-              await run((bot) => editCaption(bot, t.tgId, id, body, lead));
+              await run((bot) => editCaption(bot, t.tgId, id, body, prefix));
               ci = chunks.length;
             } else ci++;
             continue;
           }
           // A chunk the new text no longer needs goes; the post's files (after its text) stay.
-          if ((await run((bot) => probe(bot, t.tgId, id))) === 'media') break;
+          if ((await run((bot) => probe(bot, t.tgId, id, prefix))) === 'media') break;
           await run((bot) => deleteOne(bot, t.tgId, id));
         }
       });
@@ -310,10 +315,14 @@ async function editCaption(bot: Bot, chatId: number, id: number, body: string, p
   }
 }
 
-/** Whether a message is a photo or document (it takes a caption) or text. A file past the text has no caption to lose. */
-async function probe(bot: Bot, chatId: number, id: number): Promise<'text' | 'media'> {
+/**
+ * Whether a message is a photo or document (it takes a caption) or text. It is asked by setting
+ * the caption a file past the text has: none for an agent's, the name alone for a relayed person's.
+ */
+async function probe(bot: Bot, chatId: number, id: number, prefix: Prefix | undefined): Promise<'text' | 'media'> {
+  const caption = prefix ? { caption: nameCaption(prefix, true), parse_mode: 'HTML' as const } : { caption: '' };
   try {
-    await bot.api.editMessageCaption(chatId, id, { caption: '' });
+    await bot.api.editMessageCaption(chatId, id, caption);
     return 'media';
   } catch (err) {
     if (isTextMessage(err)) return 'text';

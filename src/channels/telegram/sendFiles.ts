@@ -2,7 +2,9 @@
  * Posting text with files through one bot: images with `sendPhoto` (shown inline), GIFs with
  * `sendAnimation`, everything else with `sendDocument`, each uploaded from the kept bytes. The
  * text (with a relayed person's name before it) is the first file's caption, as HTML, when it fits
- * Telegram's caption limit, otherwise it goes as messages before the files. Every file post gets
+ * Telegram's caption limit, otherwise it goes as messages before the files. A relayed person's
+ * other files carry their name alone as the caption: each is a message of its own, sent by a bot
+ * that may be an agent's, and must not read as that agent's. Every file post gets
  * the text sender's recoveries (sender.ts: migration, rejected markup, vanished topic, network);
  * 429s are waited out by auto-retry on every method. Two refusals have their own way out: an image
  * Telegram will not process as a photo goes as a document, and a caption it counts as too long
@@ -35,21 +37,23 @@ export async function sendPost(bot: Bot, target: SendTarget, text: string, files
   const t: SendTarget = { ...target, keyboard: undefined };
   const ids: number[] = [];
   const body = text.trim();
+  // A file without the text still says whose it is (relayed); an agent's carries nothing.
+  const named: Caption | undefined = t.prefix ? { body: '', prefix: t.prefix } : undefined;
   let caption: Caption | undefined = body || t.prefix ? { body, prefix: t.prefix } : undefined;
   if (body && body.length + (t.prefix?.plain.length ?? 0) > CAPTION_LIMIT) {
     ids.push(...(await textFirst(bot, t, body, hooks)));
-    caption = undefined;
+    caption = named;
   }
   for (const [i, file] of files.entries()) {
     const keyboard = i === files.length - 1 ? target.keyboard : undefined;
     try {
-      ids.push(await sendFile(bot, t, file, i === 0 ? caption : undefined, keyboard, hooks));
+      ids.push(await sendFile(bot, t, file, i === 0 ? caption : named, keyboard, hooks));
     } catch (err) {
       // The rendered caption turned out too long after all: the text as messages, then the file.
       if (i !== 0 || !caption?.body || !refusedAs(err, /caption is too long/i)) throw err;
       hooks.log.warn({ name: file.meta.name }, 'telegram: caption refused as too long; sending the text first');
       ids.push(...(await textFirst(bot, t, caption.body, hooks)));
-      ids.push(await sendFile(bot, t, file, undefined, keyboard, hooks));
+      ids.push(await sendFile(bot, t, file, named, keyboard, hooks));
     }
     t.replyTo = undefined;
   }
@@ -101,10 +105,15 @@ async function sendFile(bot: Bot, t: SendTarget, file: OutFile, caption: Caption
 /** The caption as this attempt sends it: HTML (the name bold), or plain after the markup was rejected. */
 function captionFields(caption: Caption | undefined, c: SendAttempt): { caption?: string; parse_mode?: 'HTML' } {
   if (!caption) return {};
-  // A relayed file without text carries the name alone: "Maya (Discord)".
-  const text = caption.body ? renderChunk(caption.body, c.html, caption.prefix) : ((c.html ? caption.prefix?.html : caption.prefix?.plain) ?? '').replace(/:\s*$/, '');
+  const name = caption.prefix ? nameCaption(caption.prefix, c.html) : '';
+  const text = caption.body ? renderChunk(caption.body, c.html, caption.prefix) : name;
   if (!text) return {};
   return c.html ? { caption: text, parse_mode: 'HTML' } : { caption: text };
+}
+
+/** A relayed file without text carries the name alone: "Maya (Discord)". */
+export function nameCaption(prefix: Prefix, html: boolean): string {
+  return (html ? prefix.html : prefix.plain).replace(/:\s*$/, '');
 }
 
 /** A 400 from Telegram (kept as the cause of the sender's error) whose description matches. */

@@ -23,25 +23,30 @@ export interface SendTarget {
   replyTo?: number | undefined;
   /** Buttons under the post (a request for approval): on its last chunk. */
   keyboard?: InlineKeyboardMarkup | undefined;
-  /** Put before the first chunk (a relayed person's name): ready HTML, and the same as plain text. */
+  /**
+   * Put before every chunk (a relayed person's name): ready HTML, and the same as plain text. On
+   * every one, because a later chunk without it would read as the post of the bot that sent it.
+   */
   prefix?: Prefix | undefined;
 }
 
-/** Text before a post's first chunk, in both of the forms a chunk is sent in. */
+/** Text before each of a post's chunks, in both of the forms a chunk is sent in. */
 export interface Prefix {
   html: string;
   plain: string;
 }
 
 /**
- * The chunks `text` is posted as, the first leaving room for `prefix`: posting and editing split
- * alike, so an edit meets the chunks it changes.
+ * The chunks `text` is posted as, each leaving room for `prefix`: posting and editing split
+ * alike, so an edit meets the chunks it changes. Under a prefix a chunk's leading blank lines go,
+ * so the name sits on the same line as the text it attributes.
  */
 export function chunksOf(text: string, prefix?: Prefix): string[] {
-  return splitMessage(text, TELEGRAM_LIMIT - (prefix?.plain.length ?? 0)).filter((c) => c.trim().length > 0);
+  const chunks = splitMessage(text, TELEGRAM_LIMIT - (prefix?.plain.length ?? 0)).filter((c) => c.trim().length > 0);
+  return prefix ? chunks.map((c) => c.replace(/^\s*\n/, '')) : chunks;
 }
 
-/** A chunk as sent: HTML (with the prefix's HTML on the first), or plain after Telegram refused the markup. */
+/** A chunk as sent: HTML (after the prefix's HTML), or plain after Telegram refused the markup. */
 export function renderChunk(chunk: string, html: boolean, prefix: Prefix | undefined): string {
   return html ? (prefix?.html ?? '') + toTelegramHtml(chunk) : (prefix?.plain ?? '') + chunk;
 }
@@ -77,10 +82,9 @@ export async function sendChunks(bot: Bot, t: SendTarget, text: string, hooks: S
   const ids: number[] = [];
   for (const [i, chunk] of chunks.entries()) {
     const keyboard = i === chunks.length - 1 ? t.keyboard : undefined;
-    const prefix = i === 0 ? t.prefix : undefined;
     ids.push(
       await sendWithRecovery(bot, t, hooks, 'sendMessage', (c) =>
-        bot.api.sendMessage(c.chatId, renderChunk(chunk, c.html, prefix), {
+        bot.api.sendMessage(c.chatId, renderChunk(chunk, c.html, t.prefix), {
           ...(c.html ? { parse_mode: 'HTML' as const } : {}),
           ...placement(c),
           link_preview_options: { is_disabled: true },
