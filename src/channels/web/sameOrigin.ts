@@ -60,12 +60,14 @@ function hostAllowed(header: string | undefined, bindHost: string): boolean {
 export function refuseCrossSite(req: IncomingMessage, policy: OriginPolicy): void {
   if (SAFE_METHODS.has(req.method ?? 'GET')) return;
   const site = single(req.headers['sec-fetch-site'])?.trim().toLowerCase();
-  if (site !== undefined && site !== 'same-origin' && site !== 'none') {
+  // The browser's own word that the page is ours, whatever Host a reverse proxy passes on.
+  if (site === 'same-origin') return;
+  if (site !== undefined && site !== 'none') {
     throw new HttpError(
       403,
       'cross_site',
-      `refused: the browser says this request comes from another site (Sec-Fetch-Site: ${site.slice(0, 40)}); ` +
-        'only this server\'s own page may change anything',
+      'refused: the browser says this request comes from a page of another origin ' +
+        `(Sec-Fetch-Site: ${site.slice(0, 40)}); only this server's own page may change anything`,
     );
   }
   const origin = single(req.headers.origin)?.trim();
@@ -78,9 +80,8 @@ export function refuseCrossSite(req: IncomingMessage, policy: OriginPolicy): voi
     );
   }
   // A form body from a browser that gave no sign of where it comes from is not taken on trust:
-  // only a client that is no browser at all (neither header) or a proven same-origin page passes.
-  const browser = site !== undefined || origin !== undefined;
-  if (browser && isFormBody(req) && site !== 'same-origin' && !ownOrigin) {
+  // only a client that is no browser at all (neither header) or our own Origin passes.
+  if ((site !== undefined || origin !== undefined) && !ownOrigin && isFormBody(req)) {
     throw new HttpError(
       403,
       'form_not_same_origin',

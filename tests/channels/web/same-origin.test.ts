@@ -214,6 +214,15 @@ describe('web server: the page itself and clients that are no browser', () => {
     expect(gw.received).toHaveLength(2);
   });
 
+  it('behind a proxy that rewrites the Host: a browser\'s Sec-Fetch-Site same-origin is believed', async () => {
+    const { gw, port } = await setup({ token: 'tok-123' });
+    const auth = { authorization: 'Bearer tok-123', 'sec-fetch-site': 'same-origin', origin: 'https://chat.example' };
+    expect((await postMessage(port, { ...JSON_TYPE, ...auth }, text('proxied'))).status).toBe(202);
+    const form = multipart('proxied form');
+    expect((await postMessage(port, { ...auth, 'content-type': form.type }, form.body)).status).toBe(202);
+    expect(gw.received.map((m) => m.text)).toEqual(['proxied', 'proxied form']);
+  });
+
   it('never refuses reading: a cross-site GET is answered (the browser hides it from the other page)', async () => {
     const { port } = await setup();
     const r = await send(port, 'GET', '/api/groups', { 'sec-fetch-site': 'cross-site', origin: 'http://evil.example' });
