@@ -298,7 +298,12 @@ async function buildChannels(
   const mounts = new HttpMounts();
   if (ch.web.enabled) {
     const { WebChannel } = await import('./channels/web/WebChannel.js');
-    out.push(new WebChannel({ config: ch.web, logger, agents, aliases: config.aliases, metrics, maxMessageChars: config.limits.max_message_chars, mounts, toolServers }));
+    // The webhook's public base URL is where people behind the same proxy open the page too.
+    const publicUrls = [ch.telegram.webhook.url];
+    out.push(new WebChannel({
+      config: ch.web, logger, agents, aliases: config.aliases, metrics, maxMessageChars: config.limits.max_message_chars,
+      mounts, toolServers, publicUrls,
+    }));
   }
   if (ch.telegram.enabled) {
     const { TelegramChannel } = await import('./channels/telegram/TelegramChannel.js');

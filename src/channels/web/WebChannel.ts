@@ -20,6 +20,7 @@ import { InFlightReplies } from './inflight.js';
 import { WebMetrics, gatewayMetrics } from './metrics.js';
 import type { HttpMounts } from './mounts.js';
 import { Router } from './router.js';
+import { originOf } from './sameOrigin.js';
 import { createWebServer, serverUrl } from './server.js';
 import { SseHub } from './sse.js';
 import { StaticFiles, findPublicDir } from './static.js';
@@ -48,6 +49,11 @@ export interface WebChannelOptions {
   mounts?: HttpMounts | undefined;
   /** The MCP tool servers' state for `/readyz` (they live beside the core, not in its readiness). */
   toolServers?: (() => ToolServersStatus | undefined) | undefined;
+  /**
+   * Public URLs this server is reached under through a reverse proxy (the Telegram webhook's base
+   * URL): a page there is this server's own, whatever Host the proxy passes on.
+   */
+  publicUrls?: ReadonlyArray<string | null | undefined> | undefined;
 }
 
 export class WebChannel implements Channel {
@@ -137,6 +143,7 @@ export class WebChannel implements Channel {
         return tools ? { ...r, tools } : r;
       },
       mounts: this.opts.mounts,
+      publicOrigins: (this.opts.publicUrls ?? []).map(originOf).filter((o): o is string => o !== undefined),
       limits: {
         headersTimeoutMs: cfg.headers_timeout_seconds * 1000,
         requestTimeoutMs: cfg.request_timeout_seconds * 1000,

@@ -5,7 +5,6 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isLoopback } from '../../config/rules.js';
 import type { Logger } from '../../core/ports.js';
 import type { Readiness } from '../../core/readModels.js';
 import { StoreUnavailableError, UserError, describeError } from '../../core/errors.js';
@@ -15,12 +14,13 @@ import { HttpError, sendError, sendJson, sendText, setSecurityHeaders } from './
 import type { WebMetrics } from './metrics.js';
 import type { HttpMounts } from './mounts.js';
 import type { Router } from './router.js';
+import { checkHost, refuseCrossSite } from './sameOrigin.js';
 import type { StaticFiles } from './static.js';
 
 export interface ServerDeps {
   /**
    * Without a token the server only answers requests addressed to a loopback name (or the bound
-   * host), so a web page elsewhere cannot reach it through DNS rebinding.
+   * host), so a web page elsewhere cannot reach it through DNS rebinding (sameOrigin.ts).
    */
   bindHost: string;
   router: Router;
@@ -36,6 +36,8 @@ export interface ServerDeps {
   limits: ConnectionLimits;
   /** Paths other channels serve here (Telegram webhooks); they authenticate their own requests. */
   mounts?: HttpMounts | undefined;
+  /** Origins the page is also served under (a reverse proxy's public URL), besides the Host asked for. */
+  publicOrigins?: readonly string[] | undefined;
 }
 
 /**
@@ -79,9 +81,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: ServerDep
     await mounted(req, res, url);
     return;
   }
-  if (!deps.auth.enabled && !hostAllowed(req.headers.host, deps.bindHost)) {
-    throw new HttpError(403, 'bad_host', 'this server only answers requests for its loopback address; set channels.web.auth_token to serve other names');
-  }
+  // Before the token too: a page elsewhere is refused whether or not a token is configured.
+  const policy = { bindHost: deps.bindHost, tokenRequired: deps.auth.enabled, publicOrigins: deps.publicOrigins ?? [] };
+  checkHost(req, policy);
+  refuseCrossSite(req, policy);
 
   if (path === '/healthz') {
     if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'method_not_allowed', `${method} is not allowed here`, { allow: 'GET, HEAD' });
@@ -151,18 +154,6 @@ function accessLog(req: IncomingMessage, res: ServerResponse, logger: Logger): v
       `${req.method} ${path} ${res.statusCode}`,
     );
   });
-}
-
-function hostAllowed(header: string | undefined, bindHost: string): boolean {
-  if (!header) return false;
-  let name: string;
-  try {
-    name = new URL(`http://${header}`).hostname;
-  } catch {
-    return false;
-  }
-  const bare = name.replace(/^\[|\]$/g, '');
-  return isLoopback(name) || isLoopback(bare) || bare === bindHost.replace(/^\[|\]$/g, '');
 }
 
 function fail(res: ServerResponse, err: unknown, logger: Logger): void {
