@@ -8,6 +8,8 @@ import type { ToolCall } from '../../src/core/toolTypes.js';
 
 /** Tools in memory: `lookup` only reads, `cancel` changes something (counted), `hang` never answers until aborted. */
 export class MemoryTools implements ToolHost {
+  /** Every call run, with the arguments it ran with, in order. */
+  readonly ran: Array<{ tool: string; input: Record<string, unknown> }> = [];
   cancelled = 0;
   lookups = 0;
   hung: Array<() => void> = [];
@@ -23,6 +25,7 @@ export class MemoryTools implements ToolHost {
     return agentId === 'analyst' ? this.list : [];
   }
   async call(req: { server: string; tool: string; input: Record<string, unknown>; timeoutMs: number; signal: AbortSignal }): Promise<ToolCallResult> {
+    this.ran.push({ tool: req.tool, input: req.input });
     if (req.tool === 'cancel') this.cancelled++;
     if (req.tool === 'lookup') this.lookups++;
     if (req.tool === 'hang' || (req.tool === 'peek' && this.hung.length === 0 && this.lookups === 0)) {
