@@ -193,7 +193,8 @@ export class ClusteredHost implements ChannelHost {
       },
       decideTool: async (id, callId, approve, by, digest) => {
         if (here(id)) return g.decideTool(id, callId, approve, by, digest);
-        await this.command(id, `/${approve ? 'approve' : 'deny'} ${callId}${digest ? ` ${digest}` : ''}`, by, 'the decision');
+        const named = digest ? ` ${digest}` : '';
+        await this.command(id, `/${approve ? 'approve' : 'deny'} ${callId}${named}`, by, 'the decision');
         return { decided: true, line: null };
       },
       messages: (id, opts) => g.messages(id, opts),

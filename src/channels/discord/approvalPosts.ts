@@ -10,7 +10,7 @@
  * fence itself, so every backtick is written as the JSON escape \u0060: the block cannot be closed
  * early, and the JSON shown still reads back as exactly the arguments. The posts ping nobody.
  */
-import type { ApprovalRequest } from '../../core/text/approvalText.js';
+import type { ApprovalRequest, ArgPart } from '../../core/text/approvalText.js';
 import { argParts, argsFileName, fileNote, MAX_ARG_PARTS, partHead } from '../../core/text/approvalText.js';
 import { DISCORD_MAX_MESSAGE } from './config.js';
 
@@ -28,19 +28,23 @@ function message(label: string, before: string, args: string, after: string | un
   return `${label}${before}\n${OPEN}${args}${CLOSE}${after === undefined ? '' : `\n${after}`}`;
 }
 
-/** The messages of a request (each within Discord's limit), `label` first (an agent Discord shows under another name). */
+/** The messages of a request, each within Discord's limit; `label` first (an agent shown under another name). */
 export function discordApproval(r: ApprovalRequest, label = ''): DiscordApproval {
   const args = r.args.replaceAll('`', '\\u0060');
   const how = args === r.args ? r.how : `${BACKTICK_NOTE}\n${r.how}`;
   const whole = message(label, r.head, args, how);
   if (whole.length <= DISCORD_MAX_MESSAGE) return { chunks: [whole], files: [] };
   // Room for the longest head a part can have ("part 99 of 99, going on …") and the last one's lines.
-  const budget = DISCORD_MAX_MESSAGE - label.length - partHead(r, 99, 99, true).length - OPEN.length - CLOSE.length - how.length - 2;
-  const pieces = argParts(args, budget);
+  const fixed = label.length + partHead(r, 99, 99, true).length + OPEN.length + CLOSE.length + how.length + 2;
+  const pieces = argParts(args, DISCORD_MAX_MESSAGE - fixed);
   if (pieces.length <= MAX_ARG_PARTS) {
-    return { chunks: pieces.map((p, i) => message(label, partHead(r, i + 1, pieces.length, p.continues), p.text, i === pieces.length - 1 ? how : undefined)), files: [] };
+    const n = pieces.length;
+    const part = (p: ArgPart, i: number) =>
+      message(label, partHead(r, i + 1, n, p.continues), p.text, i === n - 1 ? how : undefined);
+    return { chunks: pieces.map(part), files: [] };
   }
   // A file needs no escaping: it is the arguments exactly.
   const name = argsFileName(r);
-  return { chunks: [`${label}${r.head}\n${fileNote(r, name)}\n${r.how}`], files: [{ attachment: Buffer.from(r.args, 'utf8'), name }] };
+  const note = `${label}${r.head}\n${fileNote(r, name)}\n${r.how}`;
+  return { chunks: [note], files: [{ attachment: Buffer.from(r.args, 'utf8'), name }] };
 }

@@ -60,7 +60,8 @@ export class Poster {
     if (opts?.approval) {
       // A request for approval: every argument, laid out as approvalPosts.ts says; it pings nobody.
       const { chunks, files } = discordApproval(opts.approval, id.label ?? '');
-      return this.postChunks(chat, chunks, { username: id.username, avatarURL: id.avatarURL, mentions: 'none' }, { agentId: agent.id, files, resumedSince: opts.resumedSince });
+      const who: Sender = { username: id.username, avatarURL: id.avatarURL, mentions: 'none' };
+      return this.postChunks(chat, chunks, who, { agentId: agent.id, files, resumedSince: opts.resumedSince });
     }
     const body = id.label ? id.label + text : text;
     return this.post(chat, body, { username: id.username, avatarURL: id.avatarURL }, { agentId: agent.id, files: await this.uploads(opts), resumedSince: opts?.resumedSince });

@@ -20,10 +20,9 @@ import { Typers } from './typing.js';
 import { describeError, apiErrorCode, refusedForGood } from './errors.js';
 import { isBasicGroupId, membershipDirection, normalizeMessage, parseChatId, updateChatKey, type BotDirectory } from './normalize.js';
 import { TELEGRAM_LIMIT, type SendHooks } from './sender.js';
-import { sendPost } from './sendFiles.js';
 import { createWebhookHandler, webhookEndpoint } from './webhook.js';
 import { MalformedUpdateError, checkUpdateShape, deadLetterKeeper } from './deadLetters.js';
-import { ApprovalButtons, approvalKeyboard, sendApproval } from './approvals.js';
+import { ApprovalButtons, approvalKeyboard, sendPostOrRequest } from './approvals.js';
 import { BasicGroupIds } from './basicIds.js';
 import { ChatAddresses } from './addresses.js';
 import { TelegramReactions } from './reactions.js';
@@ -301,7 +300,7 @@ export class TelegramChannel implements Channel {
     const keyboard = approval ? approvalKeyboard(approval.id, approval.digest) : undefined;
     const files = opts?.attachments?.length && this.host ? await readKept(this.host.files, opts.attachments, (a) => this.log.error({ file: a.id }, 'telegram: a file to post is not kept; posting without it')) : [];
     const target = { chatId: t.tgId, threadId: t.threadId, replyTo: this.addresses.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard };
-    const post = () => (approval && files.length === 0 ? sendApproval(b.bot, target, approval, hooks) : sendPost(b.bot, target, text, files, hooks));
+    const post = () => sendPostOrRequest(b.bot, target, { text, files, approval }, hooks);
     const ids = await this.queues.run(chat.chatId, post).catch((err: unknown) => Promise.reject(refusedForGood(err, `a post in chat ${chat.chatId}`)));
     if (isBasicGroupId(t.tgId)) this.basic.notePosted(t.tgId, b.agent.id, ids);
     // Its buttons go away once the call is decided (see approvals.ts).

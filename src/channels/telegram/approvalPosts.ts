@@ -10,11 +10,19 @@
  * `&amp;` or `**` show literally; when Telegram rejects the markup anyway, the plain text goes.
  */
 import { InputFile, type Bot } from 'grammy';
-import type { ApprovalRequest } from '../../core/text/approvalText.js';
+import type { ApprovalRequest, ArgPart } from '../../core/text/approvalText.js';
 import { argParts, argsFileName, fileNote, MAX_ARG_PARTS, partHead } from '../../core/text/approvalText.js';
 import { escapeHtml } from './format.js';
-import { placement, sendWithRecovery, TELEGRAM_LIMIT, type SendAttempt, type SendHooks, type SendTarget } from './sender.js';
-import { CAPTION_LIMIT } from './sendFiles.js';
+import { placement, sendWithRecovery, TELEGRAM_LIMIT } from './sender.js';
+import type { SendAttempt, SendHooks, SendTarget } from './sender.js';
+import { CAPTION_LIMIT, sendPost, type OutFile } from './sendFiles.js';
+
+/** What one post carries: its text, its files, and whether it asks for approval. */
+interface Post {
+  text: string;
+  files: readonly OutFile[];
+  approval: ApprovalRequest | undefined;
+}
 
 /** One message of a request, in both of the forms it may be sent in. */
 export interface TgPart {
@@ -44,7 +52,10 @@ export function telegramApproval(r: ApprovalRequest): TgApproval {
   const budget = TELEGRAM_LIMIT - partHead(r, 99, 99, true).length - r.how.length - 2;
   const pieces = argParts(r.args, budget);
   if (pieces.length <= MAX_ARG_PARTS) {
-    return { parts: pieces.map((p, i) => message(partHead(r, i + 1, pieces.length, p.continues), p.text, i === pieces.length - 1 ? r.how : undefined)) };
+    const n = pieces.length;
+    const part = (p: ArgPart, i: number) =>
+      message(partHead(r, i + 1, n, p.continues), p.text, i === n - 1 ? r.how : undefined);
+    return { parts: pieces.map(part) };
   }
   const name = argsFileName(r);
   const text = `${r.head}\n${fileNote(r, name)}\n${r.how}`;
@@ -55,19 +66,33 @@ export function telegramApproval(r: ApprovalRequest): TgApproval {
   return { parts: [], file: { name, bytes, caption } };
 }
 
-const form = (p: TgPart, c: SendAttempt) => (c.html ? { text: p.html, parse_mode: 'HTML' as const } : { text: p.plain });
+/** A part as this attempt sends it: HTML, or plain after Telegram rejected the markup. */
+function form(p: TgPart, c: SendAttempt): { text: string; parse_mode?: 'HTML' } {
+  return c.html ? { text: p.html, parse_mode: 'HTML' } : { text: p.plain };
+}
+
+/**
+ * A post with `text`, or, when it asks for `approval` (and carries no files, which a request never
+ * does), the request laid out as above. Resolves with the message ids in order.
+ */
+export function sendPostOrRequest(bot: Bot, target: SendTarget, post: Post, hooks: SendHooks): Promise<number[]> {
+  const { text, files, approval } = post;
+  if (approval && files.length === 0) return sendApproval(bot, target, approval, hooks);
+  return sendPost(bot, target, text, files, hooks);
+}
 
 /** Send a request through one bot; resolves with the message ids in order (the buttons are on the last). */
-export async function sendApproval(bot: Bot, target: SendTarget, r: ApprovalRequest, hooks: SendHooks): Promise<number[]> {
+async function sendApproval(bot: Bot, target: SendTarget, r: ApprovalRequest, hooks: SendHooks): Promise<number[]> {
   const t: SendTarget = { ...target };
   const { parts, file } = telegramApproval(r);
   const ids: number[] = [];
+  const buttons = (on: boolean) => (on && t.keyboard ? { reply_markup: t.keyboard } : {});
   for (const [i, part] of parts.entries()) {
-    const keyboard = i === parts.length - 1 && !file ? t.keyboard : undefined;
+    const extra = { ...buttons(i === parts.length - 1 && !file), link_preview_options: { is_disabled: true } };
     ids.push(
       await sendWithRecovery(bot, t, hooks, 'sendMessage', (c) => {
         const { text, ...mode } = form(part, c);
-        return bot.api.sendMessage(c.chatId, text, { ...mode, ...placement(c), link_preview_options: { is_disabled: true }, ...(keyboard ? { reply_markup: keyboard } : {}) });
+        return bot.api.sendMessage(c.chatId, text, { ...mode, ...placement(c), ...extra });
       }),
     );
     // The reply goes on the first message only.
@@ -77,9 +102,11 @@ export async function sendApproval(bot: Bot, target: SendTarget, r: ApprovalRequ
     ids.push(
       await sendWithRecovery(bot, t, hooks, 'sendDocument', (c) => {
         const caption = file.caption ? form(file.caption, c) : undefined;
-        const extra = { ...(caption ? { caption: caption.text, ...(caption.parse_mode ? { parse_mode: caption.parse_mode } : {}) } : {}), ...placement(c) };
+        const mode = caption?.parse_mode ? { parse_mode: caption.parse_mode } : {};
+        const text = caption ? { caption: caption.text, ...mode } : {};
         // A new InputFile each attempt: grammY consumes the one it sent.
-        return bot.api.sendDocument(c.chatId, new InputFile(file.bytes, file.name), { ...extra, ...(t.keyboard ? { reply_markup: t.keyboard } : {}) });
+        const input = new InputFile(file.bytes, file.name);
+        return bot.api.sendDocument(c.chatId, input, { ...text, ...placement(c), ...buttons(true) });
       }),
     );
   }

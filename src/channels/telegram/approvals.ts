@@ -23,7 +23,7 @@ import type { AgentBot } from './bots.js';
 import { describeError } from './errors.js';
 import { approvalData, normalizePress, type ApprovalPress } from './normalize.js';
 
-export { sendApproval } from './approvalPosts.js';
+export { sendPostOrRequest } from './approvalPosts.js';
 
 /** The line Approvals.decide records: `✅ <name> approved <server.tool> (<id>)`, or ⛔ … denied. */
 const DECISION_LINE = /^(?:✅|⛔) .+ (approved|denied) \S+ \(([A-Za-z0-9_-]+)\)$/;
@@ -33,7 +33,7 @@ const REFUSAL = /^⚠\s*/;
 const ANSWER_MAX = 200;
 const REMEMBERED = 2000;
 
-/** The Approve / Deny keyboard for call `callId` shown with `digest`, or undefined when they do not fit the 64 bytes. */
+/** The Approve / Deny keyboard of call `callId` shown with `digest`; undefined when they do not fit 64 bytes. */
 export function approvalKeyboard(callId: string, digest?: string): InlineKeyboardMarkup | undefined {
   const approve = approvalData(true, callId, digest);
   const deny = approvalData(false, callId, digest);

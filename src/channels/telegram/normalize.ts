@@ -223,7 +223,8 @@ export interface ApprovalPress {
 /**
  * A press of an approval button (a callback_query, delivered only to the bot that posted the
  * buttons) as the command the router already understands: `/approve <id> <digest>` or
- * `/deny <id> <digest>` by the person who pressed. The query id is the message id, so a redelivered press is a duplicate.
+ * `/deny <id> <digest>` by the person who pressed. The query id is the message id, so a
+ * redelivered press is a duplicate.
  */
 export function normalizePress(q: CallbackQuery, viaAgentId: string, now: number): ApprovalPress | { skip: string } {
   const m = APPROVAL_DATA.exec(q.data ?? '');

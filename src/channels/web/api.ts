@@ -238,7 +238,8 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     const decision = field.string(body, 'decision', { max: 16 });
     if (decision !== 'approve' && decision !== 'deny') throw new HttpError(400, 'invalid_field', 'decision must be "approve" or "deny"');
     const digest = field.string(body, 'digest', { max: 64, optional: true });
-    sendJson(res, 200, await host.gateway.decideTool(g.id, params.callId!, decision === 'approve', authorName(body, host.gateway.listAgents(), 'someone'), digest));
+    const by = authorName(body, host.gateway.listAgents(), 'someone');
+    sendJson(res, 200, await host.gateway.decideTool(g.id, params.callId!, decision === 'approve', by, digest));
   });
 
   router.add('GET', '/api/groups/:id/events', ({ req, res, params, url }) => {

@@ -40,7 +40,8 @@ export class Approvals {
     const call = recorded(g, id.trim());
     const shown = normalDigest(digest);
     if (call && shown !== undefined && shown !== callDigest(call.server, call.tool, call.input)) {
-      throw new UserError(`tool call ${call.id} is not the one shown with #${shown}: its arguments differ; read its request again`, 'changed_call', 409);
+      const why = `tool call ${call.id} is not the one shown with #${shown}`;
+      throw new UserError(`${why}: its arguments differ; read its request again`, 'changed_call', 409);
     }
     // A call whose turn is over is forgotten; its request and step are still in the transcript.
     if (!call && g.transcript.some((e) => e.tool?.id === id.trim())) throw new UserError(`tool call ${id.trim()} no longer waits for a decision`, 'already_decided', 409);

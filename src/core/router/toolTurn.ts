@@ -206,7 +206,8 @@ export class ToolTurn {
     }
     // A request carries the digest of the call itself (not of the redacted view): a decision that
     // names it approves exactly these arguments.
-    const asked = outcome === 'waiting' ? { ...(c.deadline ? { deadline: c.deadline } : {}), digest: callDigest(c.server, c.tool, c.input) } : {};
+    const digest = callDigest(c.server, c.tool, c.input);
+    const asked = outcome === 'waiting' ? { ...(c.deadline ? { deadline: c.deadline } : {}), digest } : {};
     return { id: c.id, server: c.server, tool: c.tool, input, outcome, result: this.d.redact(content), resultBytes: bytes || utf8Length(content), ...(c.decidedBy ? { decidedBy: c.decidedBy } : {}), ...asked };
   }
 

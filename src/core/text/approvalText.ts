@@ -45,7 +45,8 @@ function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
     const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+    const fields = keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${fields.join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
 }
@@ -92,7 +93,8 @@ export function partHead(r: ApprovalRequest, k: number, n: number, continues: bo
 
 /** The line saying the arguments are in a file, and how long they are. */
 export function fileNote(r: ApprovalRequest, name: string): string {
-  return `The arguments (${r.args.length.toLocaleString('en-US')} characters of JSON) are in the attached file ${name}: read it before you decide.`;
+  const size = r.args.length.toLocaleString('en-US');
+  return `The arguments (${size} characters of JSON) are in the attached file ${name}: read it before you decide.`;
 }
 
 /** The name of the file the arguments go in. */

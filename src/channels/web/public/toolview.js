@@ -153,7 +153,9 @@ export class ToolViews {
     try {
       // The request's digest: the server refuses the decision if the call is not the one shown here.
       const digest = typeof r.e.tool.digest === 'string' ? { digest: r.e.tool.digest } : {};
-      const res = await api('POST', `/api/groups/${encodeURIComponent(groupId)}/tools/${encodeURIComponent(r.e.tool.id)}`, { decision: approve ? 'approve' : 'deny', author_name: name, ...digest });
+      const body = { decision: approve ? 'approve' : 'deny', author_name: name, ...digest };
+      const path = `/api/groups/${encodeURIComponent(groupId)}/tools/${encodeURIComponent(r.e.tool.id)}`;
+      const res = await api('POST', path, body);
       this.noteLine(res && res.line);
     } catch (err) {
       r.error.textContent = `⚠ Could not ${approve ? 'approve' : 'deny'}: ${err.message || 'the server did not answer'}`;
