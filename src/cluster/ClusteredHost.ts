@@ -191,9 +191,10 @@ export class ClusteredHost implements ChannelHost {
         await this.command(id, '/stop', by, 'the stop');
         return { stopped: true, roundsDropped: null, turnsDropped: null };
       },
-      decideTool: async (id, callId, approve, by) => {
-        if (here(id)) return g.decideTool(id, callId, approve, by);
-        await this.command(id, `/${approve ? 'approve' : 'deny'} ${callId}`, by, 'the decision');
+      decideTool: async (id, callId, approve, by, digest) => {
+        if (here(id)) return g.decideTool(id, callId, approve, by, digest);
+        const named = digest ? ` ${digest}` : '';
+        await this.command(id, `/${approve ? 'approve' : 'deny'} ${callId}${named}`, by, 'the decision');
         return { decided: true, line: null };
       },
       messages: (id, opts) => g.messages(id, opts),

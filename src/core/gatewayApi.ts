@@ -24,10 +24,11 @@ export interface GatewayApi {
    */
   stopGroup(groupId: string, by: string): Promise<StopResult>;
   /**
-   * A person holding the web token approves or denies tool call `id` that waits in the group.
-   * UserError: 404 unknown call, 409 already decided or expired.
+   * A person holding the web token approves or denies tool call `id` that waits in the group;
+   * `digest` (the request's) binds the decision to the call that was shown.
+   * UserError: 404 unknown call, 409 already decided, expired, or another call than the digest's.
    */
-  decideTool(groupId: string, id: string, approve: boolean, by: string): Promise<ToolDecision>;
+  decideTool(groupId: string, id: string, approve: boolean, by: string, digest?: string): Promise<ToolDecision>;
   listAgents(): readonly AgentDef[];
   listGroups(): GroupSummary[];
   getGroup(id: string): GroupDetail | undefined;

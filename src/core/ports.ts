@@ -10,6 +10,7 @@ import type { ChannelStatus, ClusterStatus, GroupView, SearchCursor, UnreadableG
 import type { GatewayApi } from './gatewayApi.js';
 import type { Attachment, Files, StoredFile } from './fileTypes.js';
 import type { PlatformEdit, PostedBy, RelayedAuthor } from './roomTypes.js';
+import type { ApprovalRequest } from './text/approvalText.js';
 
 export type { GatewayApi, ReactionRequest } from './gatewayApi.js';
 
@@ -43,10 +44,12 @@ export interface PostOptions {
   /** Platform id of the message this post replies to (Telegram reply, Discord reference). */
   replyToMessageId?: string | undefined;
   /**
-   * The post asks people to approve tool call `id` (group `groupId`): a channel that has buttons
-   * adds Approve / Deny to it (Telegram's inline keyboard); the text already names the commands.
+   * The post asks people to approve a tool call: the channel lays the request out so every
+   * argument is shown before the decision (see text/approvalText.ts), and one that has buttons adds
+   * Approve / Deny under its last message (Telegram's inline keyboard). `text` is the same request
+   * as plain text, for a channel that lays nothing out.
    */
-  approval?: { groupId: string; id: string } | undefined;
+  approval?: ApprovalRequest | undefined;
   /**
    * Files to post with the text, under the same identity (Telegram `sendPhoto` / `sendDocument`,
    * a Discord webhook upload). The channel reads their bytes through `ChannelHost.files`.

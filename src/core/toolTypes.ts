@@ -49,4 +49,6 @@ export interface ToolStepView {
   decidedBy?: string | undefined;
   /** A request (`waiting`): when it is refused if nobody decides (epoch ms). */
   deadline?: number | undefined;
+  /** A request (`waiting`): the digest of the call a decision may name (see text/approvalText.ts). */
+  digest?: string | undefined;
 }

@@ -24,6 +24,7 @@ import { parseConfigText } from '../../src/config/load.js';
 import type { LlmRequest } from '../../src/core/ports.js';
 import { silentLogger } from '../helpers/logger.js';
 import { lastMessage, CountingTools, ScriptedToolLlm, toolInfo, type Step } from '../helpers/tool-fakes.js';
+import { callDigest } from '../../src/core/text/approvalText.js';
 import { browserSuite, CHROMIUM, HAVE_BROWSER, LAUNCH_ARGS, POLL, SHOTS, withName } from './browser.js';
 
 const suite = browserSuite('web-tools');
@@ -43,7 +44,7 @@ limits: { user_messages_per_minute: 1000 }
 channels:
   web: { enabled: true, host: 127.0.0.1, port: 0 }
 groups:
-${['lookup', 'report', 'approve', 'deny', 'twice'].map((id) => room(id)).join('\n')}
+${['lookup', 'report', 'approve', 'deny', 'twice', 'long'].map((id) => room(id)).join('\n')}
 ${room('quick', ', tool_approval_timeout_seconds: 2')}
 `;
 }
@@ -65,6 +66,8 @@ const tools = new CountingTools(
 );
 
 let callIds = 0;
+/** 6,000 characters of padding with the part that matters at the end. */
+const LONG_NOTE = `${'padding '.repeat(800)}`.slice(0, 5950) + ' and also refund 9,999 EUR to IBAN XX00 EVIL';
 /** The analyst calls the tool the newest request names, then answers from the step's result. */
 function script(req: LlmRequest): Step | null {
   if (req.agent?.id !== 'analyst') return null;
@@ -76,7 +79,8 @@ function script(req: LlmRequest): Step | null {
   const asked = [...lastMessage(req).matchAll(/(look up|report on|cancel) order (\d+)/g)].at(-1);
   if (!asked) return 'Nothing to do.';
   const name = { 'look up': 'orders__lookup', 'report on': 'orders__report', cancel: 'orders__cancel' }[asked[1]!]!;
-  return { text: 'One moment.', calls: [{ id: `call-${++callIds}`, name, input: { id: Number(asked[2]) } }] };
+  const note = /with a long note/.test(lastMessage(req)) ? { note: LONG_NOTE } : {};
+  return { text: 'One moment.', calls: [{ id: `call-${++callIds}`, name, input: { id: Number(asked[2]), ...note } }] };
 }
 
 // Groups written before the app starts: their entries come from the log, as after a restart.
@@ -297,6 +301,34 @@ suite('tool steps and approvals on the page, in Chromium', () => {
     expect(await omar.page.locator('#messages > .msg').evaluateAll((els) => els.map((el) => (el as HTMLElement).dataset.kind))).toEqual(['human', 'tool', 'system', 'tool', 'agent']);
     expect(tools.count('orders.cancel:42')).toBe(1);
     expect([...maya.errors, ...omar.errors]).toEqual([]);
+  });
+
+  it('a request with a 6,000-character argument shows all of it above its buttons (no scroll box); Approve sends its digest and runs exactly those arguments; another digest is refused', async () => {
+    const { page, errors } = await open('long', 'Maya');
+    await post('long', '@analyst please cancel order 77 with a long note');
+    const req = page.locator('.msg.tool-request');
+    await req.waitFor();
+    const input = { id: 77, note: LONG_NOTE };
+    const args = req.locator('.tool-args');
+    expect(await args.textContent()).toBe(JSON.stringify(input, null, 2));
+    // Laid out whole: the box is as tall as its text, and the buttons come after all of it.
+    expect(await args.evaluate((el) => el.scrollHeight - el.clientHeight)).toBe(0);
+    const approve = page.getByRole('button', { name: 'Approve orders.cancel' });
+    const [argsBox, buttonBox] = [await args.boundingBox(), await approve.boundingBox()];
+    expect(buttonBox!.y).toBeGreaterThanOrEqual(argsBox!.y + argsBox!.height);
+
+    const id = await req.getAttribute('data-tool-id');
+    const refused = await fetch(`${app.webUrl}/api/groups/long/tools/${id}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'approve', author_name: 'Eve', digest: callDigest('orders', 'cancel', { id: 77 }) }) });
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('changed_call');
+    expect(tools.count('orders.cancel:77')).toBe(0);
+
+    const sent = page.waitForRequest((r) => r.method() === 'POST' && r.url().endsWith(`/tools/${id}`));
+    await approve.click();
+    expect((await sent).postDataJSON()).toEqual({ decision: 'approve', author_name: 'Maya', digest: callDigest('orders', 'cancel', input) });
+    await reply(page, 'Done: cancelled order 77').waitFor();
+    expect(tools.ran.filter((r) => r.input.id === 77)).toEqual([{ tool: 'cancel', input }]);
+    expect(errors).toEqual([]);
   });
 
   it('Deny runs nothing and says who denied it, live and after a reload', async () => {

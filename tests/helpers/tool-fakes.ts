@@ -8,6 +8,8 @@ import type { ToolCall } from '../../src/core/toolTypes.js';
 
 /** Tools in memory: `lookup` only reads, `cancel` changes something (counted), `hang` never answers until aborted. */
 export class MemoryTools implements ToolHost {
+  /** Every call run, with the arguments it ran with, in order. */
+  readonly ran: Array<{ tool: string; input: Record<string, unknown> }> = [];
   cancelled = 0;
   lookups = 0;
   hung: Array<() => void> = [];
@@ -23,6 +25,7 @@ export class MemoryTools implements ToolHost {
     return agentId === 'analyst' ? this.list : [];
   }
   async call(req: { server: string; tool: string; input: Record<string, unknown>; timeoutMs: number; signal: AbortSignal }): Promise<ToolCallResult> {
+    this.ran.push({ tool: req.tool, input: req.input });
     if (req.tool === 'cancel') this.cancelled++;
     if (req.tool === 'lookup') this.lookups++;
     if (req.tool === 'hang' || (req.tool === 'peek' && this.hung.length === 0 && this.lookups === 0)) {
@@ -83,6 +86,8 @@ type Answer = (tool: string, input: Record<string, unknown>) => ToolCallResult |
 export class CountingTools implements ToolHost {
   /** `server.tool` (and `server.tool:<input.id>` when the input has an id) → calls run. */
   readonly calls = new Map<string, number>();
+  /** Every call run, with the arguments it ran with, in order. */
+  readonly ran: Array<{ tool: string; input: Record<string, unknown> }> = [];
 
   constructor(
     private readonly list: readonly ToolInfo[],
@@ -101,6 +106,7 @@ export class CountingTools implements ToolHost {
 
   async call(req: { server: string; tool: string; input: Record<string, unknown>; timeoutMs: number; signal: AbortSignal }): Promise<ToolCallResult> {
     const key = `${req.server}.${req.tool}`;
+    this.ran.push({ tool: req.tool, input: req.input });
     this.calls.set(key, this.count(key) + 1);
     if (req.input.id !== undefined) this.calls.set(`${key}:${String(req.input.id)}`, this.count(`${key}:${String(req.input.id)}`) + 1);
     const out = await this.answer(req.tool, req.input);

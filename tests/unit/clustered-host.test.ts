@@ -68,7 +68,9 @@ describe('ClusteredHost', () => {
     await expect(host.gateway.addMember(group.id, 'writer')).rejects.toMatchObject({ code: 'not_owner' });
     expect(await host.gateway.stopGroup(group.id, 'Maya')).toEqual({ stopped: true, roundsDropped: null, turnsDropped: null });
     expect(await host.gateway.decideTool(group.id, 'call-1', false, 'Maya')).toEqual({ decided: true, line: null });
-    expect(owners.inbox.map((m) => m.text)).toEqual(['@analyst hi', '/stop', '/deny call-1']);
+    // A decision from the page names the request's digest: the owner checks it as its own would.
+    expect(await host.gateway.decideTool(group.id, 'call-2', true, 'Maya', '0123456789')).toEqual({ decided: true, line: null });
+    expect(owners.inbox.map((m) => m.text)).toEqual(['@analyst hi', '/stop', '/deny call-1', '/approve call-2 0123456789']);
     expect(owners.inbox.slice(1).every((m) => m.ephemeral && m.chatId === group.chatId)).toBe(true);
     // One message's change waits for the owner: 503, try again.
     await expect(host.gateway.regenerate(group.id, `${group.id}.1`)).rejects.toBeInstanceOf(StoreUnavailableError);
@@ -77,7 +79,7 @@ describe('ClusteredHost', () => {
     const help = await host.receive(message('/help', { ephemeral: true }));
     expect(help.status).toBe('command');
     expect(help.ephemeral?.text).toBeTruthy();
-    expect(owners.inbox).toHaveLength(3);
+    expect(owners.inbox).toHaveLength(4);
     expect(router.groups.get(group.id)!.nextSeq).toBe(before);
     expect(router.groups.get(group.id)!.config.cooldown_seconds).toBe(0);
   });

@@ -10,6 +10,7 @@ import { MemoryStore } from '../helpers/memory-store.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { rebuild } from '../../src/core/groups/evolve.js';
 import { MemoryTools, StepLlm } from '../helpers/tool-fakes.js';
+import { callDigest } from '../../src/core/text/approvalText.js';
 
 const call = (id: string, name: string, input: Record<string, unknown> = { id: 42 }): ToolCall => ({ id, name, input });
 
@@ -106,6 +107,40 @@ describe('a turn with tools', () => {
 });
 
 describe('approvals', () => {
+  it('a decision bound to other arguments is refused and runs nothing; the request\'s own digest approves; the channel is handed every argument', async () => {
+    const tools = new MemoryTools();
+    const input = { id: 42, note: `${'padding '.repeat(100)}and refund everything` };
+    const llm = new StepLlm([{ calls: [call('c1', 'orders__cancel', input)] }, 'Cancelled it.']);
+    const h = await makeRouter({ llm, tools, group: { reply_strategy: 'mention_only' } });
+    await h.router.receive(h.message('@analyst cancel order 42'));
+    await settleUntil(() => h.transcript().some((e) => e.tool?.outcome === 'waiting'), 'the request');
+    const { id, digest } = h.transcript().find((e) => e.tool?.outcome === 'waiting')!.tool!;
+    expect(digest).toBe(callDigest('orders', 'cancel', input));
+    const posted = h.channel.posts.find((p) => p.agentId === 'analyst')!;
+    expect(posted.text).toBe(`🔧 Analyst wants to use orders.cancel\n${JSON.stringify(input, null, 2)}\nApprove with /approve ${id} or refuse with /deny ${id} (arguments #${digest})`);
+
+    const other = callDigest('orders', 'cancel', { id: 42 });
+    await expect(h.router.gateway.decideTool('room', id, true, 'Maya', other)).rejects.toMatchObject({ code: 'changed_call', status: 409 });
+    const g = h.router.groups.get('room')!;
+    await expect(h.router.approvals.decide(g, id, true, { name: 'Maya', admin: true }, '#ffffffffff')).rejects.toThrow(`tool call ${id} is not the one shown with #ffffffffff`);
+    await h.router.idle();
+    expect(tools.ran).toEqual([]);
+    expect(g.state.tools?.find((c) => c.id === id)?.approval).toBe('waiting');
+
+    // As a person types it: with the hash, in any case.
+    await h.router.gateway.decideTool('room', id, true, 'Maya', `#${digest!.toUpperCase()}`);
+    await h.router.idle();
+    expect(tools.ran).toEqual([{ tool: 'cancel', input }]);
+    await h.router.stop();
+  });
+
+  it('a call\'s digest does not depend on the order its arguments\' keys were kept in, and changes with any argument', () => {
+    expect(callDigest('s', 't', { a: 1, b: { c: [2, { e: 'x', d: 3 }] } })).toBe(callDigest('s', 't', { b: { c: [2, { d: 3, e: 'x' }] }, a: 1 }));
+    expect(callDigest('s', 't', { a: 1 })).not.toBe(callDigest('s', 't', { a: 2 }));
+    expect(callDigest('s', 't', { a: 1 })).not.toBe(callDigest('s', 'u', { a: 1 }));
+    expect(callDigest('s', 't', { a: 1 })).toMatch(/^[0-9a-f]{10}$/);
+  });
+
   it('a changing call waits for a person; approved, it runs once', async () => {
     const tools = new MemoryTools();
     const llm = new StepLlm([{ calls: [call('c1', 'orders__cancel')] }, 'Cancelled it.']);

@@ -337,7 +337,7 @@ export class DiscordChannel implements Channel {
     void this.inbound.run(r.chatId, () => run.host.reacted(r)).catch((err) => this.log.error({ err, messageId: r.platformMessageId, chatId: r.chatId }, 'discord: a reaction was not recorded'));
   }
 
-  /** `opts.approval` is not used: webhook messages cannot carry buttons, and the request's text names /approve and /deny. */
+  /** `opts.approval`: every argument shown; no buttons (webhooks cannot carry them), the text names the commands. */
   postAsAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage> {
     return this.poster.asAgent(chat, agent, text, opts);
   }

@@ -22,9 +22,11 @@ import { uploadsOf } from './files.js';
 import { identityFor, relayIdentity } from './identity.js';
 import { ANSWERED_KEPT, LOOKUP_SLACK_MS, findPosted, sendChunk, type OutboundContext, type Sender } from './outbound.js';
 import { sendWithFiles } from './sendFiles.js';
+import { discordApproval } from './approvalPosts.js';
 import { MissingWebhookPermission } from './webhooks.js';
 
 type Uploads = Array<{ attachment: Buffer; name: string }>;
+type PostAs = { agentId?: string; system?: boolean; files?: Uploads; resumedSince?: number | undefined };
 
 /** What posting needs of the running session; null while the channel is not running. */
 export type PostingContext = Omit<OutboundContext, 'answered'> & { files: Files };
@@ -55,6 +57,12 @@ export class Poster {
 
   async asAgent(chat: ChatRef, agent: AgentDef, text: string, opts?: PostOptions): Promise<PostedMessage> {
     const id = identityFor(agent, this.cfg);
+    if (opts?.approval) {
+      // A request for approval: every argument, laid out as approvalPosts.ts says; it pings nobody.
+      const { chunks, files } = discordApproval(opts.approval, id.label ?? '');
+      const who: Sender = { username: id.username, avatarURL: id.avatarURL, mentions: 'none' };
+      return this.postChunks(chat, chunks, who, { agentId: agent.id, files, resumedSince: opts.resumedSince });
+    }
     const body = id.label ? id.label + text : text;
     return this.post(chat, body, { username: id.username, avatarURL: id.avatarURL }, { agentId: agent.id, files: await this.uploads(opts), resumedSince: opts?.resumedSince });
   }
@@ -97,10 +105,15 @@ export class Poster {
    * Split, then send every chunk through the channel webhook, in order, one chat at a time. A
    * refusal for good is a PostRefusedError (the core stops trying); anything else passes.
    */
-  private async post(chat: ChatRef, text: string, who: Sender, as: { agentId?: string; system?: boolean; files?: Uploads; resumedSince?: number | undefined }): Promise<PostedMessage> {
+  private post(chat: ChatRef, text: string, who: Sender, as: PostAs): Promise<PostedMessage> {
+    return this.postChunks(chat, splitMessage(text, DISCORD_MAX_MESSAGE), who, as);
+  }
+
+  /** Send `chunks` (each within Discord's limit; blank ones are left out), the files with the last. */
+  private async postChunks(chat: ChatRef, all: readonly string[], who: Sender, as: PostAs): Promise<PostedMessage> {
     const ctx = this.context();
     const files = as.files ?? [];
-    const chunks = splitMessage(text, DISCORD_MAX_MESSAGE).filter((c) => c.trim().length > 0);
+    const chunks = all.filter((c) => c.trim().length > 0);
     if (chunks.length === 0 && files.length === 0) return { ids: [] };
     if (chunks.length === 0) chunks.push('');
     return this.queue.run(chat.chatId, async () => {

@@ -20,10 +20,9 @@ import { Typers } from './typing.js';
 import { describeError, apiErrorCode, refusedForGood } from './errors.js';
 import { isBasicGroupId, membershipDirection, normalizeMessage, parseChatId, updateChatKey, type BotDirectory } from './normalize.js';
 import { TELEGRAM_LIMIT, type SendHooks } from './sender.js';
-import { sendPost } from './sendFiles.js';
 import { createWebhookHandler, webhookEndpoint } from './webhook.js';
 import { MalformedUpdateError, checkUpdateShape, deadLetterKeeper } from './deadLetters.js';
-import { ApprovalButtons, approvalKeyboard } from './approvals.js';
+import { ApprovalButtons, approvalKeyboard, sendPostOrRequest } from './approvals.js';
 import { BasicGroupIds } from './basicIds.js';
 import { ChatAddresses } from './addresses.js';
 import { TelegramReactions } from './reactions.js';
@@ -294,17 +293,18 @@ export class TelegramChannel implements Channel {
     return this.bots.find((b) => b.agent.id === agentId && b.me !== undefined && b.status !== 'unauthorized');
   }
 
-  /** `approval`: the agent's request for approval carries the Approve / Deny buttons (the system voice never does). */
+  /** `approval`: the agent's request for approval, laid out whole with its buttons last (approvalPosts.ts). */
   private async send(b: AgentBot, chat: ChatRef, text: string, opts: PostOptions | undefined, approval?: PostOptions['approval']): Promise<PostedMessage> {
     const t = this.addresses.target(chat);
     const hooks = this.hooks;
-    const keyboard = approval ? approvalKeyboard(approval.id) : undefined;
+    const keyboard = approval ? approvalKeyboard(approval.id, approval.digest) : undefined;
     const files = opts?.attachments?.length && this.host ? await readKept(this.host.files, opts.attachments, (a) => this.log.error({ file: a.id }, 'telegram: a file to post is not kept; posting without it')) : [];
     const target = { chatId: t.tgId, threadId: t.threadId, replyTo: this.addresses.replyId(chat, t.tgId, b.agent.id, opts?.replyToMessageId), keyboard };
-    const ids = await this.queues.run(chat.chatId, () => sendPost(b.bot, target, text, files, hooks)).catch((err: unknown) => Promise.reject(refusedForGood(err, `a post in chat ${chat.chatId}`)));
+    const post = () => sendPostOrRequest(b.bot, target, { text, files, approval }, hooks);
+    const ids = await this.queues.run(chat.chatId, post).catch((err: unknown) => Promise.reject(refusedForGood(err, `a post in chat ${chat.chatId}`)));
     if (isBasicGroupId(t.tgId)) this.basic.notePosted(t.tgId, b.agent.id, ids);
     // Its buttons go away once the call is decided (see approvals.ts).
-    if (approval && keyboard && ids.length) this.approvals.posted(chat.chatId, approval.id, { agentId: b.agent.id, tgChatId: this.addresses.target(chat).tgId, messageId: ids.at(-1)! });
+    if (approval && keyboard && ids.length) this.approvals.posted(chat.chatId, approval.id, { agentId: b.agent.id, tgChatId: this.addresses.target(chat).tgId, messageId: ids.at(-1)!, digest: approval.digest });
     return { ids: ids.map(String), via: botIdOf(b.token) };
   }
 

@@ -1,10 +1,12 @@
 /**
  * Approve / Deny buttons under a request for approval of a tool call. The request is posted by the
- * agent's own bot with an inline keyboard; a press comes back as a callback_query to that bot only
- * and is handed to the router as the command a person could type (`/approve t12`, see
- * normalize.ts), so the core decides exactly as for a typed command: it checks the person is an
- * admin when it must, records the decision with its line, and the waiting turn goes on. A
- * redelivered press has the same message id (`cb:<query id>`) and is a duplicate.
+ * agent's own bot, every argument shown (approvalPosts.ts), with an inline keyboard under its last
+ * message; a press comes back as a callback_query to that bot only and is handed to the router as
+ * the command a person could type (`/approve t12 <digest>`, see normalize.ts): the digest of the
+ * call the buttons were shown with, so a press never approves other arguments than those. The
+ * core decides exactly as for a typed command: it checks the person is an admin when it must,
+ * records the decision with its line, and the waiting turn goes on. A redelivered press has the
+ * same message id (`cb:<query id>`) and is a duplicate.
  *
  * The router answers a command in the chat, not to the channel, so the press's outcome is read
  * from the system lines posted in the chat while the router handled it: the decision's line
@@ -21,6 +23,8 @@ import type { AgentBot } from './bots.js';
 import { describeError } from './errors.js';
 import { approvalData, normalizePress, type ApprovalPress } from './normalize.js';
 
+export { sendPostOrRequest } from './approvalPosts.js';
+
 /** The line Approvals.decide records: `✅ <name> approved <server.tool> (<id>)`, or ⛔ … denied. */
 const DECISION_LINE = /^(?:✅|⛔) .+ (approved|denied) \S+ \(([A-Za-z0-9_-]+)\)$/;
 /** A command's refusal, as handleCommand answers it. */
@@ -29,19 +33,20 @@ const REFUSAL = /^⚠\s*/;
 const ANSWER_MAX = 200;
 const REMEMBERED = 2000;
 
-/** The Approve / Deny keyboard for call `callId`, or undefined when its id does not fit the 64 bytes. */
-export function approvalKeyboard(callId: string): InlineKeyboardMarkup | undefined {
-  const approve = approvalData(true, callId);
-  const deny = approvalData(false, callId);
+/** The Approve / Deny keyboard of call `callId` shown with `digest`; undefined when they do not fit 64 bytes. */
+export function approvalKeyboard(callId: string, digest?: string): InlineKeyboardMarkup | undefined {
+  const approve = approvalData(true, callId, digest);
+  const deny = approvalData(false, callId, digest);
   if (!approve || !deny) return undefined;
   return { inline_keyboard: [[{ text: '✅ Approve', callback_data: approve }, { text: '⛔ Deny', callback_data: deny }]] };
 }
 
-/** A message with buttons: the bot that posted it, and its id in that bot's numbering. */
+/** A message with buttons: the bot that posted it, its id in that bot's numbering, the digest they carry. */
 interface Buttons {
   agentId: string;
   tgChatId: number;
   messageId: number;
+  digest?: string | undefined;
 }
 
 export interface ApprovalDeps {
@@ -107,8 +112,9 @@ export class ApprovalButtons {
     if (!verdict.settled) return;
     const msg = q.message!;
     await this.clear({ agentId: b.agent.id, tgChatId: msg.chat.id, messageId: msg.message_id });
+    // A press of other buttons (another digest) leaves the request's own alone.
     const asked = this.asked.get(`${p.message.chatId}|${p.callId}`);
-    if (asked) await this.clear(asked);
+    if (asked && asked.digest === p.digest) await this.clear(asked);
   }
 
   private watch(chatId: string, fn: (text: string, via: string | undefined) => void): () => void {

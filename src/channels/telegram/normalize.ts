@@ -197,29 +197,34 @@ export function membershipDirection(u: ChatMemberUpdated): 'joined' | 'left' | u
 // Approval buttons
 
 /**
- * `callback_data` of the buttons under a request for approval: `tool:a:<call id>` approves,
- * `tool:d:<call id>` denies. Telegram allows 64 bytes; call ids are short (`t12`, `t12-2`).
+ * `callback_data` of the buttons under a request for approval: `tool:a:<call id>:<digest>`
+ * approves, `tool:d:<call id>:<digest>` denies, the digest being the shown call's. Buttons posted
+ * before requests had digests carry none. Telegram allows 64 bytes; call ids are short (`t12`, `t12-2`).
  */
-const APPROVAL_DATA = /^tool:([ad]):([A-Za-z0-9_-]{1,57})$/;
+const APPROVAL_DATA = /^tool:([ad]):([A-Za-z0-9_-]{1,57})(?::([0-9a-f]{1,32}))?$/;
+const CALLBACK_BYTES = 64;
 
-/** The data of one approval button, or undefined when the call id does not fit. */
-export function approvalData(approve: boolean, callId: string): string | undefined {
-  const data = `tool:${approve ? 'a' : 'd'}:${callId}`;
-  return APPROVAL_DATA.test(data) ? data : undefined;
+/** The data of one approval button, or undefined when the call id and digest do not fit. */
+export function approvalData(approve: boolean, callId: string, digest?: string): string | undefined {
+  const data = `tool:${approve ? 'a' : 'd'}:${callId}${digest ? `:${digest}` : ''}`;
+  return APPROVAL_DATA.test(data) && data.length <= CALLBACK_BYTES ? data : undefined;
 }
 
 /** A press of an approval button. */
 export interface ApprovalPress {
   approve: boolean;
   callId: string;
+  /** The digest of the call the buttons were shown with. */
+  digest: string | undefined;
   /** The same command a person could type, as `viaAgentId`'s bot received it. */
   message: InboundMessage;
 }
 
 /**
  * A press of an approval button (a callback_query, delivered only to the bot that posted the
- * buttons) as the command the router already understands: `/approve <id>` or `/deny <id>` by
- * the person who pressed. The query id is the message id, so a redelivered press is a duplicate.
+ * buttons) as the command the router already understands: `/approve <id> <digest>` or
+ * `/deny <id> <digest>` by the person who pressed. The query id is the message id, so a
+ * redelivered press is a duplicate.
  */
 export function normalizePress(q: CallbackQuery, viaAgentId: string, now: number): ApprovalPress | { skip: string } {
   const m = APPROVAL_DATA.exec(q.data ?? '');
@@ -228,6 +233,7 @@ export function normalizePress(q: CallbackQuery, viaAgentId: string, now: number
   if (q.from.is_bot) return { skip: 'bot author' };
   const approve = m[1] === 'a';
   const callId = m[2]!;
+  const digest = m[3];
   const chat = q.message.chat;
   // An inaccessible message (date 0) says only where it was.
   const msg = q.message.date === 0 ? undefined : (q.message as Message);
@@ -237,14 +243,14 @@ export function normalizePress(q: CallbackQuery, viaAgentId: string, now: number
     chatId: chorusChatId(chat, viaAgentId),
     messageId: `cb:${q.id}`,
     author: { id: String(q.from.id), name: userName(q.from) },
-    text: `/${approve ? 'approve' : 'deny'} ${callId}`,
+    text: `/${approve ? 'approve' : 'deny'} ${callId}${digest ? ` ${digest}` : ''}`,
     ts: now,
     threadId,
     viaAgentId,
     isPrivate: chat.type === 'private' || undefined,
     chatTitle: 'title' in chat && chat.title ? chat.title : undefined,
   };
-  return { approve, callId, message };
+  return { approve, callId, digest, message };
 }
 
 /** The chat an update belongs to: updates of one chat are handed over one at a time; other chats run alongside. */

@@ -229,14 +229,17 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
   });
 
   // Approve or deny an agent's tool call that waits for a person (`{ "decision": "approve" | "deny",
-  // "author_name": "Maya" }`). Holding the web token counts as being an admin.
+  // "author_name": "Maya", "digest": "0123456789" }`; the digest, the request's, refuses the
+  // decision when the call is not the one shown). Holding the web token counts as being an admin.
   router.add('POST', '/api/groups/:id/tools/:callId', async ({ req, res, params }) => {
     const g = requireWritable(group(params.id!));
     const host = deps.host();
     const body = await readJsonObject(req);
     const decision = field.string(body, 'decision', { max: 16 });
     if (decision !== 'approve' && decision !== 'deny') throw new HttpError(400, 'invalid_field', 'decision must be "approve" or "deny"');
-    sendJson(res, 200, await host.gateway.decideTool(g.id, params.callId!, decision === 'approve', authorName(body, host.gateway.listAgents(), 'someone')));
+    const digest = field.string(body, 'digest', { max: 64, optional: true });
+    const by = authorName(body, host.gateway.listAgents(), 'someone');
+    sendJson(res, 200, await host.gateway.decideTool(g.id, params.callId!, decision === 'approve', by, digest));
   });
 
   router.add('GET', '/api/groups/:id/events', ({ req, res, params, url }) => {

@@ -22,7 +22,7 @@ export interface CommandContext {
   /** `seen`: the command's platform message id, remembered with the stop so a redelivery is not a second stop. */
   stop(g: GroupDoc, by: string, seen?: string): Promise<unknown>;
   /** A person approves or denies a waiting tool call (see router/Approvals.ts); records the decision's line. */
-  decideTool(g: GroupDoc, id: string, approve: boolean, who: Approver): Promise<unknown>;
+  decideTool(g: GroupDoc, id: string, approve: boolean, who: Approver, digest?: string): Promise<unknown>;
   /** Answer in the chat through the system voice (recorded when the chat has a group). */
   reply(msg: InboundMessage, g: GroupDoc | undefined, text: string): Promise<void>;
   /**

@@ -49,7 +49,7 @@ export const HELP_TEXT = [
   '/group unlink — this chat leaves the room it joined (admin)',
   '/ask <agent> [<agent> …] [text] — make these agents answer',
   '/stop — end the agents\' current round and cancel their replies in progress (anyone)',
-  '/approve <id> · /deny <id> — let an agent\'s tool call run, or refuse it',
+  '/approve <id> [#digest] · /deny <id> — let an agent\'s tool call run, or refuse it',
   'Address agents with @handle; @all reaches everyone.',
 ].join('\n');
 
@@ -127,7 +127,8 @@ async function run(r: CommandContext, msg: InboundMessage, cmd: ParsedCommand, g
     if (!id) throw new UserError(`say which call: /${cmd.name} <id> (the id is in the request's line)`);
     const channel = r.channel(msg.channel);
     const admin = channel ? await channel.isAdmin({ channel: msg.channel, chatId: msg.chatId, threadId: msg.threadId }, msg.author.id) : false;
-    await r.decideTool(g, id, cmd.name === 'approve', { name: msg.author.name, admin });
+    // `/approve t12 #0123456789`: only the call with these arguments (the request shows its digest).
+    await r.decideTool(g, id, cmd.name === 'approve', { name: msg.author.name, admin }, cmd.args[1]);
     return null; // the decision's line is the answer
   }
   const [sub = 'list', ...args] = cmd.args;

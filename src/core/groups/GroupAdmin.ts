@@ -48,7 +48,7 @@ export interface GroupAdminDeps {
   rounds: {
     regenerate(groupId: string, entryId: string): Promise<RegenerateResult>;
     stopGroup(groupId: string, by: string): Promise<StopResult>;
-    decideTool(groupId: string, id: string, approve: boolean, by: string): Promise<ToolDecision>;
+    decideTool(groupId: string, id: string, approve: boolean, by: string, digest?: string): Promise<ToolDecision>;
   };
 }
 
@@ -124,8 +124,8 @@ export class GroupAdmin implements GatewayApi {
     return this.d.rounds.stopGroup(groupId, by);
   }
 
-  decideTool(groupId: string, id: string, approve: boolean, by: string): Promise<ToolDecision> {
-    return this.d.rounds.decideTool(groupId, id, approve, by);
+  decideTool(groupId: string, id: string, approve: boolean, by: string, digest?: string): Promise<ToolDecision> {
+    return this.d.rounds.decideTool(groupId, id, approve, by, digest);
   }
 
   subscribe(listener: (ev: GatewayEvent) => void): () => void {

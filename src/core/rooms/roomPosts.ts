@@ -8,6 +8,7 @@ import type { Channel, Logger, PostedMessage } from '../ports.js';
 import type { GroupDoc } from '../records.js';
 import type { AgentDef, ChannelKind, ChatRef, TranscriptEntry } from '../types.js';
 import { PostRefusedError, describeError } from '../errors.js';
+import { approvalRequest } from '../text/approvalText.js';
 import { channelStepText } from '../text/toolText.js';
 import { chatKeyOf, type CarryItem, type ChatAddress, type RelayedAuthor } from '../roomTypes.js';
 import { homeOf, sameChat } from './chats.js';
@@ -73,7 +74,7 @@ export async function postIn(d: RoomPostDeps, g: GroupDoc, e: TranscriptEntry, c
     if (!agent) return made(await channel.postAsSystem(ref, e.text, opts));
     const stepText = e.tool ? channelStepText(agent.name, e.tool, g.config.show_tools) : undefined;
     if (stepText === null) return { ok: true, ids: [] };
-    const approval = e.tool?.outcome === 'waiting' ? { groupId: g.id, id: e.tool.id } : undefined;
+    const approval = e.tool ? approvalRequest(agent.name, e.tool) : undefined;
     return made(await channel.postAsAgent(ref, agent, stepText ?? e.text, { ...opts, approval }));
   } catch (err) {
     return failed(d, g, chat, err, 'could not post in a chat of the room');

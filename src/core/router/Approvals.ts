@@ -8,6 +8,7 @@
 import type { Clock } from '../ports.js';
 import type { GroupDoc, ToolCallRecord } from '../records.js';
 import { UserError } from '../errors.js';
+import { callDigest, normalDigest } from '../text/approvalText.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { Recorder } from './Recorder.js';
 
@@ -30,9 +31,18 @@ export class Approvals {
   /**
    * A person decides on call `id` of group `g`. Recorded (with a line in the chat saying who
    * decided) before the waiting turn goes on. Throws `UserError` with a reason fit for the chat.
+   * `digest`: the digest of the call the person was shown (a button, the page, `/approve <id>
+   * <digest>`); a decision naming another one is refused, so it never runs arguments nobody saw.
+   * Without one the id alone names the call: ids are never given twice in a group, and a call's
+   * arguments never change once recorded.
    */
-  async decide(g: GroupDoc, id: string, approve: boolean, who: Approver): Promise<string> {
+  async decide(g: GroupDoc, id: string, approve: boolean, who: Approver, digest?: string): Promise<string> {
     const call = recorded(g, id.trim());
+    const shown = normalDigest(digest);
+    if (call && shown !== undefined && shown !== callDigest(call.server, call.tool, call.input)) {
+      const why = `tool call ${call.id} is not the one shown with #${shown}`;
+      throw new UserError(`${why}: its arguments differ; read its request again`, 'changed_call', 409);
+    }
     // A call whose turn is over is forgotten; its request and step are still in the transcript.
     if (!call && g.transcript.some((e) => e.tool?.id === id.trim())) throw new UserError(`tool call ${id.trim()} no longer waits for a decision`, 'already_decided', 409);
     if (!call) throw new UserError(`there is no tool call "${id}" waiting for approval here`, 'unknown_call', 404);

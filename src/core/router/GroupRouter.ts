@@ -185,7 +185,7 @@ export class GroupRouter implements ChannelHost {
       channel: (kind) => this.channels.get(kind),
       ask: (g, msg, ids, text) => this.requests.ask(g, msg, ids, text),
       stop: (g, by, seen) => this.requests.stopRounds(g, by, seen),
-      decideTool: (g, id, approve, who) => this.approvals.decide(g, id, approve, who),
+      decideTool: (g, id, approve, who, digest) => this.approvals.decide(g, id, approve, who, digest),
       reply: (msg, g, text) => (g ? this.recorder.notice(g, text, { viaAgentId: msg.viaAgentId, threadId: msg.threadId, origin: originOf(g, msg) }).then(() => undefined) : this.outbox.replyInChat(msg, text)),
     };
     this.inbound = new Inbound({

@@ -7,6 +7,7 @@
 import type { Channel, Logger } from '../ports.js';
 import type { GroupDoc } from '../records.js';
 import type { AgentDef, ChannelKind, ChatRef, InboundMessage, TranscriptEntry } from '../types.js';
+import { approvalRequest } from '../text/approvalText.js';
 import { channelStepText } from '../text/toolText.js';
 import { describeError } from '../errors.js';
 import type { EventHub } from '../events.js';
@@ -59,11 +60,11 @@ export class Outbox {
     try {
       const chat = this.chatOf(g, entry.threadId, entry.viaAgentId);
       // A tool step is posted as its line under `show_tools` (`none`: not at all; the web page
-      // shows every step from the transcript); a request for approval carries its call id (buttons).
+      // shows every step from the transcript); a request for approval goes whole, laid out by the channel.
       const stepText = entry.tool && agent ? channelStepText(agent.name, entry.tool, g.config.show_tools) : undefined;
       if (stepText === null) return { ok: true, ids: [] };
       const text = stepText ?? entry.text;
-      const approval = entry.tool?.outcome === 'waiting' ? { groupId: g.id, id: entry.tool.id } : undefined;
+      const approval = entry.tool && agent ? approvalRequest(agent.name, entry.tool) : undefined;
       // Files an agent's tools made go out with its reply, under its identity.
       const attachments = entry.kind === 'agent' && entry.attachments?.length ? entry.attachments : undefined;
       const send = () => (agent ? channel.postAsAgent(chat, agent, text, { replyToMessageId: replyTo, approval, attachments, resumedSince }) : channel.postAsSystem(chat, text, resumedSince ? { resumedSince } : undefined));

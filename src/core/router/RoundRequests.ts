@@ -57,11 +57,11 @@ export class RoundRequests {
    * A decision on a waiting tool call from a user interface, whose users hold the web token and
    * count as admins.
    */
-  async decideTool(groupId: string, id: string, approve: boolean, by: string): Promise<ToolDecision> {
+  async decideTool(groupId: string, id: string, approve: boolean, by: string, digest?: string): Promise<ToolDecision> {
     const g = this.d.groups.require(groupId);
     return this.d.mailbox.send(g.id, async () => {
       if (!this.d.groups.usable(g)) throw new StoreUnavailableError(`group ${g.id} is being reloaded after a failed write`);
-      return { decided: true, line: await this.d.approvals.decide(g, id, approve, { name: by, admin: true }) };
+      return { decided: true, line: await this.d.approvals.decide(g, id, approve, { name: by, admin: true }, digest) };
     });
   }
 

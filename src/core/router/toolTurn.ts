@@ -16,6 +16,7 @@ import type { GroupDoc, RoundRecord, ToolCallRecord } from '../records.js';
 import type { AgentDef, Usage } from '../types.js';
 import type { ToolCall, ToolOutcome, ToolSpec, ToolStep, ToolStepView } from '../toolTypes.js';
 import { neutralizeToolText } from '../session/toolSafety.js';
+import { callDigest } from '../text/approvalText.js';
 import { cutWithMarker, stepLine } from '../text/toolText.js';
 import { utf8Length } from '../text/utf8.js';
 import type { RoundDeps } from './RoundDeps.js';
@@ -203,7 +204,11 @@ export class ToolTurn {
     } catch {
       input = { redacted: this.d.redact(JSON.stringify(c.input)) };
     }
-    return { id: c.id, server: c.server, tool: c.tool, input, outcome, result: this.d.redact(content), resultBytes: bytes || utf8Length(content), ...(c.decidedBy ? { decidedBy: c.decidedBy } : {}), ...(outcome === 'waiting' && c.deadline ? { deadline: c.deadline } : {}) };
+    // A request carries the digest of the call itself (not of the redacted view): a decision that
+    // names it approves exactly these arguments.
+    const digest = callDigest(c.server, c.tool, c.input);
+    const asked = outcome === 'waiting' ? { ...(c.deadline ? { deadline: c.deadline } : {}), digest } : {};
+    return { id: c.id, server: c.server, tool: c.tool, input, outcome, result: this.d.redact(content), resultBytes: bytes || utf8Length(content), ...(c.decidedBy ? { decidedBy: c.decidedBy } : {}), ...asked };
   }
 
   private entry(s: ToolTurnScope, view: ToolStepView, request: boolean) {

@@ -3,6 +3,7 @@
  * mailboxes), and cutting tool text with a marker that says so.
  */
 import type { ToolOutcome, ToolStepView } from '../toolTypes.js';
+import { approvalPlainText, approvalRequest } from './approvalText.js';
 import { cutUtf8, utf8Length } from './utf8.js';
 
 /** How much of a result other agents observe, and a Telegram or Discord line shows. */
@@ -51,9 +52,11 @@ export function stepLine(agentName: string, step: Pick<ToolStepView, 'server' | 
   return `🔧 ${agentName} used ${label}${OUTCOME_WORDS[step.outcome]}`;
 }
 
-/** What Telegram and Discord post for a finished step under `show_tools` (null: nothing). */
+/** What Telegram and Discord post for a step: a request whole, a finished step as `show_tools` says (null: nothing). */
 export function channelStepText(agentName: string, step: ToolStepView, show: 'none' | 'compact' | 'full'): string | null {
-  if (step.outcome === 'waiting') return stepLine(agentName, step);
+  // A request shows every argument whatever `show_tools` says: people approve what they read.
+  const request = approvalRequest(agentName, step);
+  if (request) return approvalPlainText(request);
   if (show === 'none') return null;
   const line = stepLine(agentName, step);
   if (show === 'compact') return line;

@@ -68,8 +68,8 @@ groups:
     await boot([{ text: 'Cancelling.', calls: [call('c1', 'orders__cancel')] }, 'Order 42 is cancelled.']);
     fake!.humanSays(general, maya, '@analyst cancel order 42');
     const [, request] = await until(() => posts().find(([, c]) => c.includes('wants to use')) ?? null, 'request for approval');
-    const id = /\/approve (\S+) or refuse with \/deny \1$/.exec(request)![1]!;
-    expect(posts()).toEqual([['Analyst', `🔧 Analyst wants to use orders.cancel {"id":42} — approve with /approve ${id} or refuse with /deny ${id}`]]);
+    const [, id, digest] = /\/approve (\S+) or refuse with \/deny \1 \(arguments #([0-9a-f]{10})\)$/.exec(request)!;
+    expect(posts()).toEqual([['Analyst', `🔧 Analyst wants to use orders.cancel\n\`\`\`json\n{\n  "id": 42\n}\n\`\`\`\nApprove with /approve ${id} or refuse with /deny ${id} (arguments #${digest})`]]);
     // A plain webhook execute: content and identity, nothing interactive.
     const bodies = fake!.requestsTo('POST', /^\/webhooks\//).map((r) => r.body as Record<string, unknown>);
     expect(bodies.every((b) => b.components === undefined)).toBe(true);

@@ -7,13 +7,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChatRef } from '../../../src/core/types.js';
 import { approvalKeyboard } from '../../../src/channels/telegram/approvals.js';
+import { approvalPlainText, type ApprovalRequest } from '../../../src/core/text/approvalText.js';
 import { FakeTelegram } from '../../fakes/telegram/FakeTelegram.js';
 import { CapturingLogger } from '../../helpers/logger.js';
 import { agentDef, CountingHost, makeWorld, MAYA, TOKENS, USERNAMES, waitUntil, type AgentId, type World } from './harness.js';
 import { roundRobin, webhookInstance, type Instance } from './webhook-harness.js';
 
 const KEYBOARD = (id: string) => [[{ text: '✅ Approve', callback_data: `tool:a:${id}` }, { text: '⛔ Deny', callback_data: `tool:d:${id}` }]];
-const REQUEST = '🔧 Analyst wants to use orders.cancel {"id":42} — approve with /approve t12 or refuse with /deny t12';
+const ASK = (id: string, more: Partial<ApprovalRequest> = {}): ApprovalRequest => ({ id, head: '🔧 Analyst wants to use orders.cancel', args: '{\n  "id": 42\n}', how: `Approve with /approve ${id} or refuse with /deny ${id}`, ...more });
+const REQUEST = approvalPlainText(ASK('t12'));
 
 async function api(fake: FakeTelegram, token: string, method: string, body: Record<string, unknown>): Promise<{ ok: boolean; description?: string; result?: unknown }> {
   const res = await fetch(`${fake.apiRoot}/bot${token}/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -43,9 +45,9 @@ describe('telegram adapter: approval buttons', () => {
 
   it('posts a request for approval with Approve / Deny through the agent\'s bot; other posts have no keyboard', async () => {
     const { chat, ref, analyst } = await setup();
-    await w!.channel.postAsAgent(ref, analyst, REQUEST, { approval: { groupId: 'g1', id: 't12' } });
+    await w!.channel.postAsAgent(ref, analyst, REQUEST, { approval: ASK('t12') });
     await w!.channel.postAsAgent(ref, analyst, 'A plain reply.');
-    await w!.channel.postAsSystem(ref, 'A notice.', { approval: { groupId: 'g1', id: 't12' } });
+    await w!.channel.postAsSystem(ref, 'A notice.', { approval: ASK('t12') });
     const posts = w!.fake.postsIn(chat.id);
     expect(posts.map((p) => [p.bot, p.keyboard])).toEqual([
       [USERNAMES.analyst, KEYBOARD('t12')],
@@ -62,7 +64,8 @@ describe('telegram adapter: approval buttons', () => {
 
   it('a long request carries its buttons on the last chunk only; an id too long for 64 bytes gets none', async () => {
     const { chat, ref, analyst } = await setup();
-    await w!.channel.postAsAgent(ref, analyst, `${'word '.repeat(1000)}\n\n${REQUEST}`, { approval: { groupId: 'g1', id: 't12' } });
+    const args = JSON.stringify({ note: 'word '.repeat(1000) }, null, 2);
+    await w!.channel.postAsAgent(ref, analyst, approvalPlainText(ASK('t12', { args })), { approval: ASK('t12', { args }) });
     expect(w!.fake.postsIn(chat.id).map((p) => p.keyboard)).toEqual([undefined, KEYBOARD('t12')]);
     expect(approvalKeyboard('t'.repeat(57))).toBeDefined();
     expect(approvalKeyboard('t'.repeat(58))).toBeUndefined();
@@ -70,7 +73,7 @@ describe('telegram adapter: approval buttons', () => {
 
   it('a press reaches the host as the typed command, is answered, and a redelivery of it is a duplicate', async () => {
     const { chat, ref, analyst } = await setup();
-    await w!.channel.postAsAgent(ref, analyst, REQUEST, { approval: { groupId: 'g1', id: 't12' } });
+    await w!.channel.postAsAgent(ref, analyst, REQUEST, { approval: ASK('t12') });
     const request = w!.fake.postsIn(chat.id)[0]!;
     const before = Date.now();
     const queryId = w!.fake.press(request, MAYA, '✅ Approve');
@@ -106,7 +109,7 @@ describe('telegram adapter: approval buttons', () => {
   it('Deny sends /deny; a press in a forum topic carries the topic', async () => {
     const { chat, ref, analyst } = await setup({ forum: true });
     const topic = w!.fake.createTopic(chat.id, 'Orders');
-    await w!.channel.postAsAgent({ ...ref, threadId: String(topic) }, analyst, REQUEST, { approval: { groupId: 'g1', id: 't12' } });
+    await w!.channel.postAsAgent({ ...ref, threadId: String(topic) }, analyst, REQUEST, { approval: ASK('t12') });
     const request = w!.fake.postsIn(chat.id)[0]!;
     expect(request.threadId).toBe(topic);
     w!.fake.press(request, MAYA, 'tool:d:t12');
@@ -117,8 +120,8 @@ describe('telegram adapter: approval buttons', () => {
 
   it('the decision line takes the buttons away, once; buttons of other calls stay', async () => {
     const { chat, ref, analyst } = await setup();
-    await w!.channel.postAsAgent(ref, analyst, REQUEST, { approval: { groupId: 'g1', id: 't12' } });
-    await w!.channel.postAsAgent(ref, analyst, REQUEST.replaceAll('t12', 't14'), { approval: { groupId: 'g1', id: 't14' } });
+    await w!.channel.postAsAgent(ref, analyst, REQUEST, { approval: ASK('t12') });
+    await w!.channel.postAsAgent(ref, analyst, REQUEST.replaceAll('t12', 't14'), { approval: ASK('t14') });
     const [first, second] = w!.fake.postsIn(chat.id);
     await w!.channel.postAsSystem(ref, '✅ Maya approved orders.cancel (t12)');
     await waitUntil(() => w!.fake.edits.length === 1 || undefined, 'markup edit');
@@ -135,7 +138,7 @@ describe('telegram adapter: approval buttons', () => {
   it('a malformed press is kept as a dead letter and confirmed; presses behind it are handed over', async () => {
     const logger = new CapturingLogger();
     const { chat, ref, analyst } = await setup({ logger });
-    await w!.channel.postAsAgent(ref, analyst, REQUEST, { approval: { groupId: 'g1', id: 't12' } });
+    await w!.channel.postAsAgent(ref, analyst, REQUEST, { approval: ASK('t12') });
     const bot = w!.fake.state.bots.get(TOKENS.analyst)!;
     const updateId = bot.nextUpdateId;
     w!.fake.state.push(bot, { callback_query: { id: '991', chat_instance: '-1', data: 'tool:a:t12' } });
@@ -159,7 +162,7 @@ describe('telegram adapter: approval buttons', () => {
     for (const id of ids) fake.addBotToChat(chat.id, TOKENS[id], MAYA);
     await waitUntil(() => host.memberships.length === 2 || undefined, 'joins');
     for (const id of ids) expect(fake.callsOf('setWebhook', USERNAMES[id])[0]!.payload.allowed_updates).toContain('callback_query');
-    await inst.channel.postAsAgent({ channel: 'telegram', chatId: String(chat.id) }, agents[0]!, REQUEST, { approval: { groupId: 'g1', id: 't12' } });
+    await inst.channel.postAsAgent({ channel: 'telegram', chatId: String(chat.id) }, agents[0]!, REQUEST, { approval: ASK('t12') });
     const queryId = fake.press(fake.postsIn(chat.id)[0]!, MAYA, '✅ Approve');
     await waitUntil(() => fake!.answers.length === 1 || undefined, 'answer');
     expect(host.received.at(-1)).toMatchObject({ messageId: `cb:${queryId}`, text: '/approve t12', viaAgentId: 'analyst' });

@@ -124,7 +124,7 @@ describe('telegram adapter: files out', () => {
     const { world, ref } = await setup();
     const a = await keep(world, 'a.png', samplePng(20, 20, 4));
     const b = await keep(world, 'b.pdf', samplePdf(10));
-    await world.channel.postAsAgent(ref, world.agents[0]!, 'May I send these?', { attachments: [a, b], approval: { groupId: 'g1', id: 't7' } });
+    await world.channel.postAsAgent(ref, world.agents[0]!, 'May I send these?', { attachments: [a, b], approval: { id: 't7', head: '🔧 Analyst wants to use files.send', args: '{}', how: 'Approve with /approve t7 or refuse with /deny t7' } });
     const up = world.fake.files.uploads;
     expect(up.map((u) => u.keyboard !== undefined)).toEqual([false, true]);
     expect(JSON.stringify(up[1]!.keyboard)).toContain('t7');

@@ -13,6 +13,7 @@ import { createApp, type App } from '../../../src/app.js';
 import { parseConfigText } from '../../../src/config/load.js';
 import type { GroupConfig } from '../../../src/core/types.js';
 import type { ToolCall } from '../../../src/core/toolTypes.js';
+import { callDigest } from '../../../src/core/text/approvalText.js';
 import { FakeTelegram, type Posted } from '../../fakes/telegram/FakeTelegram.js';
 import { silentLogger } from '../../helpers/logger.js';
 import { MemoryTools, StepLlm, type Step } from '../../helpers/tool-fakes.js';
@@ -20,7 +21,7 @@ import { agentDef, MAYA, TOKENS, TOM, USERNAMES, waitUntil, telegramAppYaml, typ
 
 const IDS: AgentId[] = ['analyst', 'writer', 'critic'];
 const call = (id: string, name: string, input: Record<string, unknown> = { id: 42 }): ToolCall => ({ id, name, input });
-const KEYBOARD = (id: string) => [[{ text: '✅ Approve', callback_data: `tool:a:${id}` }, { text: '⛔ Deny', callback_data: `tool:d:${id}` }]];
+const KEYBOARD = (id: string, digest: string) => [[{ text: '✅ Approve', callback_data: `tool:a:${id}:${digest}` }, { text: '⛔ Deny', callback_data: `tool:d:${id}:${digest}` }]];
 const NOT_ADMIN = 'only chat admins may approve or deny orders.cancel';
 
 describe('telegram: tool calls and approval buttons (real app)', () => {
@@ -55,12 +56,12 @@ describe('telegram: tool calls and approval buttons (real app)', () => {
     return { chatId: chat.id, groupId: g.id, start: fake.postsIn(chat.id).length };
   }
 
-  /** The analyst's request for approval (the post with buttons), and its call id. */
-  async function request(chatId: number, after: number): Promise<{ post: Posted; id: string }> {
+  /** The analyst's request for approval (the post with buttons), its call id and the digest it shows. */
+  async function request(chatId: number, after: number): Promise<{ post: Posted; id: string; digest: string }> {
     const post = await waitUntil(() => fake!.postsIn(chatId).slice(after).find((p) => p.keyboard), 'request for approval');
-    const id = /approve with \/approve (\S+) or refuse with \/deny \1$/.exec(post.text)?.[1];
-    if (!id) throw new Error(`no call id in "${post.text}"`);
-    return { post, id };
+    const m = /Approve with \/approve (\S+) or refuse with \/deny \1 \(arguments #([0-9a-f]{10})\)$/.exec(post.text);
+    if (!m) throw new Error(`no call id in "${post.text}"`);
+    return { post, id: m[1]!, digest: m[2]! };
   }
 
   const postsAfter = (chatId: number, post: Posted) => fake!.postsIn(chatId).filter((p) => p.key > post.key).map((p) => [p.bot, p.text]);
@@ -69,10 +70,11 @@ describe('telegram: tool calls and approval buttons (real app)', () => {
   it('the request comes from the agent\'s bot with buttons; an admin\'s Approve runs the tool once, answers, takes the buttons away, and the reply follows', async () => {
     const { chatId, start } = await boot([{ text: 'Cancelling.', calls: [call('c1', 'orders__cancel')] }, 'Order 42 is cancelled.']);
     fake!.humanSays(chatId, MAYA, '@analyst cancel order 42');
-    const { post, id } = await request(chatId, start);
+    const { post, id, digest } = await request(chatId, start);
     expect(post.bot).toBe(USERNAMES.analyst);
-    expect(post.text).toBe(`🔧 Analyst wants to use orders.cancel {"id":42} — approve with /approve ${id} or refuse with /deny ${id}`);
-    expect(post.keyboard).toEqual(KEYBOARD(id));
+    expect(post.text).toBe(`🔧 Analyst wants to use orders.cancel\n{\n  "id": 42\n}\nApprove with /approve ${id} or refuse with /deny ${id} (arguments #${digest})`);
+    expect(digest).toBe(callDigest('orders', 'cancel', { id: 42 }));
+    expect(post.keyboard).toEqual(KEYBOARD(id, digest));
     expect(tools.cancelled).toBe(0);
 
     const queryId = fake!.press(post, MAYA, '✅ Approve');
@@ -89,13 +91,13 @@ describe('telegram: tool calls and approval buttons (real app)', () => {
     ]);
     // The press is the command in the group's log, by Maya, hidden from the agents.
     const log = await app!.gateway.messages(app!.gateway.listGroups()[0]!.id, { limit: 50 });
-    expect(log.find((e) => e.platformMessageId === `cb:${queryId}`)).toMatchObject({ kind: 'human', authorName: 'Maya', text: `/approve ${id}`, hiddenFromAgents: true });
+    expect(log.find((e) => e.platformMessageId === `cb:${queryId}`)).toMatchObject({ kind: 'human', authorName: 'Maya', text: `/approve ${id} ${digest}`, hiddenFromAgents: true });
   });
 
   it('a non-admin\'s press does not approve and is told why; Deny by an admin refuses the call', async () => {
     const { chatId, start } = await boot([{ calls: [call('c1', 'orders__cancel')] }, 'I was not allowed to cancel it.']);
     fake!.humanSays(chatId, MAYA, '@analyst cancel order 42');
-    const { post, id } = await request(chatId, start);
+    const { post, id, digest } = await request(chatId, start);
 
     const tomQuery = fake!.press(post, TOM, '✅ Approve');
     await waitUntil(() => fake!.answers.length === 1 || undefined, 'answer to Tom');
@@ -103,7 +105,7 @@ describe('telegram: tool calls and approval buttons (real app)', () => {
     await waitUntil(() => fake!.postsIn(chatId).some((p) => p.text === `⚠ ${NOT_ADMIN}`) || undefined, 'the refusal in the chat');
     expect(tools.cancelled).toBe(0);
     // The call still waits: its buttons stay for an admin.
-    expect(fake!.keyboardOf(post)).toEqual(KEYBOARD(id));
+    expect(fake!.keyboardOf(post)).toEqual(KEYBOARD(id, digest));
     expect(fake!.callsOf('editMessageReplyMarkup')).toEqual([]);
 
     const mayaQuery = fake!.press(post, MAYA, '⛔ Deny');
@@ -140,10 +142,10 @@ describe('telegram: tool calls and approval buttons (real app)', () => {
   it('a press after the call expired (its turn is over) is told so, does not run it, and its buttons go', async () => {
     const { chatId, start } = await boot([{ calls: [call('c1', 'orders__cancel')] }, 'Nobody approved it.'], { tool_approval_timeout_seconds: 0.3 });
     fake!.humanSays(chatId, MAYA, '@analyst cancel order 42');
-    const { post, id } = await request(chatId, start);
+    const { post, id, digest } = await request(chatId, start);
     await reply(chatId, 'Nobody approved it.');
     await app!.router.idle();
-    expect(fake!.keyboardOf(post)).toEqual(KEYBOARD(id));
+    expect(fake!.keyboardOf(post)).toEqual(KEYBOARD(id, digest));
     const queryId = fake!.press(post, MAYA, '✅ Approve');
     await waitUntil(() => fake!.answers.length === 1 || undefined, 'answer');
     expect(fake!.answers[0]).toEqual({ bot: USERNAMES.analyst, queryId, text: `tool call ${id} no longer waits for a decision`, showAlert: true });

@@ -683,6 +683,7 @@ export class FakeTelegram {
     const rec = this.state.botMessage(chat, bot, caption ?? '', replyTo, threadId, markup.keyboard, media);
     const messageId = this.state.idFor(rec, bot.token);
     this.files.uploads.push({
+      key: rec.key,
       bot: bot.username, method, chatId: chat.id, name: file.name, sha256: sha256(file.bytes), size: file.bytes.length, caption, messageId,
       replyToMessageId: replyTo ? this.state.idFor(replyTo, bot.token) : undefined,
       parseMode: typeof p.parse_mode === 'string' ? p.parse_mode : undefined,

@@ -25,6 +25,8 @@ export interface FakeFile {
 
 /** A file a bot uploaded. */
 export interface FakeUpload {
+  /** The message it is, as the fake keeps it (`press` takes it). */
+  key: number;
   bot: string;
   method: string;
   chatId: number;

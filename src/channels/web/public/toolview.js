@@ -1,7 +1,7 @@
 // Agents' tool calls in the feed (entries of kind 'tool'). A step is one compact line, "🔧 Analyst
 // used orders.lookup", that opens (a native <details>) on its arguments and result, always as
 // plain text: a tool's answer is untrusted and never becomes markup. A request ("Analyst wants to
-// use orders.cancel") shows its arguments with Approve and Deny until it is decided; what became
+// use orders.cancel") shows all its arguments, then Approve and Deny, until it is decided; what became
 // of it is told by later entries — the decision line ("✅ Maya approved orders.cancel (t12)") or
 // the step with the same call id — whichever page of history they arrive on, before or after it.
 import { api } from './api.js';
@@ -151,7 +151,11 @@ export class ToolViews {
     r.error.hidden = true;
     this.update(r);
     try {
-      const res = await api('POST', `/api/groups/${encodeURIComponent(groupId)}/tools/${encodeURIComponent(r.e.tool.id)}`, { decision: approve ? 'approve' : 'deny', author_name: name });
+      // The request's digest: the server refuses the decision if the call is not the one shown here.
+      const digest = typeof r.e.tool.digest === 'string' ? { digest: r.e.tool.digest } : {};
+      const body = { decision: approve ? 'approve' : 'deny', author_name: name, ...digest };
+      const path = `/api/groups/${encodeURIComponent(groupId)}/tools/${encodeURIComponent(r.e.tool.id)}`;
+      const res = await api('POST', path, body);
       this.noteLine(res && res.line);
     } catch (err) {
       r.error.textContent = `⚠ Could not ${approve ? 'approve' : 'deny'}: ${err.message || 'the server did not answer'}`;
