@@ -2,16 +2,20 @@
  * `limits.max_image_pixels`: an image whose header states more pixels than the limit (40 MP by
  * default) is refused before anything decodes it — a 30000×30000 PNG of some 110 KB, a GIF, WebP
  * or JPEG whose header claims as much — with a reason naming its size and the limit; nothing is
- * kept. Within the limit an image is taken as before. The key's default, range and its place in
+ * kept. Within the limit an image is taken as before; a tool's image goes through the same
+ * checks (and loses its location the same way). The key's default, range and its place in
  * config.example.yaml.
  */
 import { readFileSync } from 'node:fs';
+import exifr from 'exifr';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText } from '../../src/config/load.js';
 import { FileKeeper } from '../../src/files/FileKeeper.js';
 import { inspectFile } from '../../src/files/inspect.js';
+import { keepToolFiles } from '../../src/tools/toolFiles.js';
+import { CapturingLogger } from '../helpers/logger.js';
 import { MemoryStore } from '../helpers/memory-store.js';
-import { blankPng, extendedWebp, gif, jpeg, pngPixels } from './images.js';
+import { blankPng, cameraIfd, extendedWebp, gif, jpeg, png, pngChunk, pngPixels, tiff, withPngChunks } from './images.js';
 
 /** A header stating `width` × `height`, patched into a real file of the kind. */
 function gifOf(width: number, height: number): Buffer {
@@ -65,6 +69,26 @@ describe('limits.max_image_pixels at intake', () => {
     const small = new FileKeeper(new MemoryStore(), { max_image_pixels: 1_000_000 });
     expect(small.maxImagePixels).toBe(1_000_000);
     expect(await small.keep({ name: 'x.gif', bytes: gifOf(1001, 1000) })).toEqual({ ok: false, code: 'too_many_pixels', reason: 'x.gif is 1001×1000 pixels (1,001,000 pixels); the limit is 1,000,000 pixels' });
+  });
+});
+
+describe('images a tool returns', () => {
+  it('one of too many pixels is not kept (logged); a PNG with a position is kept without it', async () => {
+    const store = new MemoryStore();
+    const logger = new CapturingLogger();
+    const located = withPngChunks(png(3, 2), pngChunk('eXIf', tiff(cameraIfd())));
+    const result = {
+      content: [
+        { type: 'image', data: blankPng(30000, 30000).toString('base64'), mimeType: 'image/png' },
+        { type: 'image', data: located.toString('base64'), mimeType: 'image/png' },
+      ],
+    };
+    const kept = await keepToolFiles(result, new FileKeeper(store), 'charts.render', logger);
+    expect(kept).toHaveLength(1);
+    expect(store.files.size).toBe(1);
+    const bytes = (await store.readFile(kept[0]!.id))!.bytes;
+    expect(await exifr.gps(Buffer.from(bytes))).toBeUndefined();
+    expect(logger.text()).toContain('30000×30000 pixels');
   });
 });
 
