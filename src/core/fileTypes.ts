@@ -63,7 +63,8 @@ export interface Files {
   readonly maxImagePixels: number;
   /**
    * Check a file (its type from its magic bytes, its size, an image's pixels), remove location
-   * metadata from a JPEG, PNG or WebP, and keep it durably. Throws StoreUnavailableError when the store cannot write (nothing kept).
+   * metadata from a JPEG, PNG or WebP, and keep it durably.
+   * Throws StoreUnavailableError when the store cannot write (nothing kept).
    */
   keep(file: IncomingFile): Promise<KeptFile>;
   /** A kept file, or null when there is none with this id. */

@@ -1,8 +1,8 @@
 /**
  * The `Files` port over a Store: checks a file (inspect.ts: its type from its bytes, an image's
- * pixel count from its header, a photo's location taken out), names it by the SHA-256 of the bytes it keeps, and has the store keep
- * them durably. Channels call it before handing a message over,
- * so an acknowledged message's files are on disk (or committed) too.
+ * pixel count from its header, a photo's location taken out), names it by the SHA-256 of the
+ * bytes it keeps, and has the store keep them durably. Channels call it before handing a message
+ * over, so an acknowledged message's files are on disk (or committed) too.
  */
 import { createHash } from 'node:crypto';
 import type { Store } from '../core/ports.js';
@@ -18,6 +18,13 @@ export const DEFAULT_MAX_FILES_PER_MESSAGE = 4;
 /** A file id: the SHA-256 of its bytes in lower-case hex. */
 export const FILE_ID = /^[0-9a-f]{64}$/;
 
+/** The `limits` keys FileKeeper reads. */
+export interface FileLimits {
+  max_file_bytes?: number | undefined;
+  max_files_per_message?: number | undefined;
+  max_image_pixels?: number | undefined;
+}
+
 export class FileKeeper implements Files {
   readonly maxBytes: number;
   readonly maxPerMessage: number;
@@ -25,7 +32,7 @@ export class FileKeeper implements Files {
 
   constructor(
     private readonly store: Pick<Store, 'putFile' | 'readFile'>,
-    limits: { max_file_bytes?: number | undefined; max_files_per_message?: number | undefined; max_image_pixels?: number | undefined } = {},
+    limits: FileLimits = {},
   ) {
     this.maxBytes = limits.max_file_bytes ?? DEFAULT_MAX_FILE_BYTES;
     this.maxPerMessage = limits.max_files_per_message ?? DEFAULT_MAX_FILES_PER_MESSAGE;

@@ -71,6 +71,7 @@ export async function inspectFile(bytes: Uint8Array, opts: InspectOptions = {}):
 }
 
 type Cleaned = { ok: true; bytes: Uint8Array } | { ok: false; problem: string };
+type Checked = { ok: true; bytes: Uint8Array } | { ok: false; reason: string };
 
 /** The kinds that carry location metadata: their name in a refusal, and what takes it out. */
 const CLEANERS: Partial<Record<AttachmentType, [string, (b: Uint8Array) => Cleaned]>> = {
@@ -80,13 +81,13 @@ const CLEANERS: Partial<Record<AttachmentType, [string, (b: Uint8Array) => Clean
 };
 
 /** The bytes without location metadata; why not, when the file is too damaged to check. */
-function withoutLocation(type: AttachmentType, bytes: Uint8Array): { ok: true; bytes: Uint8Array } | { ok: false; reason: string } {
+function withoutLocation(type: AttachmentType, bytes: Uint8Array): Checked {
   const cleaner = CLEANERS[type];
   if (!cleaner) return { ok: true, bytes };
   const [kind, clean] = cleaner;
   const cleaned = clean(bytes);
-  if (!cleaned.ok) return { ok: false, reason: `is a damaged ${kind} (${cleaned.problem}), so its location data could not be checked` };
-  return { ok: true, bytes: cleaned.bytes };
+  if (cleaned.ok) return cleaned;
+  return { ok: false, reason: `is a damaged ${kind} (${cleaned.problem}), so its location data could not be checked` };
 }
 
 /** The leading bytes of the kinds Chorus takes, for what `file-type` cannot place. */

@@ -34,6 +34,11 @@ export function pixelsText(n: number): string {
   return mp > 0 ? `${mp} MP` : `${n} pixels`;
 }
 
+/** "1,001,000 pixels". */
+function exactly(n: number): string {
+  return `${n.toLocaleString('en-US')} pixels`;
+}
+
 /**
  * Why an image of this size is over `max`, in words that read after its name
  * ("is 30000×30000 pixels (900 MP); the limit is 40 MP"), or null when it is within it.
@@ -43,6 +48,6 @@ export function overPixelLimit(size: { width: number; height: number }, max: num
   if (pixels <= max) return null;
   let [has, limit] = [pixelsText(pixels), pixelsText(max)];
   // Just over a limit that is not a round number: megapixels would read the same.
-  if (has === limit) [has, limit] = [`${pixels.toLocaleString('en-US')} pixels`, `${max.toLocaleString('en-US')} pixels`];
+  if (has === limit) [has, limit] = [exactly(pixels), exactly(max)];
   return `is ${size.width}\u00d7${size.height} pixels (${has}); the limit is ${limit}`;
 }

@@ -21,8 +21,12 @@ import { RAW_PROFILE, readRawProfile, readTextChunk, writeRawProfile, type TextC
 export type PngOutcome = { ok: true; bytes: Uint8Array; changed: boolean } | { ok: false; problem: string };
 
 const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
-const TEXT_CHUNKS = new Set(['tEXt', 'zTXt', 'iTXt']);
-const METADATA_CHUNKS = new Set(['eXIf', ...TEXT_CHUNKS]);
+/**
+ * The metadata chunks by their types in lower case: some readers (exifr among them) take a chunk
+ * whatever the case of its type, so `EXIF` or `Itxt` are read as what they spell.
+ */
+const TEXT_CHUNKS: Record<string, 'tEXt' | 'zTXt' | 'iTXt'> = { text: 'tEXt', ztxt: 'zTXt', itxt: 'iTXt' };
+const METADATA_CHUNKS = new Set(['exif', ...Object.keys(TEXT_CHUNKS)]);
 /** Raw profiles that hold an EXIF block (ImageMagick names a JPEG's APP1 segment either way). */
 const EXIF_PROFILES = new Set(['exif', 'app1']);
 const XMP_SIGNATURE = 'http://ns.adobe.com/xap/1.0/\0';
@@ -35,7 +39,9 @@ type ChunkEdit = 'keep' | 'drop' | Uint8Array;
 /** The PNG without location metadata; a problem when it is not a PNG at all. */
 export function removePngLocation(input: Uint8Array): PngOutcome {
   const b = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
-  if (b.length < SIGNATURE.length || SIGNATURE.some((x, i) => b[i] !== x)) return { ok: false, problem: 'it does not start with the PNG signature' };
+  if (b.length < SIGNATURE.length || SIGNATURE.some((x, i) => b[i] !== x)) {
+    return { ok: false, problem: 'it does not start with the PNG signature' };
+  }
   const parts: Uint8Array[] = [b.subarray(0, SIGNATURE.length)];
   let changed = false;
   let pos = SIGNATURE.length;
@@ -49,7 +55,7 @@ export function removePngLocation(input: Uint8Array): PngOutcome {
     const type = b.toString('latin1', pos + 4, pos + 8);
     const end = pos + 12 + length;
     if (length > 0x7fffffff || end > b.length) {
-      if (METADATA_CHUNKS.has(type)) changed = true;
+      if (METADATA_CHUNKS.has(type.toLowerCase())) changed = true;
       else parts.push(b.subarray(pos));
       break;
     }
@@ -70,12 +76,14 @@ export function removePngLocation(input: Uint8Array): PngOutcome {
 }
 
 function editChunk(type: string, data: Uint8Array): ChunkEdit {
-  if (type === 'eXIf') {
+  const kind = type.toLowerCase();
+  if (kind === 'exif') {
     const { outcome, bytes } = cleanExifBlock(data);
     return outcome === 'none' ? 'keep' : outcome === 'removed' ? bytes : 'drop';
   }
-  if (!TEXT_CHUNKS.has(type)) return 'keep';
-  const text = readTextChunk(type, data);
+  const textType = TEXT_CHUNKS[kind];
+  if (!textType) return 'keep';
+  const text = readTextChunk(textType, data);
   if (!text) return 'drop';
   const raw = RAW_PROFILE.exec(text.keyword);
   if (raw) return editRawProfile(text, raw[1]!.toLowerCase());

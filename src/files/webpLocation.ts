@@ -56,7 +56,9 @@ export function removeWebpLocation(input: Uint8Array): WebpOutcome {
     if (edit === 'keep') chunks.push({ fourcc, bytes: b.subarray(pos, chunkEnd) });
     else {
       changed = true;
-      if (edit !== 'drop') chunks.push({ fourcc, bytes: Buffer.concat([b.subarray(pos, pos + 8), edit, b.subarray(dataEnd, chunkEnd)]) });
+      // New data of the same length: the header and the pad stay.
+      const [head, pad] = [b.subarray(pos, pos + 8), b.subarray(dataEnd, chunkEnd)];
+      if (edit !== 'drop') chunks.push({ fourcc, bytes: Buffer.concat([head, edit, pad]) });
     }
     pos = chunkEnd;
   }

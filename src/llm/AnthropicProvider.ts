@@ -103,7 +103,12 @@ const LONG_TAIL_BLOCKS = 16;
  * Build the Messages API parameters for one request, with the cache breakpoints described above.
  * Exported for tests and for anyone who wants to see exactly what is sent.
  */
-export function buildAnthropicParams(req: LlmRequest, defaultMaxTokens: number, files: PromptFiles = NO_FILES, maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS): CreateParams {
+export function buildAnthropicParams(
+  req: LlmRequest,
+  defaultMaxTokens: number,
+  files: PromptFiles = NO_FILES,
+  maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS,
+): CreateParams {
   if (req.messages.length === 0) {
     throw new LlmErrorClass('Anthropic: a request needs at least one message', 'bad_request', false);
   }
@@ -180,7 +185,8 @@ export class AnthropicProvider implements LlmProvider {
   async complete(req: LlmRequest): Promise<LlmResponse> {
     let params: CreateParams;
     try {
-      params = buildAnthropicParams(req, this.config.max_tokens, await readPromptFiles(req, this.logger), this.maxImagePixels);
+      const files = await readPromptFiles(req, this.logger);
+      params = buildAnthropicParams(req, this.config.max_tokens, files, this.maxImagePixels);
     } catch (err) {
       throw this.fail(err, req, undefined);
     }

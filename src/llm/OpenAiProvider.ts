@@ -61,7 +61,12 @@ const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 const NO_KEY = 'no-key';
 
 /** Build the chat completion parameters for one request (exported for tests). */
-export function buildOpenAiParams(req: LlmRequest, defaultMaxTokens: number, files: PromptFiles = NO_FILES, maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS): ChatParams {
+export function buildOpenAiParams(
+  req: LlmRequest,
+  defaultMaxTokens: number,
+  files: PromptFiles = NO_FILES,
+  maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS,
+): ChatParams {
   if (req.messages.length === 0) throw new LlmError('OpenAI-compatible: a request needs at least one message', 'bad_request', false);
   const system = req.summary && req.summary.trim() ? `${req.system}\n\n${req.summary}` : req.system;
   const messages: ChatMessage[] = [];
@@ -69,7 +74,9 @@ export function buildOpenAiParams(req: LlmRequest, defaultMaxTokens: number, fil
   for (const m of req.messages) {
     // Only a turn with files has content parts: every other message is a plain string, as servers
     // without vision expect it.
-    if (m.role === 'user' && m.attachments?.length) messages.push({ role: 'user', content: openAiUserContent(m, files, maxImagePixels) });
+    if (m.role === 'user' && m.attachments?.length) {
+      messages.push({ role: 'user', content: openAiUserContent(m, files, maxImagePixels) });
+    }
     else messages.push({ role: m.role, content: m.content });
   }
   messages.push(...openAiStepMessages(req.toolSteps));
@@ -113,7 +120,8 @@ export class OpenAiProvider implements LlmProvider {
   async complete(req: LlmRequest): Promise<LlmResponse> {
     let call: CallController | undefined;
     try {
-      const params = buildOpenAiParams(req, this.config.max_tokens, await readPromptFiles(req, this.logger), this.maxImagePixels);
+      const files = await readPromptFiles(req, this.logger);
+      const params = buildOpenAiParams(req, this.config.max_tokens, files, this.maxImagePixels);
       let result: Reply;
       call = new CallController(req.signal);
       if (req.onDelta) {

@@ -16,7 +16,8 @@ import type { PromptAttachment } from '../core/fileTypes.js';
 import type { ChatTurn } from '../core/types.js';
 import { nonEmpty } from './common.js';
 import { DEFAULT_MAX_IMAGE_PIXELS } from '../files/pixels.js';
-import { base64Length, base64Of, bytesOf, fileLabel, textOf, tooManyPixels, unshownFile, type PromptFiles } from './promptFiles.js';
+import { base64Length, base64Of, bytesOf, fileLabel, textOf, tooManyPixels, unshownFile } from './promptFiles.js';
+import type { PromptFiles } from './promptFiles.js';
 
 type ContentBlockParam = Anthropic.ContentBlockParam;
 
@@ -45,7 +46,11 @@ function longestSide(a: PromptAttachment): number {
  * the newest files are the ones being talked about, and an older one left out is still named by
  * its line.
  */
-export function planAnthropicFiles(turns: readonly ChatTurn[], files: PromptFiles, maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS): FilePlan {
+export function planAnthropicFiles(
+  turns: readonly ChatTurn[],
+  files: PromptFiles,
+  maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS,
+): FilePlan {
   const plan: FilePlan = turns.map((t) =>
     (t.role === 'user' ? (t.attachments ?? []) : []).map((a) => {
       const bytes = bytesOf(files, a);

@@ -8,7 +8,11 @@ import { AnthropicProvider } from './AnthropicProvider.js';
 import { OpenAiProvider } from './OpenAiProvider.js';
 
 /** `limits.max_image_pixels` goes too: an image over it is never sent (absent: the default). */
-export function createProvider(config: ChorusConfig['llm'], logger: Logger, limits: { max_image_pixels?: number | undefined } = {}): LlmProvider {
+export function createProvider(
+  config: ChorusConfig['llm'],
+  logger: Logger,
+  limits: { max_image_pixels?: number | undefined } = {},
+): LlmProvider {
   const maxImagePixels = limits.max_image_pixels;
   switch (config.provider) {
     case 'anthropic':

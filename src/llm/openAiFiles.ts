@@ -19,7 +19,11 @@ type ContentPart = OpenAI.Chat.Completions.ChatCompletionContentPart;
  * The content parts of a user turn with files: each file (label, then the file, or its line), then
  * the text. An image over `maxImagePixels` goes as its line.
  */
-export function openAiUserContent(turn: ChatTurn, files: PromptFiles, maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS): ContentPart[] {
+export function openAiUserContent(
+  turn: ChatTurn,
+  files: PromptFiles,
+  maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS,
+): ContentPart[] {
   const parts: ContentPart[] = [];
   const text = (t: string) => parts.push({ type: 'text', text: t });
   for (const a of turn.attachments ?? []) {

@@ -27,11 +27,13 @@ describe('an image of too many pixels from a chat platform', () => {
     const chat = w.fake.createGroup('Charts', { type: 'supergroup' });
     for (const id of ['analyst', 'writer'] as const) w.fake.addBotToChat(chat.id, TOKENS[id], MAYA);
     await w.channel.start(w.host);
-    w.fake.humanSendsFile(chat.id, MAYA, { document: bomb, name: 'huge.png', mime: 'image/png' }, `@${USERNAMES.analyst} what is this?`);
+    const caption = `@${USERNAMES.analyst} what is this?`;
+    w.fake.humanSendsFile(chat.id, MAYA, { document: bomb, name: 'huge.png', mime: 'image/png' }, caption);
     const msg = await waitUntil(() => w!.host.received[0], 'the caption');
-    expect(msg.text).toBe(`@${USERNAMES.analyst} what is this?`);
+    expect(msg.text).toBe(caption);
     expect(msg.attachments).toBeUndefined();
-    const notice = await waitUntil(() => w!.fake.postsIn(chat.id).find((p) => p.text.startsWith('⚠ Maya:')), 'the notice');
+    const noticeOf = () => w!.fake.postsIn(chat.id).find((p) => p.text.startsWith('⚠ Maya:'));
+    const notice = await waitUntil(noticeOf, 'the notice');
     expect(notice.text).toContain(REASON);
     expect(w.fake.postsIn(chat.id).filter((p) => p.text.startsWith('⚠'))).toHaveLength(1);
     expect(w.host.fileStore.files.size).toBe(0);
@@ -40,11 +42,13 @@ describe('an image of too many pixels from a chat platform', () => {
   it('Discord: the text is handed over without the image, and the chat is told', async () => {
     d = await discordSetup();
     await d.channel.start(d.host);
-    d.fake.humanSendsFiles(d.chatId, d.maya, 'what is this?', [{ name: 'huge.png', bytes: bomb, contentType: 'image/png' }]);
+    const file = { name: 'huge.png', bytes: bomb, contentType: 'image/png' };
+    d.fake.humanSendsFiles(d.chatId, d.maya, 'what is this?', [file]);
     const [msg] = await d.host.waitForReceived(1);
     expect(msg!.text).toBe('what is this?');
     expect(msg!.attachments).toBeUndefined();
-    const notice = await until(() => d!.fake.posts(d!.chatId).find((p) => p.content.startsWith('⚠ Maya:')), 'the notice');
+    const noticeOf = () => d!.fake.posts(d!.chatId).find((p) => p.content.startsWith('⚠ Maya:'));
+    const notice = await until(noticeOf, 'the notice');
     expect(notice.content).toContain(REASON);
     expect(d.host.fileStore.files.size).toBe(0);
   });

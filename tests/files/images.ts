@@ -15,7 +15,10 @@ interface Raster {
 }
 const bundle = require('playwright-core/lib/utilsBundle') as {
   jpegjs: { encode(img: Raster, quality: number): { data: Buffer }; decode(b: Uint8Array, o?: object): Raster };
-  PNG: { new (o: { width: number; height: number }): Raster; sync: { write(p: Raster): Buffer; read(b: Buffer): Raster } };
+  PNG: {
+    new (o: { width: number; height: number }): Raster;
+    sync: { write(p: Raster): Buffer; read(b: Buffer): Raster };
+  };
 };
 
 /** A gradient, so the pixels are not all alike. */
@@ -265,14 +268,17 @@ export function withPngChunks(pngBytes: Uint8Array, ...chunks: Uint8Array[]): Bu
   return Buffer.concat([Buffer.from(pngBytes.subarray(0, 33)), ...chunks, Buffer.from(pngBytes.subarray(33))]);
 }
 
+export type PngTextType = 'tEXt' | 'zTXt' | 'iTXt';
+
 /** A tEXt, zTXt or iTXt chunk (`compressed` for an iTXt whose text is deflated). */
-export function pngTextChunk(type: 'tEXt' | 'zTXt' | 'iTXt', keyword: string, text: string | Uint8Array, compressed = false): Buffer {
-  const body = typeof text === 'string' ? Buffer.from(text, type === 'iTXt' ? 'utf8' : 'latin1') : Buffer.from(text);
+export function pngTextChunk(type: PngTextType, keyword: string, text: string, compressed = false): Buffer {
+  const body = Buffer.from(text, type === 'iTXt' ? 'utf8' : 'latin1');
   const key = Buffer.from(`${keyword}\0`, 'latin1');
   if (type === 'tEXt') return pngChunk(type, Buffer.concat([key, body]));
   if (type === 'zTXt') return pngChunk(type, Buffer.concat([key, Buffer.from([0]), deflateSync(body)]));
   // Compression flag and method, an empty language tag and translated keyword.
-  return pngChunk(type, Buffer.concat([key, Buffer.from([compressed ? 1 : 0, 0, 0, 0]), compressed ? deflateSync(body) : body]));
+  const head = Buffer.from([compressed ? 1 : 0, 0, 0, 0]);
+  return pngChunk(type, Buffer.concat([key, head, compressed ? deflateSync(body) : body]));
 }
 
 /** ImageMagick's "Raw profile type NAME" text: the name, the length, the bytes as hex 72 digits a line. */
@@ -287,8 +293,11 @@ export function pngChunks(b: Uint8Array): Array<{ type: string; data: Buffer; cr
   const out: Array<{ type: string; data: Buffer; crcOk: boolean }> = [];
   for (let pos = 8; pos + 12 <= buf.length; ) {
     const length = buf.readUInt32BE(pos);
+    // A chunk cut short is no chunk a reader takes.
+    if (pos + 12 + length > buf.length) break;
     const body = buf.subarray(pos + 4, pos + 8 + length);
-    out.push({ type: body.toString('latin1', 0, 4), data: body.subarray(4), crcOk: buf.readUInt32BE(pos + 8 + length) === crc32(body) });
+    const crcOk = buf.readUInt32BE(pos + 8 + length) === crc32(body);
+    out.push({ type: body.toString('latin1', 0, 4), data: body.subarray(4), crcOk });
     pos += 12 + length;
   }
   return out;
@@ -317,11 +326,16 @@ export function extendedWebp(flags: number, ...chunks: Uint8Array[]): Buffer {
   return Buffer.concat([Buffer.from('RIFF', 'latin1'), size, body]);
 }
 
+export interface RiffChunk {
+  fourcc: string;
+  data: Buffer;
+}
+
 /** The chunks of a WebP as a reader walks them within the RIFF size, and that size. */
-export function webpChunks(b: Uint8Array): { riffSize: number; chunks: Array<{ fourcc: string; data: Buffer }>; endsAt: number } {
+export function webpChunks(b: Uint8Array): { riffSize: number; chunks: RiffChunk[]; endsAt: number } {
   const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   const riffSize = buf.readUInt32LE(4);
-  const chunks: Array<{ fourcc: string; data: Buffer }> = [];
+  const chunks: RiffChunk[] = [];
   let pos = 12;
   while (pos + 8 <= Math.min(buf.length, riffSize + 8)) {
     const size = buf.readUInt32LE(pos + 4);

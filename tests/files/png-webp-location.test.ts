@@ -12,6 +12,7 @@ import { inflateSync } from 'node:zlib';
 import exifr from 'exifr';
 import { describe, expect, it } from 'vitest';
 import { FileKeeper } from '../../src/files/FileKeeper.js';
+import { inspectFile } from '../../src/files/inspect.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import {
   cameraIfd,
@@ -39,8 +40,13 @@ async function gpsOf(b: Uint8Array): Promise<unknown> {
 
 const BERLIN = { latitude: expect.closeTo(52.5201, 3), longitude: expect.closeTo(13.4101, 3) };
 const CAMERA = { Make: 'Canon', Model: 'Canon EOS 5D Mark IV', Orientation: 6 };
-const XMP_GPS = '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description xmlns:exif="http://ns.adobe.com/exif/1.0/" exif:GPSLatitude="52,31.2056N" exif:GPSLongitude="13,24.6083E"/></rdf:RDF></x:xmpmeta>';
-const XMP_PLAIN = '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description xmlns:xmp="http://ns.adobe.com/xap/1.0/" xmp:CreatorTool="Chorus test"/></rdf:RDF></x:xmpmeta>';
+const xmpPacket = (description: string) =>
+  '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">' +
+  `<rdf:Description ${description}/></rdf:RDF></x:xmpmeta>`;
+const XMP_GPS = xmpPacket(
+  'xmlns:exif="http://ns.adobe.com/exif/1.0/" exif:GPSLatitude="52,31.2056N" exif:GPSLongitude="13,24.6083E"',
+);
+const XMP_PLAIN = xmpPacket('xmlns:xmp="http://ns.adobe.com/xap/1.0/" xmp:CreatorTool="Chorus test"');
 
 async function keep(bytes: Uint8Array, name = 'photo.png') {
   const store = new MemoryStore();
@@ -57,10 +63,14 @@ function expectSamePng(bytes: Uint8Array, original: Uint8Array): void {
 
 /** The bytes of the raw EXIF profile kept in a text chunk (inflated, hex decoded), the TIFF block alone. */
 function rawProfileTiff(bytes: Uint8Array, keyword: string): Buffer | null {
-  const c = pngChunks(bytes).find((x) => ['tEXt', 'zTXt', 'iTXt'].includes(x.type) && x.data.toString('latin1').startsWith(`${keyword}\0`));
+  const isText = (type: string) => ['tEXt', 'zTXt', 'iTXt'].includes(type);
+  const c = pngChunks(bytes).find((x) => isText(x.type) && x.data.toString('latin1').startsWith(`${keyword}\0`));
   if (!c) return null;
   const afterKey = c.data.subarray(keyword.length + 1);
-  const text = c.type === 'tEXt' ? afterKey : c.type === 'zTXt' ? inflateSync(afterKey.subarray(1)) : afterKey[0] === 1 ? inflateSync(afterKey.subarray(4)) : afterKey.subarray(4);
+  // zTXt: a method byte first; iTXt: flag, method, empty language tag and translated keyword.
+  let text = afterKey;
+  if (c.type === 'zTXt') text = inflateSync(afterKey.subarray(1));
+  if (c.type === 'iTXt') text = afterKey[0] === 1 ? inflateSync(afterKey.subarray(4)) : afterKey.subarray(4);
   const m = /^\s*\S+\s*\n\s*(\d+)\s*\n([\s\S]*)$/.exec(text.toString('latin1'))!;
   const block = Buffer.from(m[2]!.replace(/\s+/g, ''), 'hex');
   expect(block.length).toBe(Number(m[1]));
@@ -69,7 +79,8 @@ function rawProfileTiff(bytes: Uint8Array, keyword: string): Buffer | null {
 
 describe('PNG: location taken out', () => {
   for (const littleEndian of [true, false]) {
-    it(`an eXIf chunk (${littleEndian ? 'II' : 'MM'}): no GPS after keep; camera and Orientation stay; CRCs right; same pixels and size`, async () => {
+    const order = littleEndian ? 'II' : 'MM';
+    it(`an eXIf chunk (${order}): no GPS after keep; camera and Orientation stay; CRCs and pixels right`, async () => {
       const photo = withPngChunks(png(3, 2), pngChunk('eXIf', tiff(cameraIfd(), littleEndian)));
       expect(await gpsOf(photo)).toEqual(BERLIN);
 
@@ -84,6 +95,18 @@ describe('PNG: location taken out', () => {
       expect(attachment).toMatchObject({ width: 3, height: 2, size: bytes.length });
     });
   }
+
+  it('a metadata chunk whose type is in other letter case (exifr reads it all the same) is cleaned too', async () => {
+    // The data of an iTXt chunk (without its length, type and CRC), under the type ITXT.
+    const xmp = pngTextChunk('iTXt', 'XML:com.adobe.xmp', XMP_GPS).subarray(8, -4);
+    const photo = withPngChunks(png(3, 2), pngChunk('EXIF', tiff(cameraIfd())), pngChunk('ITXT', xmp));
+    expect(await gpsOf(photo)).toEqual(BERLIN);
+    expect(await exifr.parse(photo, { xmp: true })).toMatchObject({ GPSLatitude: expect.anything() });
+    const { bytes } = await keep(photo);
+    expect(await gpsOf(bytes)).toBeNull();
+    expect(pngChunks(bytes).map((c) => c.type)).toEqual(['IHDR', 'EXIF', 'IDAT', 'IEND']);
+    expect(pngChunks(bytes).every((c) => c.crcOk)).toBe(true);
+  });
 
   it('an eXIf chunk that cannot be read safely is dropped whole; the image stays', async () => {
     const block = tiff(cameraIfd());
@@ -119,7 +142,8 @@ describe('PNG: location taken out', () => {
   }
 
   it('a raw EXIF profile whose hex cannot be read is dropped', async () => {
-    const photo = withPngChunks(png(3, 2), pngTextChunk('tEXt', 'Raw profile type exif', '\nexif\n     400\n4578696600zz\n'));
+    const badHex = pngTextChunk('tEXt', 'Raw profile type exif', '\nexif\n     400\n4578696600zz\n');
+    const photo = withPngChunks(png(3, 2), badHex);
     const { bytes } = await keep(photo);
     expect(pngChunks(bytes).map((c) => c.type)).toEqual(['IHDR', 'IDAT', 'IEND']);
   });
@@ -127,7 +151,10 @@ describe('PNG: location taken out', () => {
   for (const [label, compressed] of [['an iTXt', false], ['a compressed iTXt', true]] as const) {
     it(`XMP with a GPS position in ${label} "XML:com.adobe.xmp" is dropped; XMP without one stays`, async () => {
       const photo = withPngChunks(png(3, 2), pngTextChunk('iTXt', 'XML:com.adobe.xmp', XMP_GPS, compressed));
-      if (!compressed) expect(await exifr.parse(photo, { xmp: true })).toMatchObject({ GPSLatitude: expect.anything() });
+      // exifr reads XMP from an iTXt chunk that is not compressed.
+      if (!compressed) {
+        expect(await exifr.parse(photo, { xmp: true })).toMatchObject({ GPSLatitude: expect.anything() });
+      }
       const { bytes } = await keep(photo);
       expect(pngChunks(bytes).map((c) => c.type)).toEqual(['IHDR', 'IDAT', 'IEND']);
       expect(Buffer.from(bytes).toString('latin1')).not.toMatch(/GPS/);
@@ -153,7 +180,7 @@ describe('PNG: location taken out', () => {
   });
 
   it('a text chunk that cannot be read (bad deflate data) is dropped', async () => {
-    const broken = pngChunk('zTXt', Buffer.concat([Buffer.from('Raw profile type exif\0\0', 'latin1'), Buffer.from('not deflate data')]));
+    const broken = pngChunk('zTXt', Buffer.from('Raw profile type exif\0\0not deflate data', 'latin1'));
     const { bytes } = await keep(withPngChunks(png(3, 2), broken));
     expect(pngChunks(bytes).map((c) => c.type)).toEqual(['IHDR', 'IDAT', 'IEND']);
   });
@@ -174,7 +201,8 @@ describe('PNG: location taken out', () => {
   });
 
   it('a PNG with EXIF but no position, and text chunks without one, come back as the very same bytes', async () => {
-    const photo = withPngChunks(png(3, 2), pngChunk('eXIf', tiff(cameraIfd({ gps: false }))), pngTextChunk('tEXt', 'Software', 'Chorus'));
+    const exif = pngChunk('eXIf', tiff(cameraIfd({ gps: false })));
+    const photo = withPngChunks(png(3, 2), exif, pngTextChunk('tEXt', 'Software', 'Chorus'));
     expect(Buffer.from((await keep(photo)).bytes).equals(photo)).toBe(true);
   });
 });
@@ -194,10 +222,12 @@ describe('WebP: location taken out', () => {
   }
 
   for (const exifHeader of [false, true]) {
-    it(`EXIF${exifHeader ? ' (after "Exif\\0\\0")' : ''} and XMP with GPS: the EXIF keeps the camera without GPS, the XMP goes, VP8X and RIFF size follow`, async () => {
+    const label = exifHeader ? 'EXIF (after "Exif\\0\\0")' : 'EXIF';
+    it(`${label} and XMP with GPS: the EXIF keeps the camera, not GPS; the XMP goes; VP8X, RIFF fixed`, async () => {
       const block = tiff(cameraIfd());
       const exif = exifHeader ? Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), block]) : block;
-      const photo = extendedWebp(EXIF_FLAG | XMP_FLAG, riffChunk('EXIF', exif), riffChunk('XMP ', Buffer.from(XMP_GPS)));
+      const xmp = riffChunk('XMP ', Buffer.from(XMP_GPS));
+      const photo = extendedWebp(EXIF_FLAG | XMP_FLAG, riffChunk('EXIF', exif), xmp);
       const before = webpChunks(photo).chunks;
       expect(await gpsOf(before.find((c) => c.fourcc === 'EXIF')!.data.subarray(exifHeader ? 6 : 0))).toEqual(BERLIN);
 
@@ -213,8 +243,9 @@ describe('WebP: location taken out', () => {
     });
   }
 
-  it('an EXIF chunk that cannot be read (odd length, padded) is dropped and its flag cleared; XMP without a position stays', async () => {
-    const photo = extendedWebp(EXIF_FLAG | XMP_FLAG, riffChunk('EXIF', Buffer.from('II*\0bad')), riffChunk('XMP ', Buffer.from(XMP_PLAIN)));
+  it('an EXIF chunk that cannot be read (odd length, padded) is dropped, its flag cleared; XMP stays', async () => {
+    const xmp = riffChunk('XMP ', Buffer.from(XMP_PLAIN));
+    const photo = extendedWebp(EXIF_FLAG | XMP_FLAG, riffChunk('EXIF', Buffer.from('II*\0bad')), xmp);
     const { bytes } = await keep(photo, 'photo.webp');
     const walked = expectWholeWebp(bytes);
     expect(walked.chunks.map((c) => c.fourcc)).toEqual(['VP8X', 'VP8L', 'XMP ']);
@@ -228,5 +259,42 @@ describe('WebP: location taken out', () => {
 
     const trailing = Buffer.concat([plain, riffChunk('EXIF', tiff(cameraIfd()))]);
     expect(Buffer.from((await keep(trailing, 'trailing.webp')).bytes).equals(plain)).toBe(true);
+  });
+});
+
+describe('damaged metadata never keeps a position', () => {
+  let seed = 424242;
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const damage = (b: Buffer, from: number) => {
+    const out = Buffer.from(b);
+    const flips = 1 + Math.floor(rand() * 4);
+    for (let k = 0; k < flips; k++) out[from + Math.floor(rand() * (out.length - from))] = Math.floor(rand() * 256);
+    return out;
+  };
+
+  it('random damage to a PNG with eXIf and a raw EXIF profile: never throws, no GPS kept', async () => {
+    const block = tiff(cameraIfd());
+    const profile = pngTextChunk('tEXt', 'Raw profile type exif', rawProfileText('exif', block));
+    const photo = withPngChunks(png(3, 2), pngChunk('eXIf', block), profile);
+    for (let round = 0; round < 300; round++) {
+      const seen = await inspectFile(damage(photo, 8));
+      if (!seen.ok) continue;
+      expect(await gpsOf(seen.bytes), `round ${round}`).toBeNull();
+      const chunks = pngChunks(seen.bytes);
+      for (const c of chunks.filter((x) => x.type === 'eXIf')) expect(await gpsOf(c.data), `round ${round}`).toBeNull();
+      const hasProfile = chunks.some((x) => x.data.toString('latin1').startsWith('Raw profile type exif\0'));
+      const profileTiff = hasProfile ? rawProfileTiff(seen.bytes, 'Raw profile type exif') : null;
+      if (profileTiff) expect(await gpsOf(profileTiff), `round ${round}`).toBeNull();
+    }
+  });
+
+  it('random damage anywhere after the RIFF header of a WebP with EXIF: never throws, no GPS kept', async () => {
+    const photo = extendedWebp(0x08, riffChunk('EXIF', tiff(cameraIfd())));
+    for (let round = 0; round < 300; round++) {
+      const seen = await inspectFile(damage(photo, 12));
+      if (!seen.ok) continue;
+      const exif = webpChunks(seen.bytes).chunks.filter((x) => x.fourcc === 'EXIF');
+      for (const c of exif) expect(await gpsOf(c.data), `round ${round}`).toBeNull();
+    }
   });
 });

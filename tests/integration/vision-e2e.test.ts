@@ -102,7 +102,7 @@ describe('an image of too many pixels posted on the page never reaches a model',
     ['a vision model on an OpenAI-compatible server', 'openai', 'qwen2.5-vl', ', vision: true'],
   ] as const;
   for (const [label, provider, model, vision] of providers) {
-    it(`${label}: the 30000×30000 PNG is answered 413 image_too_large naming the limit; the agent is asked with no image`, async () => {
+    it(`${label}: a 30000×30000 PNG is answered 413 naming the limit; the agent is asked with no image`, async () => {
       // What the model server was asked, and the images it was sent.
       let asked: () => number;
       let images: () => unknown[];
@@ -116,7 +116,8 @@ describe('an image of too many pixels posted on the page never reaches a model',
         cleanup.push(() => fake.close());
         [url, asked, images] = [fake.url, () => fake.requests.length, () => fake.receivedImages()];
       }
-      const app = await start(`llm: { provider: ${provider}, api_key: sk-test-pixels, base_url: "${url}", model: ${model} }
+      const llm = `{ provider: ${provider}, api_key: sk-test-pixels, base_url: "${url}", model: ${model} }`;
+      const app = await start(`llm: ${llm}
 agents:
   - { id: looker, name: Looker, persona: "You read charts."${vision} }
 channels: { web: { enabled: true, port: 0 } }
@@ -126,11 +127,13 @@ groups:
       const form = new FormData();
       form.set('text', '@looker what is this?');
       form.set('author_name', 'Maya');
-      form.append('file', new Blob([new Uint8Array(blankPng(30000, 30000))], { type: 'image/png' }), 'huge.png');
+      const bomb = new Blob([new Uint8Array(blankPng(30000, 30000))], { type: 'image/png' });
+      form.append('file', bomb, 'huge.png');
       const res = await fetch(`${app.webUrl}/api/groups/room/messages`, { method: 'POST', body: form });
       expect(res.status).toBe(413);
       const { error } = (await res.json()) as { error: Record<string, unknown> };
-      expect(error).toEqual({ code: 'image_too_large', message: 'huge.png is 30000×30000 pixels (900 MP); the limit is 40 MP', file: 'huge.png', limit: 40_000_000 });
+      const message = 'huge.png is 30000×30000 pixels (900 MP); the limit is 40 MP';
+      expect(error).toEqual({ code: 'image_too_large', message, file: 'huge.png', limit: 40_000_000 });
 
       const text = await fetch(`${app.webUrl}/api/groups/room/messages`, {
         method: 'POST',

@@ -32,19 +32,22 @@ const unsized = file(bombBytes, 'image/png', 'huge.png');
 const tall = file(blankPng(7000, 7000), 'image/png', 'tall.png', { width: 7000, height: 7000 });
 const chart = file(blankPng(800, 600), 'image/png', 'chart.png', { width: 800, height: 600 });
 
-const LINE = (a: typeof bomb.att, limit = '40 MP') => `Image "${a.name}" shared by Maya (not shown: over the ${limit} an image may have): ${attachmentLine(a)}`;
+const LINE = (a: typeof bomb.att, limit = '40 MP') =>
+  `Image "${a.name}" shared by Maya (not shown: over the ${limit} an image may have): ${attachmentLine(a)}`;
+const openAiConfig = (url: string) =>
+  llmConfig({ provider: 'openai', api_key: null, base_url: url, model: 'qwen2.5-vl', max_retries: 0 });
 
 async function openAi(maxImagePixels?: number): Promise<{ fake: FakeOpenAiServer; p: OpenAiProvider }> {
   const fake = await startFakeOpenAi();
   closing.push(fake);
-  const config = llmConfig({ provider: 'openai', api_key: null, base_url: fake.url, model: 'qwen2.5-vl', max_retries: 0 });
-  return { fake, p: new OpenAiProvider({ config, logger: silentLogger, maxImagePixels }) };
+  return { fake, p: new OpenAiProvider({ config: openAiConfig(fake.url), logger: silentLogger, maxImagePixels }) };
 }
 
 async function anthropic(): Promise<{ fake: FakeAnthropicServer; p: AnthropicProvider }> {
   const fake = await startFakeAnthropic({ apiKey: TEST_KEY });
   closing.push(fake);
-  return { fake, p: new AnthropicProvider({ config: llmConfig({ base_url: fake.url, max_retries: 0 }), logger: silentLogger }) };
+  const config = llmConfig({ base_url: fake.url, max_retries: 0 });
+  return { fake, p: new AnthropicProvider({ config, logger: silentLogger }) };
 }
 
 function openAiReq(messages: ChatTurn[], over: Partial<LlmRequest> = {}): LlmRequest {
@@ -55,7 +58,7 @@ function openAiReq(messages: ChatTurn[], over: Partial<LlmRequest> = {}): LlmReq
 const textOf = (bodies: Array<Record<string, unknown>>) => JSON.stringify(bodies.map((b) => b['messages']));
 
 describe('an image over limits.max_image_pixels is never sent to a model', () => {
-  it('OpenAI-compatible vision model: the 30000×30000 PNG goes as its line, sized or not; a chart beside it goes as an image', async () => {
+  it('OpenAI-compatible: a 30000×30000 PNG goes as its line, sized or not; a chart as an image', async () => {
     const { fake, p } = await openAi();
     const files = reader(bomb, chart);
     await p.complete(openAiReq([turnWith('look', bomb.att, chart.att)], { readFile: files.readFile }));
@@ -66,10 +69,11 @@ describe('an image over limits.max_image_pixels is never sent to a model', () =>
     expect(fake.receivedImages().map((i) => i.sha256)).toEqual([chart.att.sha256]);
   });
 
-  it('Claude: neither the 30000×30000 PNG (sized or not) nor a 7000×7000 one within 8000 pixels a side is sent', async () => {
+  it('Claude: neither a 30000×30000 PNG (sized or not) nor a 7000×7000 one (within 8000 a side) goes', async () => {
     const { fake, p } = await anthropic();
     const files = reader(bomb, tall, chart);
-    await p.complete(request({ messages: [turnWith('look', bomb.att, tall.att, chart.att)], readFile: files.readFile }));
+    const turn = turnWith('look', bomb.att, tall.att, chart.att);
+    await p.complete(request({ messages: [turn], readFile: files.readFile }));
     expect(fake.receivedFiles().map((f) => f.sha256)).toEqual([chart.att.sha256]);
     const sent = textOf(fake.messages().map((m) => m.body));
     expect(sent).toContain(JSON.stringify(LINE(bomb.att)).slice(1, -1));
@@ -81,7 +85,7 @@ describe('an image over limits.max_image_pixels is never sent to a model', () =>
 
   it('the limit is the configured one (limits.max_image_pixels through createProvider)', async () => {
     const { fake } = await openAi();
-    const p = createProvider(llmConfig({ provider: 'openai', api_key: null, base_url: fake.url, model: 'qwen2.5-vl', max_retries: 0 }), silentLogger, { max_image_pixels: 400_000 });
+    const p = createProvider(openAiConfig(fake.url), silentLogger, { max_image_pixels: 400_000 });
     await p.complete(openAiReq([turnWith('chart', chart.att)], { readFile: reader(chart).readFile }));
     expect(fake.receivedImages()).toEqual([]);
     expect(textOf(fake.requests.map((r) => r.body))).toContain(JSON.stringify(LINE(chart.att, '0.4 MP')).slice(1, -1));
