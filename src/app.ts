@@ -118,7 +118,7 @@ export function chooseProvider(config: ChorusConfig, logger: Logger): { provider
   if (llm.provider === 'anthropic' && !llm.api_key) {
     return { provider: new ScriptedProvider(), scriptedReason: 'no Anthropic API key (set ANTHROPIC_API_KEY or llm.api_key)' };
   }
-  return { provider: createProvider(llm, logger), scriptedReason: null };
+  return { provider: createProvider(llm, logger, config.limits), scriptedReason: null };
 }
 
 export async function createApp(opts: CreateAppOptions): Promise<App> {

@@ -270,6 +270,8 @@ export const configSchema = z
         // A file is held in memory while it is checked and kept: 100 MB at most.
         max_file_bytes: z.number().int().min(1024).max(100 * 1024 * 1024).default(10 * 1024 * 1024),
         max_files_per_message: z.number().int().min(1).max(20).default(4),
+        // An image whose header states more pixels is refused (a small file can decode to gigabytes).
+        max_image_pixels: z.number().int().min(10_000).max(1_000_000_000).default(40_000_000),
         // Messages two bots that are not agents may exchange in one room per minute (a loop stops there).
         bot_pair_events_per_minute: z.number().int().min(1).max(10000).default(10),
       })

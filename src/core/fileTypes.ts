@@ -14,7 +14,7 @@ export interface Attachment {
   /** The sender's name for it, cleaned (no folders, no control characters), for display and download. */
   name: string;
   type: AttachmentType;
-  /** Bytes as kept (after location metadata was removed from a JPEG). */
+  /** Bytes as kept (after location metadata was removed from a JPEG, PNG or WebP). */
   size: number;
   /** Same as `id`; kept under its own name so a reader need not know how ids are made. */
   sha256: string;
@@ -41,8 +41,11 @@ export interface IncomingFile {
   bytes: Uint8Array;
 }
 
-/** Why a file was not taken: over `limits.max_file_bytes`, a type Chorus does not take, or no bytes. */
-export type FileRefusalCode = 'too_large' | 'unsupported_type' | 'empty';
+/**
+ * Why a file was not taken: over `limits.max_file_bytes`, an image of more pixels than
+ * `limits.max_image_pixels`, a type Chorus does not take, or no bytes.
+ */
+export type FileRefusalCode = 'too_large' | 'too_many_pixels' | 'unsupported_type' | 'empty';
 
 export type KeptFile = { ok: true; attachment: Attachment } | { ok: false; code: FileRefusalCode; reason: string };
 
@@ -56,9 +59,12 @@ export interface Files {
   readonly maxBytes: number;
   /** `limits.max_files_per_message`. */
   readonly maxPerMessage: number;
+  /** `limits.max_image_pixels`: an image whose header states more is refused. */
+  readonly maxImagePixels: number;
   /**
-   * Check a file (its type from its magic bytes, its size), remove location metadata from a JPEG,
-   * and keep it durably. Throws StoreUnavailableError when the store cannot write (nothing kept).
+   * Check a file (its type from its magic bytes, its size, an image's pixels), remove location
+   * metadata from a JPEG, PNG or WebP, and keep it durably.
+   * Throws StoreUnavailableError when the store cannot write (nothing kept).
    */
   keep(file: IncomingFile): Promise<KeptFile>;
   /** A kept file, or null when there is none with this id. */
@@ -70,6 +76,7 @@ export function noFiles(store: { readFile(id: string): Promise<StoredFile | null
   return {
     maxBytes: 0,
     maxPerMessage: 0,
+    maxImagePixels: 0,
     keep: async () => ({ ok: false, code: 'unsupported_type', reason: 'this gateway takes no files' }),
     read: (id) => store.readFile(id),
   };

@@ -1,14 +1,15 @@
 /**
- * The `Files` port over a Store: checks a file (inspect.ts: its type from its bytes, a JPEG's
- * location taken out), names it by the SHA-256 of the bytes it keeps, and has the store keep
- * them durably. Channels call it before handing a message over,
- * so an acknowledged message's files are on disk (or committed) too.
+ * The `Files` port over a Store: checks a file (inspect.ts: its type from its bytes, an image's
+ * pixel count from its header, a photo's location taken out), names it by the SHA-256 of the
+ * bytes it keeps, and has the store keep them durably. Channels call it before handing a message
+ * over, so an acknowledged message's files are on disk (or committed) too.
  */
 import { createHash } from 'node:crypto';
 import type { Store } from '../core/ports.js';
 import type { Attachment, Files, IncomingFile, KeptFile, StoredFile } from '../core/fileTypes.js';
 import { sizeText } from '../core/fileTypes.js';
 import { inspectFile } from './inspect.js';
+import { DEFAULT_MAX_IMAGE_PIXELS } from './pixels.js';
 
 /** Defaults of `limits.max_file_bytes` and `limits.max_files_per_message`. */
 export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
@@ -17,16 +18,25 @@ export const DEFAULT_MAX_FILES_PER_MESSAGE = 4;
 /** A file id: the SHA-256 of its bytes in lower-case hex. */
 export const FILE_ID = /^[0-9a-f]{64}$/;
 
+/** The `limits` keys FileKeeper reads. */
+export interface FileLimits {
+  max_file_bytes?: number | undefined;
+  max_files_per_message?: number | undefined;
+  max_image_pixels?: number | undefined;
+}
+
 export class FileKeeper implements Files {
   readonly maxBytes: number;
   readonly maxPerMessage: number;
+  readonly maxImagePixels: number;
 
   constructor(
     private readonly store: Pick<Store, 'putFile' | 'readFile'>,
-    limits: { max_file_bytes?: number | undefined; max_files_per_message?: number | undefined } = {},
+    limits: FileLimits = {},
   ) {
     this.maxBytes = limits.max_file_bytes ?? DEFAULT_MAX_FILE_BYTES;
     this.maxPerMessage = limits.max_files_per_message ?? DEFAULT_MAX_FILES_PER_MESSAGE;
+    this.maxImagePixels = limits.max_image_pixels ?? DEFAULT_MAX_IMAGE_PIXELS;
   }
 
   async keep(file: IncomingFile): Promise<KeptFile> {
@@ -35,9 +45,9 @@ export class FileKeeper implements Files {
     if (file.bytes.byteLength > this.maxBytes) {
       return { ok: false, code: 'too_large', reason: `${name} is ${sizeText(file.bytes.byteLength)}; the limit is ${sizeText(this.maxBytes)}` };
     }
-    const seen = await inspectFile(file.bytes);
+    const seen = await inspectFile(file.bytes, { maxImagePixels: this.maxImagePixels });
     // "chart.png is a Windows executable (exe); only images … are taken"
-    if (!seen.ok) return { ok: false, code: 'unsupported_type', reason: `${name} ${seen.reason}` };
+    if (!seen.ok) return { ok: false, code: seen.code ?? 'unsupported_type', reason: `${name} ${seen.reason}` };
     const sha256 = createHash('sha256').update(seen.bytes).digest('hex');
     const attachment: Attachment = {
       id: sha256,

@@ -12,6 +12,12 @@
  * makes the block `malformed`, and the caller drops the whole block rather than keep a location.
  */
 
+/**
+ * Location in metadata kept as text (XMP, PNG text chunks), whatever the namespace:
+ * exif:GPSLatitude, drone-dji:GpsLongitude, Iptc4xmpExt:GPSAltitude…
+ */
+export const LOCATION_WORDS = /gps|latitude|longitude/i;
+
 /** What removing the location did to the block. */
 export type ExifGpsOutcome = 'none' | 'removed' | 'malformed';
 
@@ -165,4 +171,18 @@ function removeIn(t: Tiff): ExifGpsOutcome {
     t.set16(g.ifd.at, count - 1);
   }
   return 'removed';
+}
+
+/** "Exif\0\0": how a JPEG's APP1 segment starts, and some PNG and WebP writers keep it before the TIFF structure. */
+const EXIF_HEADER = [0x45, 0x78, 0x69, 0x66, 0x00, 0x00];
+
+/**
+ * An EXIF block as PNG and WebP files carry it — the TIFF structure, with or without "Exif\0\0"
+ * before it — without its location: a copy (the input is left alone) and what was done to it.
+ */
+export function cleanExifBlock(block: Uint8Array): { outcome: ExifGpsOutcome; bytes: Uint8Array } {
+  const bytes = new Uint8Array(block);
+  const prefixed = EXIF_HEADER.every((x, i) => bytes[i] === x);
+  const outcome = removeExifGps(bytes.subarray(prefixed ? EXIF_HEADER.length : 0));
+  return { outcome, bytes };
 }

@@ -1,6 +1,10 @@
 /**
  * What a file is, from its bytes: its type (magic bytes, never its name or a claimed type), its
- * pixel size, and the bytes to keep (a JPEG without location metadata, jpegLocation.ts).
+ * pixel size, and the bytes to keep (a JPEG, PNG or WebP without location metadata:
+ * jpegLocation.ts, pngLocation.ts, webpLocation.ts).
+ *
+ * An image whose header states more pixels than `limits.max_image_pixels` is refused before
+ * anything reads further into it (pixels.ts): a small file can say 30000×30000.
  *
  * The type is `file-type`'s answer when it is one Chorus takes. Where it has none, the leading
  * bytes of the five kinds are checked too (an image cut short before the chunks `file-type`
@@ -10,10 +14,12 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { fileTypeFromBuffer } from 'file-type';
-import { imageSize } from 'image-size';
 import type { AttachmentType } from '../core/fileTypes.js';
 import { describeKind } from './fileKinds.js';
 import { removeJpegLocation } from './jpegLocation.js';
+import { DEFAULT_MAX_IMAGE_PIXELS, headerSize, overPixelLimit } from './pixels.js';
+import { removePngLocation } from './pngLocation.js';
+import { removeWebpLocation } from './webpLocation.js';
 
 export type Inspected =
   | {
@@ -23,7 +29,12 @@ export type Inspected =
       width?: number | undefined;
       height?: number | undefined;
     }
-  | { ok: false; reason: string };
+  | { ok: false; reason: string; code?: 'too_many_pixels' | undefined };
+
+export interface InspectOptions {
+  /** `limits.max_image_pixels`. */
+  maxImagePixels?: number | undefined;
+}
 
 /** The end of every refusal for a type: what is taken. */
 export const TAKEN = 'only images (PNG, JPEG, GIF, WebP), PDF and plain text are taken';
@@ -42,7 +53,7 @@ const ACCEPTED: Record<string, AttachmentType> = {
  * The file's type and the bytes to keep, or why it is not taken. `reason` reads after the file's
  * name: "report.exe is a Windows executable (exe); only images … are taken".
  */
-export async function inspectFile(bytes: Uint8Array): Promise<Inspected> {
+export async function inspectFile(bytes: Uint8Array, opts: InspectOptions = {}): Promise<Inspected> {
   const found = await fileTypeFromBuffer(bytes);
   const type = (found && ACCEPTED[found.mime]) ?? leadingBytesType(bytes);
   if (!type) {
@@ -51,13 +62,32 @@ export async function inspectFile(bytes: Uint8Array): Promise<Inspected> {
     if (found) return { ok: false, reason: `is ${describeKind(found)}; ${TAKEN}` };
     return { ok: false, reason: `${text}; ${TAKEN}` };
   }
-  let kept = bytes;
-  if (type === 'image/jpeg') {
-    const cleaned = removeJpegLocation(bytes);
-    if (!cleaned.ok) return { ok: false, reason: `is a damaged JPEG (${cleaned.problem}), so its location data could not be checked` };
-    kept = cleaned.bytes;
-  }
-  return { ok: true, type, bytes: kept, ...pixelSize(kept, type) };
+  const size = type.startsWith('image/') ? headerSize(bytes) : null;
+  const over = size && overPixelLimit(size, opts.maxImagePixels ?? DEFAULT_MAX_IMAGE_PIXELS);
+  if (over) return { ok: false, code: 'too_many_pixels', reason: over };
+  const cleaned = withoutLocation(type, bytes);
+  if (!cleaned.ok) return { ok: false, reason: cleaned.reason };
+  return { ok: true, type, bytes: cleaned.bytes, ...pixelSize(cleaned.bytes, type) };
+}
+
+type Cleaned = { ok: true; bytes: Uint8Array } | { ok: false; problem: string };
+type Checked = { ok: true; bytes: Uint8Array } | { ok: false; reason: string };
+
+/** The kinds that carry location metadata: their name in a refusal, and what takes it out. */
+const CLEANERS: Partial<Record<AttachmentType, [string, (b: Uint8Array) => Cleaned]>> = {
+  'image/jpeg': ['JPEG', removeJpegLocation],
+  'image/png': ['PNG', removePngLocation],
+  'image/webp': ['WebP', removeWebpLocation],
+};
+
+/** The bytes without location metadata; why not, when the file is too damaged to check. */
+function withoutLocation(type: AttachmentType, bytes: Uint8Array): Checked {
+  const cleaner = CLEANERS[type];
+  if (!cleaner) return { ok: true, bytes };
+  const [kind, clean] = cleaner;
+  const cleaned = clean(bytes);
+  if (cleaned.ok) return cleaned;
+  return { ok: false, reason: `is a damaged ${kind} (${cleaned.problem}), so its location data could not be checked` };
 }
 
 /** The leading bytes of the kinds Chorus takes, for what `file-type` cannot place. */
@@ -85,13 +115,9 @@ export function textProblem(b: Uint8Array): string | null {
 /** Width and height as the image is shown: a JPEG turned by its EXIF Orientation (5–8) swaps them. */
 function pixelSize(bytes: Uint8Array, type: AttachmentType): { width?: number; height?: number } {
   if (!type.startsWith('image/')) return {};
-  try {
-    const size = imageSize(bytes);
-    if (!size.width || !size.height) return {};
-    const turned = type === 'image/jpeg' && (size.orientation ?? 1) >= 5 && (size.orientation ?? 1) <= 8;
-    return turned ? { width: size.height, height: size.width } : { width: size.width, height: size.height };
-  } catch {
-    // A header image-size cannot read: the image is kept without a size.
-    return {};
-  }
+  const size = headerSize(bytes);
+  // A header image-size cannot read: the image is kept without a size.
+  if (!size) return {};
+  const turned = type === 'image/jpeg' && (size.orientation ?? 1) >= 5 && (size.orientation ?? 1) <= 8;
+  return turned ? { width: size.height, height: size.width } : { width: size.width, height: size.height };
 }

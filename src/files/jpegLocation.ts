@@ -16,7 +16,7 @@
  * every image after the first — nothing may change length: a segment is then blanked instead
  * (turned into a comment segment of zeros of the same length), never removed.
  */
-import { removeExifGps } from './exifGps.js';
+import { LOCATION_WORDS, removeExifGps } from './exifGps.js';
 
 export type JpegOutcome = { ok: true; bytes: Uint8Array; changed: boolean } | { ok: false; problem: string };
 
@@ -42,8 +42,6 @@ const EXIF = ascii('Exif\0');
 const XMP = ascii('http://ns.adobe.com/xap/1.0/\0');
 const XMP_EXTENSION = ascii('http://ns.adobe.com/xmp/extension/\0');
 const MPF = ascii('MPF\0');
-/** Location in XMP, whatever the namespace: exif:GPSLatitude, drone-dji:GpsLongitude, Iptc4xmpExt:GPSAltitude… */
-const XMP_LOCATION = /gps|latitude|longitude/i;
 
 function ascii(s: string): Uint8Array {
   return Uint8Array.from(s, (c) => c.charCodeAt(0));
@@ -153,7 +151,7 @@ function cleanImage(b: Buffer, segments: Segment[], fixedLayout: boolean): Edit[
     else if (outcome === 'malformed') drop(s);
   }
   const xmp = segments.filter((s) => s.marker === APP1 && (startsWith(b, s.start + 4, XMP) || startsWith(b, s.start + 4, XMP_EXTENSION)));
-  if (xmp.length > 0 && XMP_LOCATION.test(xmpText(b, xmp))) for (const s of xmp) drop(s);
+  if (xmp.length > 0 && LOCATION_WORDS.test(xmpText(b, xmp))) for (const s of xmp) drop(s);
   return edits;
 }
 

@@ -58,6 +58,7 @@ import { LlmError as LlmErrorClass } from '../core/errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
 import type { ReplyCut, Usage } from '../core/types.js';
 import type { ToolCall } from '../core/toolTypes.js';
+import { DEFAULT_MAX_IMAGE_PIXELS } from '../files/pixels.js';
 import { readAnthropicStream } from './anthropicStream.js';
 import { anthropicUserContent, planAnthropicFiles } from './anthropicFiles.js';
 import { anthropicStepMessages, anthropicToolParams } from './anthropicTools.js';
@@ -102,14 +103,19 @@ const LONG_TAIL_BLOCKS = 16;
  * Build the Messages API parameters for one request, with the cache breakpoints described above.
  * Exported for tests and for anyone who wants to see exactly what is sent.
  */
-export function buildAnthropicParams(req: LlmRequest, defaultMaxTokens: number, files: PromptFiles = NO_FILES): CreateParams {
+export function buildAnthropicParams(
+  req: LlmRequest,
+  defaultMaxTokens: number,
+  files: PromptFiles = NO_FILES,
+  maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS,
+): CreateParams {
   if (req.messages.length === 0) {
     throw new LlmErrorClass('Anthropic: a request needs at least one message', 'bad_request', false);
   }
   const system: TextBlockParam[] = [{ type: 'text', text: nonEmpty(req.system), cache_control: EPHEMERAL }];
   if (req.summary && req.summary.trim()) system.push({ type: 'text', text: req.summary, cache_control: EPHEMERAL });
 
-  const plan = planAnthropicFiles(req.messages, files);
+  const plan = planAnthropicFiles(req.messages, files, maxImagePixels);
   const messages: MessageParam[] = req.messages.map((m, i) => {
     if (m.role === 'assistant') return { role: 'assistant', content: [{ type: 'text', text: nonEmpty(m.content) }] };
     if (!m.attachments?.length) return { role: 'user', content: [{ type: 'text', text: nonEmpty(m.content) }] };
@@ -160,8 +166,12 @@ export class AnthropicProvider implements LlmProvider {
   private readonly failures: FailureReporter;
   private readonly secrets: string[];
 
-  constructor(opts: { config: LlmConfig; logger: Logger }) {
+  /** `limits.max_image_pixels`: a larger image is sent as its line. */
+  private readonly maxImagePixels: number;
+
+  constructor(opts: { config: LlmConfig; logger: Logger; maxImagePixels?: number | undefined }) {
     this.config = opts.config;
+    this.maxImagePixels = opts.maxImagePixels ?? DEFAULT_MAX_IMAGE_PIXELS;
     this.logger = opts.logger.child({ component: 'llm', provider: 'anthropic' });
     this.baseUrl = displayUrl(opts.config.base_url ?? DEFAULT_ANTHROPIC_BASE_URL);
     this.secrets = opts.config.api_key ? [opts.config.api_key] : [];
@@ -175,7 +185,8 @@ export class AnthropicProvider implements LlmProvider {
   async complete(req: LlmRequest): Promise<LlmResponse> {
     let params: CreateParams;
     try {
-      params = buildAnthropicParams(req, this.config.max_tokens, await readPromptFiles(req, this.logger));
+      const files = await readPromptFiles(req, this.logger);
+      params = buildAnthropicParams(req, this.config.max_tokens, files, this.maxImagePixels);
     } catch (err) {
       throw this.fail(err, req, undefined);
     }

@@ -43,6 +43,7 @@ import { LlmError } from '../core/errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, Logger } from '../core/ports.js';
 import type { ReplyCut, Usage } from '../core/types.js';
 import type { ToolCall } from '../core/toolTypes.js';
+import { DEFAULT_MAX_IMAGE_PIXELS } from '../files/pixels.js';
 import { CallController, FailureReporter, ReplyBudget, displayUrl, sdkClientOptions, providerFailure } from './common.js';
 import { ToolCallCollector, firstCallNumber, openAiStepMessages, openAiToolParams, toolCallsOfMessage } from './openAiTools.js';
 import { openAiUserContent } from './openAiFiles.js';
@@ -60,7 +61,12 @@ const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
 const NO_KEY = 'no-key';
 
 /** Build the chat completion parameters for one request (exported for tests). */
-export function buildOpenAiParams(req: LlmRequest, defaultMaxTokens: number, files: PromptFiles = NO_FILES): ChatParams {
+export function buildOpenAiParams(
+  req: LlmRequest,
+  defaultMaxTokens: number,
+  files: PromptFiles = NO_FILES,
+  maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS,
+): ChatParams {
   if (req.messages.length === 0) throw new LlmError('OpenAI-compatible: a request needs at least one message', 'bad_request', false);
   const system = req.summary && req.summary.trim() ? `${req.system}\n\n${req.summary}` : req.system;
   const messages: ChatMessage[] = [];
@@ -68,7 +74,9 @@ export function buildOpenAiParams(req: LlmRequest, defaultMaxTokens: number, fil
   for (const m of req.messages) {
     // Only a turn with files has content parts: every other message is a plain string, as servers
     // without vision expect it.
-    if (m.role === 'user' && m.attachments?.length) messages.push({ role: 'user', content: openAiUserContent(m, files) });
+    if (m.role === 'user' && m.attachments?.length) {
+      messages.push({ role: 'user', content: openAiUserContent(m, files, maxImagePixels) });
+    }
     else messages.push({ role: m.role, content: m.content });
   }
   messages.push(...openAiStepMessages(req.toolSteps));
@@ -93,8 +101,12 @@ export class OpenAiProvider implements LlmProvider {
   /** Set once the server refused `stream_options`; later streams go without it. */
   private streamOptionsUnsupported = false;
 
-  constructor(opts: { config: LlmConfig; logger: Logger }) {
+  /** `limits.max_image_pixels`: a larger image is sent as its line. */
+  private readonly maxImagePixels: number;
+
+  constructor(opts: { config: LlmConfig; logger: Logger; maxImagePixels?: number | undefined }) {
     this.config = opts.config;
+    this.maxImagePixels = opts.maxImagePixels ?? DEFAULT_MAX_IMAGE_PIXELS;
     this.logger = opts.logger.child({ component: 'llm', provider: 'openai' });
     this.baseUrl = displayUrl(opts.config.base_url ?? DEFAULT_OPENAI_BASE_URL);
     this.secrets = opts.config.api_key ? [opts.config.api_key] : [];
@@ -108,7 +120,8 @@ export class OpenAiProvider implements LlmProvider {
   async complete(req: LlmRequest): Promise<LlmResponse> {
     let call: CallController | undefined;
     try {
-      const params = buildOpenAiParams(req, this.config.max_tokens, await readPromptFiles(req, this.logger));
+      const files = await readPromptFiles(req, this.logger);
+      const params = buildOpenAiParams(req, this.config.max_tokens, files, this.maxImagePixels);
       let result: Reply;
       call = new CallController(req.signal);
       if (req.onDelta) {

@@ -8,13 +8,16 @@
  * 8000 pixels a side, over 2000 pixels a side when the request has more than 20 images, more
  * than 32 MB in all), and would refuse it again on every later turn while that file is in the
  * history. Such a file is sent as its line instead (src/llm/promptFiles.ts): the turn loses the
- * picture, not the agent its voice.
+ * picture, not the agent its voice. So is an image over `limits.max_image_pixels`, whatever the
+ * API would take.
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import type { PromptAttachment } from '../core/fileTypes.js';
 import type { ChatTurn } from '../core/types.js';
 import { nonEmpty } from './common.js';
-import { base64Length, base64Of, bytesOf, fileLabel, textOf, unshownFile, type PromptFiles } from './promptFiles.js';
+import { DEFAULT_MAX_IMAGE_PIXELS } from '../files/pixels.js';
+import { base64Length, base64Of, bytesOf, fileLabel, textOf, tooManyPixels, unshownFile } from './promptFiles.js';
+import type { PromptFiles } from './promptFiles.js';
 
 type ContentBlockParam = Anthropic.ContentBlockParam;
 
@@ -43,12 +46,18 @@ function longestSide(a: PromptAttachment): number {
  * the newest files are the ones being talked about, and an older one left out is still named by
  * its line.
  */
-export function planAnthropicFiles(turns: readonly ChatTurn[], files: PromptFiles): FilePlan {
+export function planAnthropicFiles(
+  turns: readonly ChatTurn[],
+  files: PromptFiles,
+  maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS,
+): FilePlan {
   const plan: FilePlan = turns.map((t) =>
     (t.role === 'user' ? (t.attachments ?? []) : []).map((a) => {
       const bytes = bytesOf(files, a);
       if (!bytes) return 'the file could not be read';
       if (!a.type.startsWith('image/')) return null;
+      const pixels = tooManyPixels(a, bytes, maxImagePixels);
+      if (pixels) return pixels;
       if (base64Length(bytes.length) > IMAGE_MAX_BASE64) return 'over the 5 MB the model takes for an image';
       if (longestSide(a) > IMAGE_MAX_SIDE) return `over the ${IMAGE_MAX_SIDE} pixels a side the model takes`;
       return null;

@@ -10,19 +10,29 @@
  */
 import type OpenAI from 'openai';
 import type { ChatTurn } from '../core/types.js';
-import { base64Of, bytesOf, fileLabel, textOf, unshownFile, type PromptFiles } from './promptFiles.js';
+import { DEFAULT_MAX_IMAGE_PIXELS } from '../files/pixels.js';
+import { base64Of, bytesOf, fileLabel, textOf, tooManyPixels, unshownFile, type PromptFiles } from './promptFiles.js';
 
 type ContentPart = OpenAI.Chat.Completions.ChatCompletionContentPart;
 
-/** The content parts of a user turn with files: each file (label, then the file, or its line), then the text. */
-export function openAiUserContent(turn: ChatTurn, files: PromptFiles): ContentPart[] {
+/**
+ * The content parts of a user turn with files: each file (label, then the file, or its line), then
+ * the text. An image over `maxImagePixels` goes as its line.
+ */
+export function openAiUserContent(
+  turn: ChatTurn,
+  files: PromptFiles,
+  maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS,
+): ContentPart[] {
   const parts: ContentPart[] = [];
   const text = (t: string) => parts.push({ type: 'text', text: t });
   for (const a of turn.attachments ?? []) {
     const bytes = bytesOf(files, a);
+    const pixels = bytes && tooManyPixels(a, bytes, maxImagePixels);
     if (!bytes) text(`${unshownFile(a, 'the file could not be read')}\n\n`);
     else if (a.type === 'text/plain') text(`${fileLabel(a)}\n${endLine(textOf(bytes))}\n`);
     else if (a.type === 'application/pdf') text(`${unshownFile(a, 'this model is not sent PDFs')}\n\n`);
+    else if (pixels) text(`${unshownFile(a, pixels)}\n\n`);
     else {
       text(`${fileLabel(a)}\n`);
       parts.push({ type: 'image_url', image_url: { url: `data:${a.type};base64,${base64Of(bytes)}` } });

@@ -5,8 +5,8 @@
  * Which files go in full is the core's decision (agents that see, `llm.max_images_in_prompt`, the
  * context budget); a provider only renders them. Every turn's text already carries each file's
  * line (`[image: chart.png, 800×600, 120 KB]`), so a file a provider cannot send — unreadable, a
- * kind the API does not take, over an API limit — is sent as that line again with a note, and the
- * words of the turn never change.
+ * kind the API does not take, over an API limit, over `limits.max_image_pixels` — is sent as that
+ * line again with a note, and the words of the turn never change.
  *
  * Everything here is a pure function of the attachment and its bytes: a history turn with a file
  * renders byte for byte the same on every call, so it stays in the provider's cached prefix.
@@ -14,6 +14,7 @@
 import type { PromptAttachment, StoredFile } from '../core/fileTypes.js';
 import { attachmentLine } from '../core/fileTypes.js';
 import type { LlmRequest, Logger } from '../core/ports.js';
+import { headerSize, pixelsText } from '../files/pixels.js';
 
 /** The bytes of a request's files by id; null: the file could not be read. */
 export type PromptFiles = ReadonlyMap<string, StoredFile | null>;
@@ -83,4 +84,16 @@ export function base64Length(n: number): number {
 /** The readable bytes of an attachment, or null (not read, or no file with that id). */
 export function bytesOf(files: PromptFiles, a: PromptAttachment): Uint8Array | null {
   return files.get(a.id)?.bytes ?? null;
+}
+
+/**
+ * Why an image is not sent for its pixels, or null. A server decodes what it is sent: an image
+ * over `limits.max_image_pixels` (kept before the limit was lowered, or before it existed) never
+ * goes. The size is the one its header states — its attachment's when the header cannot be read.
+ */
+export function tooManyPixels(a: PromptAttachment, bytes: Uint8Array, maxPixels: number): string | null {
+  if (!a.type.startsWith('image/')) return null;
+  const size = headerSize(bytes) ?? (a.width && a.height ? { width: a.width, height: a.height } : null);
+  if (!size || size.width * size.height <= maxPixels) return null;
+  return `over the ${pixelsText(maxPixels)} an image may have`;
 }

@@ -5,7 +5,7 @@
  * metadata — an EXIF block (TIFF) built tag by tag with a GPS IFD, XMP packets, an MPF index.
  */
 import { createRequire } from 'node:module';
-import { crc32 } from 'node:zlib';
+import { constants, crc32, deflateSync } from 'node:zlib';
 
 const require = createRequire(import.meta.url);
 interface Raster {
@@ -15,7 +15,10 @@ interface Raster {
 }
 const bundle = require('playwright-core/lib/utilsBundle') as {
   jpegjs: { encode(img: Raster, quality: number): { data: Buffer }; decode(b: Uint8Array, o?: object): Raster };
-  PNG: { new (o: { width: number; height: number }): Raster; sync: { write(p: Raster): Buffer } };
+  PNG: {
+    new (o: { width: number; height: number }): Raster;
+    sync: { write(p: Raster): Buffer; read(b: Buffer): Raster };
+  };
 };
 
 /** A gradient, so the pixels are not all alike. */
@@ -249,4 +252,114 @@ export function bigPhoto(seed = 1, width = 1660, height = 1245): Buffer {
   }
   const encoded = Buffer.from(bundle.jpegjs.encode({ width, height, data }, 95).data);
   return withSegments(encoded, exifSegment(tiff(cameraIfd())));
+}
+
+// ---------------------------------------------------------------------------------------------
+// PNG and WebP metadata
+
+/** A PNG chunk: length, type, data, CRC. */
+export function pngChunk(type: string, data: Uint8Array): Buffer {
+  const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+  return Buffer.concat([u32be(data.length), body, u32be(crc32(body))]);
+}
+
+/** `chunks` put right after the PNG's IHDR (the signature is 8 bytes, IHDR 25). */
+export function withPngChunks(pngBytes: Uint8Array, ...chunks: Uint8Array[]): Buffer {
+  return Buffer.concat([Buffer.from(pngBytes.subarray(0, 33)), ...chunks, Buffer.from(pngBytes.subarray(33))]);
+}
+
+export type PngTextType = 'tEXt' | 'zTXt' | 'iTXt';
+
+/** A tEXt, zTXt or iTXt chunk (`compressed` for an iTXt whose text is deflated). */
+export function pngTextChunk(type: PngTextType, keyword: string, text: string, compressed = false): Buffer {
+  const body = Buffer.from(text, type === 'iTXt' ? 'utf8' : 'latin1');
+  const key = Buffer.from(`${keyword}\0`, 'latin1');
+  if (type === 'tEXt') return pngChunk(type, Buffer.concat([key, body]));
+  if (type === 'zTXt') return pngChunk(type, Buffer.concat([key, Buffer.from([0]), deflateSync(body)]));
+  // Compression flag and method, an empty language tag and translated keyword.
+  const head = Buffer.from([compressed ? 1 : 0, 0, 0, 0]);
+  return pngChunk(type, Buffer.concat([key, head, compressed ? deflateSync(body) : body]));
+}
+
+/** ImageMagick's "Raw profile type NAME" text: the name, the length, the bytes as hex 72 digits a line. */
+export function rawProfileText(name: string, bytes: Uint8Array): string {
+  const hex = Buffer.from(bytes).toString('hex').match(/.{1,72}/g) ?? [];
+  return `\n${name}\n${String(bytes.length).padStart(8)}\n${hex.join('\n')}\n`;
+}
+
+/** The chunks of a PNG, each with its data, and whether its CRC is right. */
+export function pngChunks(b: Uint8Array): Array<{ type: string; data: Buffer; crcOk: boolean }> {
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const out: Array<{ type: string; data: Buffer; crcOk: boolean }> = [];
+  for (let pos = 8; pos + 12 <= buf.length; ) {
+    const length = buf.readUInt32BE(pos);
+    // A chunk cut short is no chunk a reader takes.
+    if (pos + 12 + length > buf.length) break;
+    const body = buf.subarray(pos + 4, pos + 8 + length);
+    const crcOk = buf.readUInt32BE(pos + 8 + length) === crc32(body);
+    out.push({ type: body.toString('latin1', 0, 4), data: body.subarray(4), crcOk });
+    pos += 12 + length;
+  }
+  return out;
+}
+
+/** The pixels of a PNG, decoded by pngjs (which checks every chunk's CRC). */
+export function pngPixels(b: Uint8Array): Buffer {
+  return Buffer.from(bundle.PNG.sync.read(Buffer.from(b)).data);
+}
+
+/** A RIFF chunk: FourCC, little-endian size, data, a pad byte when the size is odd. */
+export function riffChunk(fourcc: string, data: Uint8Array): Buffer {
+  const size = Buffer.alloc(4);
+  size.writeUInt32LE(data.length);
+  return Buffer.concat([Buffer.from(fourcc, 'latin1'), size, data, Buffer.alloc(data.length & 1)]);
+}
+
+/** The 1×1 lossless WebP as an extended one (VP8X with `flags`), with `chunks` after its image data. */
+export function extendedWebp(flags: number, ...chunks: Uint8Array[]): Buffer {
+  const vp8l = Buffer.from(webp().subarray(12));
+  // Flags, three reserved bytes, canvas width − 1 and height − 1 (24 bits each).
+  const vp8x = riffChunk('VP8X', Buffer.from([flags, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
+  const body = Buffer.concat([Buffer.from('WEBP', 'latin1'), vp8x, vp8l, ...chunks]);
+  const size = Buffer.alloc(4);
+  size.writeUInt32LE(body.length);
+  return Buffer.concat([Buffer.from('RIFF', 'latin1'), size, body]);
+}
+
+export interface RiffChunk {
+  fourcc: string;
+  data: Buffer;
+}
+
+/** The chunks of a WebP as a reader walks them within the RIFF size, and that size. */
+export function webpChunks(b: Uint8Array): { riffSize: number; chunks: RiffChunk[]; endsAt: number } {
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const riffSize = buf.readUInt32LE(4);
+  const chunks: RiffChunk[] = [];
+  let pos = 12;
+  while (pos + 8 <= Math.min(buf.length, riffSize + 8)) {
+    const size = buf.readUInt32LE(pos + 4);
+    chunks.push({ fourcc: buf.toString('latin1', pos, pos + 4), data: buf.subarray(pos + 8, pos + 8 + size) });
+    pos += 8 + size + (size & 1);
+  }
+  return { riffSize, chunks, endsAt: pos };
+}
+
+/**
+ * A valid PNG of `width` × `height` that is tiny on disk: 1-bit greyscale, every row zeros, so
+ * deflate packs it about a thousand to one (30000×30000 is some 110 KB). Decoding it whole takes
+ * what its size says.
+ */
+export function blankPng(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 1; // bit depth
+  ihdr[9] = 0; // greyscale
+  // Each row: filter byte 0, then width / 8 bytes of zeros. Run-length matching packs zeros as
+  // tightly as a full search, in a fraction of the time.
+  const raw = Buffer.alloc((1 + Math.ceil(width / 8)) * height);
+  const idat = deflateSync(raw, { level: 1, strategy: constants.Z_RLE });
+  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  return Buffer.concat([signature, pngChunk('IHDR', ihdr), pngChunk('IDAT', idat), pngChunk('IEND', Buffer.alloc(0))]);
 }

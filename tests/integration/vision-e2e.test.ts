@@ -3,7 +3,8 @@
  * in the file store, the group's agents asked, and the fake model servers decode what they got.
  * Claude (Anthropic fake) and a llava-style OpenAI-compatible model that is said to see both
  * receive the exact bytes that were posted (sha256); an agent whose model cannot see reads only
- * the line `[image: chart.png, 640×480, …]`.
+ * the line `[image: chart.png, 640×480, …]`. A 30000×30000 PNG of some 110 KB is refused with 413
+ * naming the limit (`limits.max_image_pixels`), and neither model is ever sent an image.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { startFakeAnthropic, type FakeAnthropicServer } from '../fakes/anthropic/index.js';
 import { startFakeOpenAi, type FakeOpenAiServer } from '../fakes/openai/index.js';
+import { blankPng } from '../files/images.js';
 import { silentLogger } from '../helpers/logger.js';
 import { samplePng, sha256 } from '../helpers/sample-files.js';
 
@@ -92,4 +94,55 @@ groups:
     const lineOnly = await until(() => seen.find((c) => c.includes('[image: chart.png, 640\u00d7480') && !c.includes('image_url')), "the reader's turn");
     expect(lineOnly).not.toContain('base64');
   });
+});
+
+describe('an image of too many pixels posted on the page never reaches a model', () => {
+  const providers = [
+    ['Claude', 'anthropic', 'claude-opus-4-5', ''],
+    ['a vision model on an OpenAI-compatible server', 'openai', 'qwen2.5-vl', ', vision: true'],
+  ] as const;
+  for (const [label, provider, model, vision] of providers) {
+    it(`${label}: a 30000×30000 PNG is answered 413 naming the limit; the agent is asked with no image`, async () => {
+      // What the model server was asked, and the images it was sent.
+      let asked: () => number;
+      let images: () => unknown[];
+      let url: string;
+      if (provider === 'anthropic') {
+        const fake = await startFakeAnthropic({ reply: () => ({ text: 'Nothing to see.' }) });
+        cleanup.push(() => fake.close());
+        [url, asked, images] = [fake.url, () => fake.messages().length, () => fake.receivedFiles()];
+      } else {
+        const fake = await startFakeOpenAi({ reply: () => ({ text: 'Nothing to see.' }) });
+        cleanup.push(() => fake.close());
+        [url, asked, images] = [fake.url, () => fake.requests.length, () => fake.receivedImages()];
+      }
+      const llm = `{ provider: ${provider}, api_key: sk-test-pixels, base_url: "${url}", model: ${model} }`;
+      const app = await start(`llm: ${llm}
+agents:
+  - { id: looker, name: Looker, persona: "You read charts."${vision} }
+channels: { web: { enabled: true, port: 0 } }
+groups:
+  - { channel: web, chat_id: room, title: Room, participants: [looker] }
+`);
+      const form = new FormData();
+      form.set('text', '@looker what is this?');
+      form.set('author_name', 'Maya');
+      const bomb = new Blob([new Uint8Array(blankPng(30000, 30000))], { type: 'image/png' });
+      form.append('file', bomb, 'huge.png');
+      const res = await fetch(`${app.webUrl}/api/groups/room/messages`, { method: 'POST', body: form });
+      expect(res.status).toBe(413);
+      const { error } = (await res.json()) as { error: Record<string, unknown> };
+      const message = 'huge.png is 30000×30000 pixels (900 MP); the limit is 40 MP';
+      expect(error).toEqual({ code: 'image_too_large', message, file: 'huge.png', limit: 40_000_000 });
+
+      const text = await fetch(`${app.webUrl}/api/groups/room/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ text: '@looker still there?', author_name: 'Maya' }),
+      });
+      expect(text.status).toBe(202);
+      await until(() => (asked() > 0 ? true : undefined), 'the agent to be asked');
+      expect(images()).toEqual([]);
+    });
+  }
 });

@@ -68,10 +68,12 @@ async function readMessage(req: IncomingMessage, files: Files): Promise<{ body: 
 }
 
 /** Why a file was not kept, as the answer to the whole message. */
-function refusal(name: string, kept: Exclude<KeptFile, { ok: true }>, maxBytes: number): HttpError {
+function refusal(name: string, kept: Exclude<KeptFile, { ok: true }>, files: Files): HttpError {
   switch (kept.code) {
     case 'too_large':
-      return fileTooLarge(name, maxBytes);
+      return fileTooLarge(name, files.maxBytes);
+    case 'too_many_pixels':
+      return new HttpError(413, 'image_too_large', kept.reason, {}, { file: name, limit: files.maxImagePixels });
     case 'unsupported_type':
       return new HttpError(415, 'unsupported_type', kept.reason, {}, { file: name });
     case 'empty':
@@ -107,7 +109,7 @@ export async function postMessage({ req, res }: RequestContext, deps: MessageDep
   const attachments: Attachment[] = [];
   for (const file of upload) {
     const kept = await host.files.keep(file);
-    if (!kept.ok) throw refusal(file.name || 'the file', kept, host.files.maxBytes);
+    if (!kept.ok) throw refusal(file.name || 'the file', kept, host.files);
     // The same bytes twice are one file.
     if (!attachments.some((a) => a.id === kept.attachment.id)) attachments.push(kept.attachment);
   }
