@@ -8,7 +8,9 @@
  *   with one of several replies picked by a seeded hash (demoReplies.ts); one agent per message,
  *   also picked by the hash, may react with an emoji instead where the turn offers reacting.
  * - Replies stream word by word at a human pace (timers that end at the request's abort signal),
- *   so the page shows them being written.
+ *   so the page shows them being written. They run to three sentences: the router holds back
+ *   the first 120 characters of a voluntary reply (until it can no longer turn out to be a pass),
+ *   and a one-line reply would then appear all at once.
  * - An agent offered a notes tool (the demo's MCP server, src/demo/notesServer.ts) answers "note
  *   that …" / "remember …" with a call to add it and "what notes do we have?" with a call to list
  *   them, then words the tool's result as its reply. Tools are offered to addressed turns only, so
@@ -186,11 +188,13 @@ function notesTurn(req: LlmRequest, agent: AgentDef, intent: NotesIntent): Said 
     const text = intent.kind === 'add' ? 'Adding that to our notes.' : 'Checking our notes.';
     return { text, toolCalls: [{ id, name: tool.name, input }] };
   }
-  if (!req.mustReply && !keepsNotes(agent)) return { text: '[PASS]' };
-  if (keepsNotes(agent)) {
+  if (!req.mustReply) {
+    if (!keepsNotes(agent)) return { text: '[PASS]' };
     const ask = intent.kind === 'add' ? `@${agent.id} note that …` : `@${agent.id} what notes do we have?`;
     return { text: `I keep our notes. Ask me by name, “${ask}”, and I'll use the notes tool: tools run when someone asks an agent. ${DEMO_MARK}` };
   }
+  // Asked by name, and still no tool: its server is down (or starting), or this turn may not call more.
+  if (keepsNotes(agent)) return { text: `My notes tool is not available right now, so nothing was written or read. ${DEMO_MARK}` };
   return { text: `I don't keep the notes here; ask the agent who does. ${DEMO_MARK}` };
 }
 

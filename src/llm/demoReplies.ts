@@ -43,6 +43,8 @@ type Greeting = (c: ReplyContext) => string;
 interface Family {
   about: Line[];
   hello: Greeting[];
+  /** Sentences that follow, picked on their own: more combinations, and a reply long enough to stream. */
+  more: string[];
 }
 
 const ANALYST: Family = {
@@ -56,6 +58,11 @@ const ANALYST: Family = {
     () => `Hi! Give me something with a number in it — a budget, a target, a deadline — and I'll weigh the trade-offs.`,
     () => `Hello all. My take in one line: decide what you'd measure before deciding what to do. What's the question?`,
     () => `Hey! Ready when you are; the more concrete the question, the crisper my figures.`,
+  ],
+  more: [
+    'The biggest unknown is usually adoption, so I would test that first with a small group.',
+    'Rough rule: a month to learn whether it works, a quarter to learn whether it pays.',
+    'With a real model connected I would put actual figures on it; for now, that is the shape of it.',
   ],
 };
 
@@ -71,6 +78,11 @@ const WRITER: Family = {
     () => `Hi everyone, I'm the one who drafts. Give me a topic and I'll make it read well.`,
     () => `Hey! Every good conversation needs a title. What's ours today?`,
   ],
+  more: [
+    'Short words, one idea per sentence, and the reader stays with us to the end.',
+    'If it fits in one breath, it will fit in people’s heads, and that is half the work done.',
+    'I could sketch two versions side by side and let the room pick the one that sounds like us.',
+  ],
 };
 
 const CRITIC: Family = {
@@ -85,6 +97,11 @@ const CRITIC: Family = {
     () => `Hello! Fair warning: I'll ask what could go wrong. That's how good plans get better.`,
     () => `Hey all. Tell us what you're deciding and I'll give one honest objection and one fix.`,
   ],
+  more: [
+    'Not a reason to stop, just a reason to check before we commit to it.',
+    'Fix that one thing and the rest of it holds up better than it first looks.',
+    'I would rather we hear the objection now, in this room, than after the launch.',
+  ],
 };
 
 const ANYONE: Family = {
@@ -96,6 +113,10 @@ const ANYONE: Family = {
   hello: [
     (c) => `Hi, ${c.name} here, ${c.role}. What shall we talk about?`,
     (c) => `Hello! As ${c.role}, I'm glad to weigh in. Give me a topic.`,
+  ],
+  more: [
+    'A real model would say a good deal more; this is the demo talking, but the room works the same way.',
+    'Ask me by name for a direct answer, or ask the room and see who chimes in.',
   ],
 };
 
@@ -120,9 +141,13 @@ export function demoReply(c: ReplyContext): string {
   const family = familyOf(c.persona);
   const pick = seeded(`${c.agentId}\n${c.seed}`);
   const body = c.subject === null ? family.hello[pick % family.hello.length]!(c) : family.about[pick % family.about.length]!(c, c.subject);
+  // Two of them, in turn: a voluntary reply's first 120 characters are held back by the router
+  // (it could still turn out to be a pass), so a shorter one would appear all at once.
+  const k = (pick >>> 8) % family.more.length;
+  const more = `${family.more[k]!} ${family.more[(k + 1) % family.more.length]!}`;
   // A greeting needs no link to the reply before it; a view on a subject reads better with one.
   const lead = c.after && c.subject !== null ? `${AFTER[(pick >>> 3) % AFTER.length]!(c.after)} ` : '';
-  return `${lead}${body} ${DEMO_MARK}`;
+  return `${lead}${body} ${more} ${DEMO_MARK}`;
 }
 
 const GREETING_LEAD = /^(?:hey|hi|hiya|hello|howdy|greetings|good (?:morning|afternoon|evening)|hallo|bonjour|hola|ciao)\b[\s,!.]*/iu;
