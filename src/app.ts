@@ -125,7 +125,8 @@ export function chooseProvider(config: ChorusConfig, logger: Logger): { provider
   // No key: the demo's livelier canned replies (several agents, streamed, a tool). An explicit
   // `scripted` keeps the instant fixed ones above, which tests and benches rely on.
   if (llm.provider === 'anthropic' && !llm.api_key) {
-    return { provider: new DemoProvider(), scriptedReason: 'no Anthropic API key (set ANTHROPIC_API_KEY or llm.api_key)' };
+    const scriptedReason = 'no Anthropic API key (set ANTHROPIC_API_KEY or llm.api_key)';
+    return { provider: new DemoProvider(), scriptedReason };
   }
   return { provider: createProvider(llm, logger), scriptedReason: null };
 }
@@ -231,7 +232,8 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
       await router.start({ resume: false });
       // Before the channels take anything in, so the opening comes first in the room.
       if (opts.builtInDemo && chosen.provider instanceof DemoProvider) {
-        await welcomeFirstVisit(router, config.groups.filter((g) => g.channel === 'web').map((g) => g.chat_id), logger);
+        const webRooms = config.groups.filter((g) => g.channel === 'web').map((g) => g.chat_id);
+        await welcomeFirstVisit(router, webRooms, logger);
       }
       for (const c of channels) {
         try {

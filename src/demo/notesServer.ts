@@ -61,7 +61,9 @@ server.registerTool(
   async ({ text }) => {
     const note = text.trim();
     if (!note) return { isError: true, content: [{ type: 'text', text: 'A note needs some text.' }] };
-    if (note.length > MAX_NOTE_CHARS) return { isError: true, content: [{ type: 'text', text: `A note is at most ${MAX_NOTE_CHARS} characters.` }] };
+    if (note.length > MAX_NOTE_CHARS) {
+      return { isError: true, content: [{ type: 'text', text: `A note is at most ${MAX_NOTE_CHARS} characters.` }] };
+    }
     const notes = load();
     notes.push({ text: note, at: new Date().toISOString() });
     save(notes);

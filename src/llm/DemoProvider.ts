@@ -25,7 +25,14 @@ import type { LlmProvider, LlmRequest, LlmResponse } from '../core/ports.js';
 import type { AgentDef } from '../core/types.js';
 import type { ToolCall, ToolSpec } from '../core/toolTypes.js';
 import { demoReply, DEMO_MARK, previousSpeaker, seeded, subjectOf } from './demoReplies.js';
-import { escape, lastHumanLine, opensConversation, roleOf, ScriptedProvider, withoutFileLines } from './ScriptedProvider.js';
+import {
+  escape,
+  lastHumanLine,
+  opensConversation,
+  roleOf,
+  ScriptedProvider,
+  withoutFileLines,
+} from './ScriptedProvider.js';
 
 export interface DemoOptions {
   /** Pause before each streamed word (default 45 ms); 0 streams without waiting. */
@@ -61,7 +68,8 @@ export class DemoProvider implements LlmProvider {
     // what the room sees next. Pass, reactions and replies stream like a model's output.
     if (said.toolCalls?.length) req.onActivity?.();
     else await this.stream(said.text, req);
-    return { text: said.text, model: 'scripted', usage: NO_USAGE, costUsd: 0, ...(said.toolCalls ? { toolCalls: said.toolCalls } : {}) };
+    const calls = said.toolCalls ? { toolCalls: said.toolCalls } : {};
+    return { text: said.text, model: 'scripted', usage: NO_USAGE, costUsd: 0, ...calls };
   }
 
   private async stream(text: string, req: LlmRequest): Promise<void> {
@@ -158,8 +166,21 @@ function reactorOf(self: string, system: string, topic: string): string | undefi
 
 type NotesIntent = { kind: 'add'; text: string } | { kind: 'list' };
 
-const ADD = /^(?:please\s+)?(?:(?:can|could|would) you\s+)?(?:please\s+)?(?:note(?: down)?|remember|jot down|write down|make a note|take a note|add a note)\b(?:\s+(?:that|of))?[\s:,-]*(.+?)[\s.!]*$/iu;
-const LIST = /\b(?:what|which|any|show|list|read)(?:\s+(?:me|us|are|is|the|our|all|of|do|we|have|been))*\s+notes?\b|^notes\??$/iu;
+const ADD = new RegExp(
+  [
+    String.raw`^(?:please\s+)?(?:(?:can|could|would) you\s+)?(?:please\s+)?`,
+    String.raw`(?:note(?: down)?|remember|jot down|write down|make a note|take a note|add a note)\b`,
+    String.raw`(?:\s+(?:that|of))?[\s:,-]*(.+?)[\s.!]*$`,
+  ].join(''),
+  'iu',
+);
+const LIST = new RegExp(
+  [
+    String.raw`\b(?:what|which|any|show|list|read)`,
+    String.raw`(?:\s+(?:me|us|are|is|the|our|all|of|do|we|have|been))*\s+notes?\b|^notes\??$`,
+  ].join(''),
+  'iu',
+);
 
 /** "note that …" / "remember …" asks to add a note; "what notes do we have?" to list them. */
 export function notesIntent(plain: string): NotesIntent | null {
@@ -191,10 +212,13 @@ function notesTurn(req: LlmRequest, agent: AgentDef, intent: NotesIntent): Said 
   if (!req.mustReply) {
     if (!keepsNotes(agent)) return { text: '[PASS]' };
     const ask = intent.kind === 'add' ? `@${agent.id} note that …` : `@${agent.id} what notes do we have?`;
-    return { text: `I keep our notes. Ask me by name, “${ask}”, and I'll use the notes tool: tools run when someone asks an agent. ${DEMO_MARK}` };
+    const how = `Ask me by name, “${ask}”, and I'll use the notes tool: tools run when someone asks an agent.`;
+    return { text: `I keep our notes. ${how} ${DEMO_MARK}` };
   }
   // Asked by name, and still no tool: its server is down (or starting), or this turn may not call more.
-  if (keepsNotes(agent)) return { text: `My notes tool is not available right now, so nothing was written or read. ${DEMO_MARK}` };
+  if (keepsNotes(agent)) {
+    return { text: `My notes tool is not available right now, so nothing was written or read. ${DEMO_MARK}` };
+  }
   return { text: `I don't keep the notes here; ask the agent who does. ${DEMO_MARK}` };
 }
 
@@ -204,9 +228,12 @@ function afterTool(req: LlmRequest): string {
   const call = step.calls.at(-1);
   const result = step.results.find((r) => r.callId === call?.id) ?? step.results.at(-1);
   const content = (result?.content ?? '').trim();
-  if (!result || result.isError) return `That didn't go through, so the notes are as they were: ${content || 'no result'} ${DEMO_MARK}`;
+  if (!result || result.isError) {
+    return `That didn't go through, so the notes are as they were: ${content || 'no result'} ${DEMO_MARK}`;
+  }
   if (call && /(^|_)list$/.test(call.name)) {
-    return content === 'No notes yet.' ? `No notes yet. Say “note that …” to start them. ${DEMO_MARK}` : `Here's what we have:\n${content}\n\n${DEMO_MARK}`;
+    if (content === 'No notes yet.') return `No notes yet. Say “note that …” to start them. ${DEMO_MARK}`;
+    return `Here's what we have:\n${content}\n\n${DEMO_MARK}`;
   }
   if (call && /(^|_)add$/.test(call.name)) {
     const text = typeof call.input.text === 'string' ? call.input.text : content;

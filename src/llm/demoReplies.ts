@@ -49,8 +49,12 @@ interface Family {
 
 const ANALYST: Family = {
   about: [
-    (_c, s) => `On “${s}”: I'd want two numbers first — what it costs and what it moves. Until then it's a coin flip with decent odds.`,
-    (_c, s) => `Quick sizing of “${s}”: the upside looks real, the risk sits in the timeline. I'd put my confidence near 60%, and say so plainly.`,
+    (_c, s) =>
+      `On “${s}”: I'd want two numbers first — what it costs and what it moves. ` +
+      `Until then it's a coin flip with decent odds.`,
+    (_c, s) =>
+      `Quick sizing of “${s}”: the upside looks real, the risk sits in the timeline. ` +
+      `I'd put my confidence near 60%, and say so plainly.`,
     (_c, s) => `Three things I'd measure on “${s}”: cost, time to a first result, and how we'd know it failed.`,
     (_c, s) => `If “${s}” pays back inside a quarter, yes. If not, it needs a sharper case.`,
   ],
@@ -71,10 +75,14 @@ const WRITER: Family = {
     (_c, s) => `A headline for “${s}”: “Small change, big story.” I'd open with the person it helps.`,
     (_c, s) => `“${s}” wants one clear sentence before anything else: who it's for, and why now. Happy to draft it.`,
     (_c, s) => `I'd tell “${s}” as a before-and-after: one line for the pain, one for the relief.`,
-    (_c, s) => `Picture the first line of the announcement for “${s}”. Hard to write? The idea needs work. Easy? We're close.`,
+    (_c, s) =>
+      `Picture the first line of the announcement for “${s}”. ` +
+      `Hard to write? The idea needs work. Easy? We're close.`,
   ],
   hello: [
-    (c) => `Hello! Toss me a rough idea and I'll turn it into a headline. I keep our notes too: try “@${c.agentId} note that …”.`,
+    (c) =>
+      `Hello! Toss me a rough idea and I'll turn it into a headline. ` +
+      `I keep our notes too: try “@${c.agentId} note that …”.`,
     () => `Hi everyone, I'm the one who drafts. Give me a topic and I'll make it read well.`,
     () => `Hey! Every good conversation needs a title. What's ours today?`,
   ],
@@ -88,7 +96,9 @@ const WRITER: Family = {
 const CRITIC: Family = {
   about: [
     (_c, s) => `The weakest part of “${s}” is the assumption nobody has tested yet. One fix: try it small this week.`,
-    (_c, s) => `Candidly, “${s}” sounds easier in a chat than it will be in practice. Name the first thing that could go wrong.`,
+    (_c, s) =>
+      `Candidly, “${s}” sounds easier in a chat than it will be in practice. ` +
+      `Name the first thing that could go wrong.`,
     (_c, s) => `I'd push back on “${s}” a little: what's the cheaper alternative we haven't ruled out?`,
     (_c, s) => `On “${s}”, the scope is the risk. Cut it in half and it gets much more convincing.`,
   ],
@@ -140,7 +150,10 @@ function familyOf(persona: string): Family {
 export function demoReply(c: ReplyContext): string {
   const family = familyOf(c.persona);
   const pick = seeded(`${c.agentId}\n${c.seed}`);
-  const body = c.subject === null ? family.hello[pick % family.hello.length]!(c) : family.about[pick % family.about.length]!(c, c.subject);
+  const body =
+    c.subject === null
+      ? family.hello[pick % family.hello.length]!(c)
+      : family.about[pick % family.about.length]!(c, c.subject);
   // Two of them, in turn: a voluntary reply's first 120 characters are held back by the router
   // (it could still turn out to be a pass), so a shorter one would appear all at once.
   const k = (pick >>> 8) % family.more.length;
@@ -150,10 +163,13 @@ export function demoReply(c: ReplyContext): string {
   return `${lead}${body} ${more} ${DEMO_MARK}`;
 }
 
-const GREETING_LEAD = /^(?:hey|hi|hiya|hello|howdy|greetings|good (?:morning|afternoon|evening)|hallo|bonjour|hola|ciao)\b[\s,!.]*/iu;
+const GREETING_LEAD =
+  /^(?:hey|hi|hiya|hello|howdy|greetings|good (?:morning|afternoon|evening)|hallo|bonjour|hola|ciao)\b[\s,!.]*/iu;
 const ROOM_LEAD = /^(?:everyone|everybody|all|y'all|you all|folks|team|guys|people)\b[\s,!.]*/iu;
-const ABOUT = /\b(?:think|thoughts?|opinions?|views?|ideas?|feel|say|take)\s+(?:about|on|of|for|regarding)\s+(.+?)[\s?.!]*$/iu;
-const BARE_ASK = /^(?:so\s+)?(?:any\s+)?(?:thoughts|ideas|opinions|views|takes?|what do you (?:all |guys )?think)?[\s?.!]*$/iu;
+const ABOUT =
+  /\b(?:think|thoughts?|opinions?|views?|ideas?|feel|say|take)\s+(?:about|on|of|for|regarding)\s+(.+?)[\s?.!]*$/iu;
+const BARE_ASK =
+  /^(?:so\s+)?(?:any\s+)?(?:thoughts|ideas|opinions|views|takes?|what do you (?:all |guys )?think)?[\s?.!]*$/iu;
 
 /**
  * What a message asks the room about: the X of "what do you all think about X?", else the message

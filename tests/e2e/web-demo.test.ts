@@ -19,7 +19,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
-import { openSse, type SseConnection } from '../channels/web/sse-client.js';
+import { openSse, type SseConnection, type SseEvent } from '../channels/web/sse-client.js';
 import { silentLogger } from '../helpers/logger.js';
 import { browserSuite, CHROMIUM, HAVE_BROWSER, LAUNCH_ARGS, POLL, SHOTS, withName } from './browser.js';
 
@@ -69,7 +69,11 @@ suite('the built-in demo on the page, in Chromium', () => {
   }
 
   async function post(text: string): Promise<void> {
-    const res = await fetch(`${app.webUrl}/api/groups/lobby/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text, author_name: 'Maya' }) });
+    const res = await fetch(`${app.webUrl}/api/groups/lobby/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text, author_name: 'Maya' }),
+    });
     expect(res.status).toBe(202);
   }
 
@@ -85,7 +89,7 @@ suite('the built-in demo on the page, in Chromium', () => {
       const seen: Record<string, number[]> = {};
       (window as unknown as { streamed: typeof seen }).streamed = seen;
       new MutationObserver(() => {
-        for (const li of document.querySelectorAll<HTMLElement>('li.msg.streaming')) {
+        for (const li of Array.from(document.querySelectorAll<HTMLElement>('li.msg.streaming'))) {
           const agent = li.dataset.agentId ?? '?';
           const n = li.querySelector('.text')?.textContent?.length ?? 0;
           const lens = (seen[agent] ??= []);
@@ -96,13 +100,15 @@ suite('the built-in demo on the page, in Chromium', () => {
     sse = await openSse(`${app.webUrl}/api/groups/lobby/events`);
     await post('hey everyone, thoughts?');
     await expect.poll(() => replies(page, '(demo)').count(), WAIT).toBeGreaterThanOrEqual(2);
-    const events = await sse.waitFor((evs) => evs.filter((e) => e.event === 'message' && e.data.entry?.kind === 'agent').length >= 2, 30_000);
-    const answered = events.filter((e) => e.event === 'message' && e.data.entry?.kind === 'agent').map((e) => e.data.entry as { agentId: string; text: string });
+    const isReply = (e: SseEvent) => e.event === 'message' && e.data.entry?.kind === 'agent';
+    const events = await sse.waitFor((evs) => evs.filter(isReply).length >= 2, 30_000);
+    const answered = events.filter(isReply).map((e) => e.data.entry as { agentId: string; text: string });
     const agents = new Set(answered.map((e) => e.agentId));
     expect(agents.size).toBeGreaterThanOrEqual(2);
     for (const reply of answered) {
       // Streamed word by word: one delta per word, and together they are the reply.
-      const deltas = events.filter((e) => e.event === 'delta' && e.data.agentId === reply.agentId).map((e) => e.data.text as string);
+      const mine = events.filter((e) => e.event === 'delta' && e.data.agentId === reply.agentId);
+      const deltas = mine.map((e) => e.data.text as string);
       expect(deltas.length, JSON.stringify(deltas)).toBeGreaterThanOrEqual(5);
       expect(deltas.join('')).toBe(reply.text);
     }
@@ -123,7 +129,8 @@ suite('the built-in demo on the page, in Chromium', () => {
     expect(readNotes()).toBe('');
     await page.screenshot({ path: join(SHOTS, 'demo-approval.png') });
     await approve.click();
-    await expect.poll(() => page.locator('.msg.tool-request .tool-status').textContent(), WAIT).toBe('approved by Maya');
+    const status = page.locator('.msg.tool-request .tool-status');
+    await expect.poll(() => status.textContent(), WAIT).toBe('approved by Maya');
     await expect.poll(() => replies(page, "Done, it's in our notes").count(), WAIT).toBe(1);
     expect(readNotes()).toContain('we ship on Friday');
     await post('@writer what notes do we have?');

@@ -21,14 +21,17 @@ afterEach(async () => {
 });
 
 function demoConfig(dir: string) {
-  const { config } = loadConfig(null, { CHORUS_DATA_DIR: join(dir, 'data'), CHORUS_PORT: '0', CHORUS_LOG_LEVEL: 'silent' }, { cwd: dir });
+  const env = { CHORUS_DATA_DIR: join(dir, 'data'), CHORUS_PORT: '0', CHORUS_LOG_LEVEL: 'silent' };
+  const { config } = loadConfig(null, env, { cwd: dir });
   // The notes server is not what this is about: without it no child process starts.
   config.tools = {};
   return config;
 }
 
 async function started(dir: string, opts: { builtInDemo: boolean; withModel?: boolean }): Promise<App> {
-  const app = await createApp({ config: demoConfig(dir), logger: silentLogger, builtInDemo: opts.builtInDemo, ...(opts.withModel ? { llm: new ScriptedProvider() } : {}) });
+  const model = opts.withModel ? { llm: new ScriptedProvider() } : {};
+  const { builtInDemo } = opts;
+  const app = await createApp({ config: demoConfig(dir), logger: silentLogger, builtInDemo, ...model });
   apps.push(app);
   await app.start();
   return app;
@@ -39,7 +42,10 @@ async function stopped(app: App): Promise<void> {
   await app.stop();
 }
 
-const lobby = async (app: App) => (await app.gateway.messages('lobby', { limit: 50 })).map((e) => ({ id: e.id, kind: e.kind, agentId: e.agentId, text: e.text }));
+const lobby = async (app: App) => {
+  const entries = await app.gateway.messages('lobby', { limit: 50 });
+  return entries.map((e) => ({ id: e.id, kind: e.kind, agentId: e.agentId, text: e.text }));
+};
 
 it("a fresh built-in demo room opens on its agents' welcome, once: a restart adds nothing", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'chorus-demo-welcome-'));

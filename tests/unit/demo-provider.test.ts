@@ -22,25 +22,42 @@ const demoConfig = parseConfigText(DEFAULT_CONFIG_YAML, 'built-in defaults', {})
 /** The built-in demo's agents: Analyst, Writer (who keeps the notes) and Critic. */
 const agents = agentsFromConfig(demoConfig);
 const [analyst, writer] = agents as [AgentDef, AgentDef, AgentDef];
-const system = (a: AgentDef) => buildSystemPrompt(a, { title: 'Lobby', participants: agents, handles: (id) => [`@${id}`] });
-const mailbox = (text: string, earlier = '') => `## Group conversation since your last turn\n<message from="Maya" role="human">${text}</message>${earlier}\n\n## Your turn\n...`;
+const system = (a: AgentDef) =>
+  buildSystemPrompt(a, { title: 'Lobby', participants: agents, handles: (id) => [`@${id}`] });
+const mailbox = (text: string, earlier = '') =>
+  `## Group conversation since your last turn\n<message from="Maya" role="human">${text}</message>${earlier}` +
+  '\n\n## Your turn\n...';
 const NOTES: ToolSpec[] = [
-  { name: 'notes__add', description: 'Add a note.', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
+  {
+    name: 'notes__add',
+    description: 'Add a note.',
+    inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
+  },
   { name: 'notes__list', description: 'List the notes.', inputSchema: { type: 'object', properties: {} } },
 ];
 
 function request(agent: AgentDef, text: string, extra: Partial<LlmRequest> = {}): LlmRequest {
-  return { purpose: 'turn', model: 'm', system: system(agent), messages: [{ role: 'user', content: mailbox(text) }], agent, mustReply: false, mayReact: true, ...extra };
+  const messages = [{ role: 'user' as const, content: mailbox(text) }];
+  const turn = { purpose: 'turn' as const, model: 'm', system: system(agent), messages, agent };
+  return { ...turn, mustReply: false, mayReact: true, ...extra };
 }
 
 const quick = new DemoProvider({ wordDelayMs: 0, thinkMs: 0 });
-const say = async (agent: AgentDef, text: string, extra: Partial<LlmRequest> = {}) => (await quick.complete(request(agent, text, extra))).text;
+const say = async (agent: AgentDef, text: string, extra: Partial<LlmRequest> = {}) =>
+  (await quick.complete(request(agent, text, extra))).text;
 const isReply = (t: string) => t !== '[PASS]' && !t.startsWith('[REACT');
 
-const OPEN = ['hey everyone, thoughts?', 'what do you all think about a four-day week?', 'should we launch in May?', 'hello!', 'Any ideas for the team offsite?', 'what do you think of the new logo?'];
+const OPEN = [
+  'hey everyone, thoughts?',
+  'what do you all think about a four-day week?',
+  'should we launch in May?',
+  'hello!',
+  'Any ideas for the team offsite?',
+  'what do you think of the new logo?',
+];
 
 describe('DemoProvider: a group conversation', () => {
-  it('an open question is answered by at least two agents, with replies that differ by message and agent and are the same every time', async () => {
+  it('an open question gets two or more replies, varied by message and agent, the same every time', async () => {
     const texts = new Set<string>();
     for (const q of OPEN) {
       const answers = await Promise.all(agents.map((a) => say(a, q)));
@@ -56,7 +73,8 @@ describe('DemoProvider: a group conversation', () => {
     // Several templates per persona are used: more distinct replies (subjects set aside) than agents.
     expect(texts.size).toBeGreaterThanOrEqual(8);
     // Each persona sounds like itself.
-    expect(await say(analyst, 'what do you all think about pricing?')).toMatch(/measure|numbers?|confidence|pays back|figures/);
+    const analystSays = await say(analyst, 'what do you all think about pricing?');
+    expect(analystSays).toMatch(/measure|numbers?|confidence|pays back|figures/);
     // The plain scripted provider, by contrast, lets only the first agent by handle answer.
     const plain = new ScriptedProvider();
     const once = await Promise.all(agents.map((a) => plain.complete(request(a, OPEN[0]!)).then((r) => r.text)));
@@ -66,11 +84,12 @@ describe('DemoProvider: a group conversation', () => {
   it('a later agent builds on the reply before it', async () => {
     const q = 'what do you all think about a four-day week?';
     const earlier = '\n<message from="Analyst" role="agent">Three things I would measure.</message>';
-    const text = (await quick.complete({ ...request(writer, q), messages: [{ role: 'user', content: mailbox(q, earlier) }] })).text;
+    const messages = [{ role: 'user' as const, content: mailbox(q, earlier) }];
+    const text = (await quick.complete({ ...request(writer, q), messages })).text;
     expect(text).toMatch(/Analyst/);
   });
 
-  it('at most one agent reacts to an open question instead of replying, and only where reacting is offered', async () => {
+  it('at most one agent reacts to an open question instead of replying, only where reacting is offered', async () => {
     let reacted = 0;
     for (let i = 0; i < 40; i++) {
       const q = `what do you all think about plan ${i}?`;
@@ -88,7 +107,8 @@ describe('DemoProvider: a group conversation', () => {
 
   it('statements nobody is named in still pass, news still gets reactions, addressed turns always answer', async () => {
     expect(await Promise.all(agents.map((a) => say(a, 'lovely weather')))).toEqual(['[PASS]', '[PASS]', '[PASS]']);
-    expect((await Promise.all(agents.map((a) => say(a, 'we shipped build 7!')))).some((t) => t.startsWith('[REACT'))).toBe(true);
+    const news = await Promise.all(agents.map((a) => say(a, 'we shipped build 7!')));
+    expect(news.some((t) => t.startsWith('[REACT'))).toBe(true);
     expect(isReply(await say(analyst, 'lovely weather', { mustReply: true }))).toBe(true);
     expect(await say(analyst, 'any numbers on this?')).toContain('(demo)');
     // A question to someone else by handle is theirs.
@@ -98,7 +118,8 @@ describe('DemoProvider: a group conversation', () => {
   it('summaries and the selector are the scripted provider’s', async () => {
     const plain = new ScriptedProvider();
     for (const purpose of ['summary', 'selector'] as const) {
-      const req: LlmRequest = { purpose, model: 'm', system: '', messages: [{ role: 'user', content: 'a long conversation' }] };
+      const messages = [{ role: 'user' as const, content: 'a long conversation' }];
+      const req: LlmRequest = { purpose, model: 'm', system: '', messages };
       expect((await quick.complete(req)).text).toBe((await plain.complete(req)).text);
     }
   });
@@ -113,7 +134,11 @@ describe('DemoProvider: streaming at a human pace', () => {
     const parts: string[] = [];
     let activity = 0;
     const ac = new AbortController();
-    const done = p.complete(request(analyst, 'hey everyone, thoughts?', { mustReply: true, onDelta: (t) => parts.push(t), onActivity: () => activity++, signal: ac.signal }));
+    const signal = ac.signal;
+    const onDelta = (t: string) => void parts.push(t);
+    const onActivity = () => void activity++;
+    const ask = { mustReply: true, onDelta, onActivity, signal };
+    const done = p.complete(request(analyst, 'hey everyone, thoughts?', ask));
     // Nothing is shown before the first timer fires: the reply is not written at once.
     await vi.advanceTimersByTimeAsync(299);
     expect(parts).toHaveLength(0);
@@ -133,7 +158,9 @@ describe('DemoProvider: streaming at a human pace', () => {
   it('the streamed words make up the reply', async () => {
     vi.useFakeTimers();
     const parts: string[] = [];
-    const done = new DemoProvider().complete(request(writer, 'what do you all think about a four-day week?', { mustReply: true, onDelta: (t) => parts.push(t) }));
+    const onDelta = (t: string) => void parts.push(t);
+    const q = 'what do you all think about a four-day week?';
+    const done = new DemoProvider().complete(request(writer, q, { mustReply: true, onDelta }));
     await vi.runAllTimersAsync();
     const r = await done;
     expect(parts.length).toBe(r.text.split(/\s+/).length);
@@ -142,37 +169,43 @@ describe('DemoProvider: streaming at a human pace', () => {
 });
 
 describe('DemoProvider: the notes tool', () => {
-  const steps = (call: ToolStep['calls'][number], content: string, isError = false): ToolStep[] => [{ text: '', calls: [call], results: [{ callId: call.id, content, isError }] }];
+  const steps = (call: ToolStep['calls'][number], content: string, isError = false): ToolStep[] => [
+    { text: '', calls: [call], results: [{ callId: call.id, content, isError }] },
+  ];
+  const NOTE = '@writer note that we ship on Friday';
+  const asked = { mustReply: true, tools: NOTES };
 
   it('"note that …" is a call to add it; the result, or a refusal, becomes the reply', async () => {
-    const res = await quick.complete(request(writer, '@writer note that we ship on Friday', { mustReply: true, tools: NOTES, toolChoice: 'auto' }));
+    const res = await quick.complete(request(writer, NOTE, { ...asked, toolChoice: 'auto' }));
     expect(res.toolCalls).toHaveLength(1);
     const call = res.toolCalls![0]!;
     expect(call).toMatchObject({ name: 'notes__add', input: { text: 'we ship on Friday' } });
     // The same request makes the same call (deterministic ids too).
-    const again = await quick.complete(request(writer, '@writer note that we ship on Friday', { mustReply: true, tools: NOTES }));
+    const again = await quick.complete(request(writer, NOTE, asked));
     expect(again.toolCalls).toEqual(res.toolCalls);
-    const after = await say(writer, '@writer note that we ship on Friday', { mustReply: true, tools: NOTES, toolSteps: steps(call, 'Noted (1 in all): we ship on Friday') });
+    const after = await say(writer, NOTE, { ...asked, toolSteps: steps(call, 'Noted (1 in all): we ship on Friday') });
     expect(after).toMatch(/^Done, it's in our notes: “we ship on Friday”.* \(demo\)$/);
-    const denied = await say(writer, '@writer note that we ship on Friday', { mustReply: true, tools: NOTES, toolSteps: steps(call, 'Maya did not approve this call; it was not run.', true) });
+    const refusal = steps(call, 'Maya did not approve this call; it was not run.', true);
+    const denied = await say(writer, NOTE, { ...asked, toolSteps: refusal });
     expect(denied).toContain('did not approve');
     expect(denied).not.toMatch(/^Done/);
   });
 
   it('"what notes do we have?" is a call to list them, and the list is the reply', async () => {
-    const res = await quick.complete(request(writer, '@writer what notes do we have?', { mustReply: true, tools: NOTES }));
+    const res = await quick.complete(request(writer, '@writer what notes do we have?', asked));
     expect(res.toolCalls?.map((c) => [c.name, c.input])).toEqual([['notes__list', {}]]);
-    const after = await say(writer, '@writer what notes do we have?', { mustReply: true, tools: NOTES, toolSteps: steps(res.toolCalls![0]!, '1. we ship on Friday') });
+    const listed = steps(res.toolCalls![0]!, '1. we ship on Friday');
+    const after = await say(writer, '@writer what notes do we have?', { ...asked, toolSteps: listed });
     expect(after).toContain('1. we ship on Friday');
   });
 
-  it('without the tool offered: the note-keeper says how to ask it, the others pass; at the step limit it answers in text', async () => {
+  it('not offered the tool, the note-keeper says how to ask, others pass; at the step limit it answers', async () => {
     const voluntary = await Promise.all(agents.map((a) => say(a, 'note that we ship on Friday')));
     expect(voluntary[0]).toBe('[PASS]');
     expect(voluntary[1]).toContain('@writer note that');
     expect(voluntary[2]).toBe('[PASS]');
     expect(await say(analyst, 'what notes do we have?')).toBe('[PASS]');
-    const capped = await quick.complete(request(writer, '@writer note that x', { mustReply: true, tools: NOTES, toolChoice: 'none' }));
+    const capped = await quick.complete(request(writer, '@writer note that x', { ...asked, toolChoice: 'none' }));
     expect(capped.toolCalls).toBeUndefined();
     expect(capped.text).toContain('(demo)');
   });
@@ -192,7 +225,8 @@ describe('DemoProvider: the notes tool', () => {
 describe('which canned provider answers', () => {
   it('no key gets the demo; llm.provider: scripted keeps the plain scripted provider', () => {
     expect(chooseProvider(demoConfig, silentLogger).provider).toBeInstanceOf(DemoProvider);
-    const scripted = parseConfigText(`${DEFAULT_CONFIG_YAML.replace('provider: anthropic', 'provider: scripted')}`, 'test', {}).config;
+    const yaml = DEFAULT_CONFIG_YAML.replace('provider: anthropic', 'provider: scripted');
+    const scripted = parseConfigText(yaml, 'test', {}).config;
     const chosen = chooseProvider(scripted, silentLogger).provider;
     expect(chosen).toBeInstanceOf(ScriptedProvider);
     // The page's loud demo note goes by the provider's name: both are "scripted".
