@@ -18,6 +18,8 @@ import { defaultShares } from './core/router/FairSlots.js';
 import { describeError } from './core/errors.js';
 import { FileStore } from './store/files/FileStore.js';
 import { FileDeadLetters } from './store/files/deadLetters.js';
+import { DemoProvider } from './llm/DemoProvider.js';
+import { welcomeFirstVisit } from './demo/welcome.js';
 import { ScriptedProvider } from './llm/ScriptedProvider.js';
 import { createProvider } from './llm/createProvider.js';
 import { addLogSecrets, createLogger } from './logger.js';
@@ -42,6 +44,11 @@ export interface CreateAppOptions {
   store?: Store;
   /** Replace the agents' tools built from `tools:` (tests, benchmarks). */
   tools?: ToolHost;
+  /**
+   * The config is the built-in demo: with canned replies, its empty web rooms open on a few lines
+   * by their agents saying what to try (src/demo/welcome.ts).
+   */
+  builtInDemo?: boolean;
 }
 
 export interface App {
@@ -115,8 +122,11 @@ export function visionOf(provider: ChorusConfig['llm']['provider'], set: boolean
 export function chooseProvider(config: ChorusConfig, logger: Logger): { provider: LlmProvider; scriptedReason: string | null } {
   const llm = config.llm;
   if (llm.provider === 'scripted') return { provider: new ScriptedProvider(), scriptedReason: 'llm.provider is "scripted"' };
+  // No key: the demo's livelier canned replies (several agents, streamed, a tool). An explicit
+  // `scripted` keeps the instant fixed ones above, which tests and benches rely on.
   if (llm.provider === 'anthropic' && !llm.api_key) {
-    return { provider: new ScriptedProvider(), scriptedReason: 'no Anthropic API key (set ANTHROPIC_API_KEY or llm.api_key)' };
+    const scriptedReason = 'no Anthropic API key (set ANTHROPIC_API_KEY or llm.api_key)';
+    return { provider: new DemoProvider(), scriptedReason };
   }
   return { provider: createProvider(llm, logger, config.limits), scriptedReason: null };
 }
@@ -220,6 +230,11 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
       // Undelivered replies and unfinished rounds wait until the channels can post (a Telegram
       // bot cannot send before its getMe; Discord not before its gateway is ready).
       await router.start({ resume: false });
+      // Before the channels take anything in, so the opening comes first in the room.
+      if (opts.builtInDemo && chosen.provider instanceof DemoProvider) {
+        const webRooms = config.groups.filter((g) => g.channel === 'web').map((g) => g.chat_id);
+        await welcomeFirstVisit(router, webRooms, logger);
+      }
       for (const c of channels) {
         try {
           await c.start(host);

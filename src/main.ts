@@ -140,7 +140,7 @@ async function start(loaded: LoadedConfig, load: () => LoadedConfig): Promise<nu
   const secrets = configSecrets(loaded.config);
   startSecrets = secrets;
   const logger = createLogger(loaded.config.log_level, undefined, secrets);
-  const app = await createApp({ config: loaded.config, logger });
+  const app = await createApp({ config: loaded.config, logger, builtInDemo: loaded.usedDefaults });
   if (app.scriptedReason) {
     logger.warn({ reason: app.scriptedReason }, 'using the scripted provider: replies are canned');
     process.stderr.write(`\n  ⚠  DEMO MODE: agents give canned replies — ${app.scriptedReason}.\n\n`);

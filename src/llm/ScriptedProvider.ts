@@ -84,7 +84,7 @@ export class ScriptedProvider implements LlmProvider {
 const FILE_LINE = /\[(image|PDF|text file): ([^\]\n]*)\]/g;
 
 /** The text without file lines; a text without any is returned as it is. */
-function withoutFileLines(text: string): string {
+export function withoutFileLines(text: string): string {
   const out = text.replace(FILE_LINE, '');
   return out === text ? text : out.replace(/[ \t]+/g, ' ').replace(/\s*\n\s*/g, '\n').trim();
 }
@@ -117,12 +117,12 @@ const THANKS = /(^|[^\p{L}])(thanks|thank you|thx|cheers|merci|danke|gracias)([^
 const NEWS = /(^|[^\p{L}])(shipped|launched|released|merged|fixed|done|finished|signed|approved|good news|great news|welcome)([^\p{L}]|$)/iu;
 
 /** A message people would react to: thanks, news, an exclamation (not a question). */
-function acknowledgeable(topic: string): boolean {
+export function acknowledgeable(topic: string): boolean {
   return !/\?\s*$/.test(topic) && (THANKS.test(topic) || NEWS.test(topic) || /!\s*$/.test(topic));
 }
 
 /** A fitting emoji for acknowledging `topic` (all in Telegram's set of reactions). */
-function emojiFor(agentId: string, topic: string): string {
+export function emojiFor(agentId: string, topic: string): string {
   if (THANKS.test(topic)) return '🙏';
   return ['🎉', '👍', '🔥', '👏'][hash(`emoji\n${agentId}\n${topic}`) % 4]!;
 }
@@ -130,7 +130,7 @@ function emojiFor(agentId: string, topic: string): string {
 const GREETING = /(^|[^\p{L}])(hello|hi|hey|hiya|howdy|greetings|good (morning|afternoon|evening)|hallo|bonjour|hola|ciao)([^\p{L}]|$)/iu;
 
 /** A greeting or a question: the kind of message a person expects someone in the room to answer. */
-function opensConversation(topic: string): boolean {
+export function opensConversation(topic: string): boolean {
   return GREETING.test(topic) || /\?\s*$/.test(topic);
 }
 
@@ -139,13 +139,13 @@ function opensConversation(topic: string): boolean {
  * group, only the system prompt, which lists the other participants as "- Name (@id): …"; one
  * deterministic volunteer keeps the demo from answering a greeting three times over.
  */
-function firstInGroup(agentId: string, system: string): boolean {
+export function firstInGroup(agentId: string, system: string): boolean {
   const others = [...system.matchAll(/^- [^\n]*?\(@([\p{L}\p{N}_-]+)\):/gmu)].map((m) => m[1]!);
   return others.every((id) => agentId.localeCompare(id) <= 0);
 }
 
 /** The newest human line in a mailbox-formatted user turn (or the whole text for 1:1 turns). */
-function lastHumanLine(turn: string): string {
+export function lastHumanLine(turn: string): string {
   // Mailbox blocks (core/session/prompt.ts): the text of the last block a human sent.
   const blocks = [...turn.matchAll(/<message from="[^"]*" role="human">([\s\S]*?)<\/message>/g)];
   const block = blocks.at(-1);
@@ -163,7 +163,7 @@ function firstSentence(s: string): string {
 }
 
 /** "You are Analyst, a sharp analyst. …" → "a sharp analyst"; null when the persona says no role. */
-function roleOf(persona: string, name: string): string | null {
+export function roleOf(persona: string, name: string): string | null {
   const m = /^You are\s+(.*?)[.!?]?$/i.exec(firstSentence(persona));
   if (!m) return null;
   let role = m[1]!.trim();
@@ -171,12 +171,12 @@ function roleOf(persona: string, name: string): string | null {
   return role.length > 2 && role.length < 120 ? role : null;
 }
 
-function hash(s: string): number {
+export function hash(s: string): number {
   let h = 0;
   for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) >>> 0;
   return h;
 }
 
-function escape(s: string): string {
+export function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
