@@ -64,5 +64,6 @@ export function failureHint(code: string): string | null {
  */
 export function unrunnableCalls(calls: readonly ToolCall[]): LlmError {
   const names = [...new Set(calls.map((c) => c.name))].join(', ');
-  return new LlmError(`the model answered only with a call to ${names}, a tool it could not use this turn`, 'unknown_tool', false);
+  const said = `the model answered only with a call to ${names}, a tool it could not use this turn`;
+  return new LlmError(said, 'unknown_tool', false);
 }
