@@ -45,15 +45,16 @@ describe('a reply that is only a call to a tool the agent was not offered', () =
     app = anthropic = openai = dir = undefined;
   });
 
-  /** The app with one provider whose fake answers every analyst turn with a call to `get_weather`. */
-  async function boot(provider: Provider, opts: { strategy?: string; toolsDown?: boolean } = {}) {
+  /** The app with one provider whose fake answers every analyst turn with a call to `tool` (`get_weather`). */
+  async function boot(provider: Provider, opts: { strategy?: string; toolsDown?: boolean; tool?: string } = {}) {
+    const tool = opts.tool ?? 'get_weather';
     dir = mkdtempSync(join(tmpdir(), 'chorus-phantom-'));
     let llm: string;
     if (provider === 'anthropic') {
-      anthropic = await startFakeAnthropic({ reply: (req) => (isAnalyst(req.body) ? anthropicCall('get_weather', { city: 'Oslo' }) : 'Writer here.') });
+      anthropic = await startFakeAnthropic({ reply: (req) => (isAnalyst(req.body) ? anthropicCall(tool, { city: 'Oslo' }) : 'Writer here.') });
       llm = `{ provider: anthropic, api_key: sk-ant-phantom, base_url: "${anthropic.url}", model: claude-opus-4-5, max_retries: 0 }`;
     } else {
-      openai = await startFakeOpenAi({ reply: (req) => (isAnalyst(req.body) ? openAiCall('get_weather', { city: 'Oslo' }) : 'Writer here.') });
+      openai = await startFakeOpenAi({ reply: (req) => (isAnalyst(req.body) ? openAiCall(tool, { city: 'Oslo' }) : 'Writer here.') });
       llm = `{ provider: openai, base_url: "${openai.url}", model: local-model, max_retries: 0 }`;
     }
     const tools = opts.toolsDown ? `tools:\n  weather: { url: "http://127.0.0.1:${await closedPort()}/mcp" }\n` : '';
@@ -112,6 +113,16 @@ ${tools}`;
       expect(analystRequests()[0]!.tools).toBeUndefined();
       expect(w.channel.texts(null)).toEqual([NOTICE]);
     });
+
+    if (provider === 'openai') {
+      it('openai: a reply that is only a tool call without a name (nothing can run it) gives the notice too', async () => {
+        const w = await boot(provider, { tool: '' });
+        await w.say('@analyst what is the weather in Oslo?');
+        expect(w.channel.texts(null)).toEqual([NOTICE]);
+        const warn = w.logger.lines.find((l) => l.level === 'warn' && /Analyst could not reply/.test(l.msg ?? ''));
+        expect(warn?.msg).toContain('a tool call that has no name');
+      });
+    }
 
     it(`${provider}: on a voluntary turn the same reply is a quiet pass: no notice`, async () => {
       const w = await boot(provider, { strategy: 'hybrid' });
