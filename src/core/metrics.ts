@@ -40,7 +40,10 @@ export interface Metrics {
  * Why a turn can fail (the `LlmError` codes), listed so their counters exist from the start: a
  * rate over a series that appears only with its first failure reads as "no data", not as zero.
  */
-export const TURN_FAILURE_REASONS = ['timeout', 'rate_limited', 'overloaded', 'auth', 'bad_request', 'model_not_found', 'not_found', 'context_too_long', 'network', 'server', 'empty', 'aborted', 'unknown'] as const;
+export const TURN_FAILURE_REASONS = [
+  'timeout', 'rate_limited', 'overloaded', 'auth', 'bad_request', 'model_not_found', 'not_found', 'context_too_long',
+  'network', 'server', 'empty', 'unknown_tool', 'aborted', 'unknown',
+] as const;
 
 /** Reports nothing: tests and tools that build a router without metrics. */
 export const noMetrics: Metrics = {

@@ -30,7 +30,10 @@
  * the finish reason says — Ollama and llama.cpp may end a reply with calls on `stop` — except
  * `length`: a reply cut at `max_tokens` may end in the middle of a call's arguments. Tool arguments
  * are not reply text: never passed to `onDelta`, not counted in the byte budget (`max_tokens`
- * bounds them), but counted as activity. A reply cut at the byte budget carries no calls.
+ * bounds them), but counted as activity. A reply cut at the byte budget carries no calls. A reply
+ * of only calls that never got a name has nothing anyone can run: `unknown_tool`, like a call to a
+ * tool the turn did not offer (the router's notice says so). Which calls the turn can run is the
+ * router's to decide: calls are handed on whatever tools the request offered.
  *
  * Files (src/llm/openAiFiles.ts): a user turn with `attachments` is sent as content parts (images
  * as `image_url` data URLs, text files as text, PDFs as their line); every other message stays a
@@ -145,8 +148,16 @@ export class OpenAiProvider implements LlmProvider {
         const text = budget.take(visible.text);
         const cut = budget.cut ? 'bytes' : choice?.finish_reason === 'length' ? 'max_tokens' : undefined;
         const reasoning = (choice?.message as { reasoning_content?: unknown } | undefined)?.reasoning_content;
-        const calls = toolCallsOfMessage(choice?.message, firstCallNumber(req));
-        result = { text, model: res.model || req.model, usage: usageFromOpenAi(res.usage), cut, thought: visible.thought || (typeof reasoning === 'string' && reasoning.length > 0), ...keptCalls(cut, calls) };
+        const collected = toolCallsOfMessage(choice?.message);
+        const thought = visible.thought || (typeof reasoning === 'string' && reasoning.length > 0);
+        const calls = keptCalls(cut, collected.calls(firstCallNumber(req)));
+        const usage = usageFromOpenAi(res.usage);
+        result = { text, model: res.model || req.model, usage, cut, thought, ...calls, unnamed: collected.unnamed };
+      }
+      if (!result.text.trim() && result.toolCalls.length === 0 && result.unnamed > 0 && !result.droppedCalls) {
+        // A call without a name cannot be run nor sent back: the reply has nothing the turn can use.
+        const said = 'OpenAI-compatible: the model answered only with a tool call that has no name';
+        throw new LlmError(said, 'unknown_tool', false);
       }
       if (!result.text.trim() && result.toolCalls.length === 0) {
         const why = result.droppedCalls
@@ -159,7 +170,7 @@ export class OpenAiProvider implements LlmProvider {
         throw new LlmError(`OpenAI-compatible: the model returned no text${why}`, 'empty', false);
       }
       this.failures.succeeded(req.model);
-      const { thought: _t, droppedCalls: _d, toolCalls, ...reply } = result;
+      const { thought: _t, droppedCalls: _d, unnamed: _u, toolCalls, ...reply } = result;
       return { ...reply, ...(toolCalls.length ? { toolCalls } : {}), costUsd: estimateCost(result.model, result.usage, this.config.prices) };
     } catch (err) {
       throw providerFailure(err, req, { provider: 'OpenAI-compatible endpoint', call, secrets: this.secrets, failures: this.failures });
@@ -216,12 +227,16 @@ export class OpenAiProvider implements LlmProvider {
     if (budget.cut) {
       this.logger.debug({ model, bytes: maxReplyBytes }, `reply over ${maxReplyBytes} bytes: stream closed, reply cut`);
       // Usage comes in the last chunk, which a cut stream never reaches: zeros, not a guess.
-      return { text, model, usage: usage ?? usageFromOpenAi(null), cut: 'bytes', thought: reasoned || think.thought, toolCalls: [], droppedCalls: calls.count > 0 };
+      const thought = reasoned || think.thought;
+      const none = { toolCalls: [], droppedCalls: calls.count > 0, unnamed: 0 };
+      return { text, model, usage: usage ?? usageFromOpenAi(null), cut: 'bytes', thought, ...none };
     }
     // The SDK ends the iteration quietly when its signal fires; make that an error.
     if (call.signal.aborted) throw call.signal.reason ?? new Error('aborted');
     const cut = lengthStop ? 'max_tokens' : undefined;
-    return { text, model, usage: usage ?? usageFromOpenAi(null), cut, thought: reasoned || think.thought, ...keptCalls(cut, calls.calls(firstCallNumber(req))) };
+    const kept = keptCalls(cut, calls.calls(firstCallNumber(req)));
+    const thought = reasoned || think.thought;
+    return { text, model, usage: usage ?? usageFromOpenAi(null), cut, thought, ...kept, unnamed: calls.unnamed };
   }
 }
 
@@ -237,6 +252,8 @@ interface Reply {
   toolCalls: ToolCall[];
   /** Calls were left out because the reply was cut (explains an empty reply). */
   droppedCalls: boolean;
+  /** Calls that came without a name: nothing can run them. */
+  unnamed: number;
 }
 
 /** A cut reply hands on no calls: at `max_tokens` the last one may be half written, at the byte budget the reply was not read whole. */

@@ -108,6 +108,11 @@ export class ToolCallCollector {
     return this.pending.length;
   }
 
+  /** Calls that never got a name: nothing can run them (a reply of only these has no answer). */
+  get unnamed(): number {
+    return this.pending.filter((c) => !c.name).length;
+  }
+
   /**
    * The calls in the order they were made. A call that never got a name cannot be run or sent back,
    * and is left out; one without an id gets `call_<n>`.
@@ -124,8 +129,8 @@ export class ToolCallCollector {
 }
 
 /** The calls of a whole (non-streamed) reply: each entry is one call, whatever its `index` says. */
-export function toolCallsOfMessage(message: { tool_calls?: readonly unknown[] | null } | undefined, firstNumber: number): ToolCall[] {
+export function toolCallsOfMessage(message: { tool_calls?: readonly unknown[] | null } | undefined): ToolCallCollector {
   const collector = new ToolCallCollector();
   collector.push((message?.tool_calls ?? []).map((c, index) => ({ ...(c as object), index })));
-  return collector.calls(firstNumber);
+  return collector;
 }

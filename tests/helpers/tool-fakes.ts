@@ -50,13 +50,17 @@ export class StepLlm implements LlmProvider {
   readonly name = 'steps';
   readonly requests: LlmRequest[] = [];
   private n = 0;
-  constructor(private readonly steps: Step[]) {}
+  /** `ignoresNone`: calls tools even when told to answer in text, as some servers let a model do. */
+  constructor(
+    private readonly steps: Step[],
+    private readonly opts: { ignoresNone?: boolean } = {},
+  ) {}
   async complete(req: LlmRequest): Promise<LlmResponse> {
     const usage = { inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0 };
     if (req.purpose !== 'turn' || req.agent?.id !== 'analyst') return { text: req.mustReply ? `ok from ${req.agent?.id}` : '[PASS]', model: req.model, usage };
     this.requests.push(req);
     const step = this.steps[Math.min(this.n++, this.steps.length - 1)]!;
-    if (typeof step === 'string' || req.toolChoice === 'none') return { text: typeof step === 'string' ? step : 'answer without tools', model: req.model, usage };
+    if (typeof step === 'string' || (req.toolChoice === 'none' && !this.opts.ignoresNone)) return { text: typeof step === 'string' ? step : 'answer without tools', model: req.model, usage };
     return { text: step.text ?? '', model: req.model, usage, toolCalls: step.calls };
   }
 }

@@ -104,6 +104,21 @@ describe('a turn with tools', () => {
     expect(llm.requests[1]!.toolSteps![0]!.results[0]).toMatchObject({ isError: true, content: expect.stringContaining('no tool named "orders__drop_table"') });
     await h.router.stop();
   });
+
+  it('a model that still only calls tools once it must answer in text fails the turn with a notice, not a pass', async () => {
+    const tools = new MemoryTools();
+    const llm = new StepLlm([{ calls: [call('c1', 'orders__lookup')] }], { ignoresNone: true });
+    const h = await makeRouter({ llm, tools, group: { reply_strategy: 'mention_only', max_tool_steps: 2 } });
+    await h.say('@analyst loop forever');
+    expect(llm.requests.map((r) => r.toolChoice)).toEqual(['auto', 'auto', 'none']);
+    // The call made after "answer in text" is not run: two lookups, from the two steps allowed.
+    expect(tools.lookups).toBe(2);
+    expect(h.channel.texts(null)).toEqual(['⚠ Analyst could not reply (it called a tool it cannot use)']);
+    expect(h.transcript().filter((e) => e.kind === 'decision').map((e) => e.text)).not.toContain('Analyst passed');
+    // The turn is over: no call of it is left pending.
+    expect(h.router.groups.get('room')!.state.tools).toBeUndefined();
+    await h.router.stop();
+  });
 });
 
 describe('approvals', () => {

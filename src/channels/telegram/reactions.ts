@@ -15,6 +15,7 @@
  * Telegram's reaction emoji (reactionEmoji.ts) and, without Premium, one per message: setting one
  * replaces the bot's earlier one there. Refusals are logged and answered false, never thrown.
  */
+import { GrammyError } from 'grammy';
 import type { MessageReactionUpdated, ReactionType, ReactionTypeEmoji } from 'grammy/types';
 import type { ChannelHost, Logger } from '../../core/ports.js';
 import type { InboundAuthor } from '../../core/types.js';
@@ -123,16 +124,29 @@ export class TelegramReactions {
     const now = this.shown.get(key);
     // One reaction per bot per message: a later one replaced it, so there is nothing to take back.
     if (!on && now !== undefined && now !== form) return true;
+    // Shown already (a room shows a reaction where the message is and again on its copy as it is posted).
+    if (on && now === form) return true;
     try {
       const reaction: ReactionTypeEmoji[] = on ? [{ type: 'emoji', emoji: form as ReactionTypeEmoji['emoji'] }] : [];
       await b.bot.api.setMessageReaction(tgChatId, messageId, reaction);
     } catch (err) {
-      this.d.log.warn({ ...where, err: describeError(err, [b.token]) }, 'telegram: could not set the agent\'s reaction');
+      const what = `${on ? 'set' : 'take back'} ${agentId}'s reaction ${emoji}`;
+      const msg = `telegram: could not ${what}: ${refusal(err)}; it stays recorded (the web page shows it)`;
+      this.d.log.warn({ ...where, err: describeError(err, [b.token]) }, msg);
       return false;
     }
     this.shown.set(key, on ? form : '');
     return true;
   }
+}
+
+/** What Telegram's refusal of a bot's reaction means, for the operator. */
+function refusal(err: unknown): string {
+  const said = err instanceof GrammyError ? err.description : '';
+  if (/REACTION_INVALID/.test(said)) return 'REACTION_INVALID, not one this chat allows (its admins pick them)';
+  if (/REACTIONS_TOO_MANY/.test(said)) return 'REACTIONS_TOO_MANY, the message carries as many as Telegram allows';
+  if (/message to react not found/i.test(said)) return 'the message is gone, or this bot cannot see it';
+  return 'Telegram refused it';
 }
 
 /** Who changed their reactions: a person, or an anonymous admin as the chat (`chat:<id>`); a bot is nobody. */

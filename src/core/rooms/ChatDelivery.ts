@@ -19,7 +19,7 @@ import type { GroupManager } from '../groups/GroupManager.js';
 import type { PostedIndex } from './PostedIndex.js';
 import { chatKeyOf, chatOfKey, type CarryItem } from '../roomTypes.js';
 import { homeOf, sameChat } from './chats.js';
-import { carryIn, postIn, type Attempt, type RoomPostDeps } from './roomPosts.js';
+import { carryIn, postIn, reactOnCopy, type Attempt, type RoomPostDeps } from './roomPosts.js';
 
 /** Pauses between attempts at a chat that keeps failing: 1 s doubling to 30 s. */
 const FIRST_PAUSE_MS = 1000;
@@ -111,6 +111,9 @@ export class ChatDelivery {
       if (failures > 0) this.d.logger.info({ group: g.id, chat, attempts: failures + 1 }, 'the chat takes posts again; delivering its backlog');
       failures = 0;
       await this.settle(g, job, chat, home, attempt);
+      // A person's message is posted only as a copy: the agents' reactions on it go with it.
+      const copy = 'post' in job && job.post.kind === 'human' && attempt.ok ? attempt.ids[0] : undefined;
+      if (copy !== undefined && 'post' in job) await reactOnCopy(this.d, g, job.post.seq, where, copy);
     }
   }
 

@@ -54,7 +54,8 @@ export function relayedAuthor(g: GroupDoc, e: TranscriptEntry): RelayedAuthor {
   return { name: e.authorName, platform: (e.origin ?? homeOf(g)).channel, kind: e.authorKind === 'bot' ? 'bot' : 'person', ...(e.authorAvatarUrl ? { avatarUrl: e.authorAvatarUrl } : {}) };
 }
 
-function chatRef(g: GroupDoc, chat: ChatAddress, e: TranscriptEntry): ChatRef {
+/** Where in `chat` entry `e` is posted or shown (a reaction on it too). */
+export function chatRefIn(g: GroupDoc, chat: ChatAddress, e: TranscriptEntry): ChatRef {
   // Threads and the bot that got a command belong to the chat the entry came from.
   const own = sameChat(chat, e.origin ?? homeOf(g));
   return { channel: chat.channel, chatId: chat.chatId, threadId: own ? e.threadId : undefined, viaAgentId: own ? (e.viaAgentId ?? g.dmAgentId) : undefined };
@@ -64,7 +65,7 @@ function chatRef(g: GroupDoc, chat: ChatAddress, e: TranscriptEntry): ChatRef {
 export async function postIn(d: RoomPostDeps, g: GroupDoc, e: TranscriptEntry, chat: ChatAddress, resumedSince: number | undefined): Promise<Attempt> {
   const channel = d.channels.get(chat.channel);
   if (!channel) return 'later';
-  const ref = chatRef(g, chat, e);
+  const ref = chatRefIn(g, chat, e);
   const replyToMessageId = replyTargetIn(g, e, chat);
   const attachments = e.attachments?.length && (e.kind === 'agent' || e.kind === 'human') ? e.attachments : undefined;
   const opts = { replyToMessageId, attachments, resumedSince };
@@ -78,6 +79,32 @@ export async function postIn(d: RoomPostDeps, g: GroupDoc, e: TranscriptEntry, c
     return made(await channel.postAsAgent(ref, agent, stepText ?? e.text, { ...opts, approval }));
   } catch (err) {
     return failed(d, g, chat, err, 'could not post in a chat of the room');
+  }
+}
+
+/**
+ * Show the agents' reactions on a person's message on its copy just posted in `chat`: an agent
+ * that reacted before the copy was there is shown there too, as on the chats that had the message.
+ */
+export async function reactOnCopy(
+  d: RoomPostDeps,
+  g: GroupDoc,
+  seq: number,
+  chat: ChatAddress,
+  id: string,
+): Promise<void> {
+  const channel = d.channels.get(chat.channel);
+  const e = entryAt(g.transcript, seq);
+  if (!channel || e?.kind !== 'human') return;
+  for (const r of e.reactions ?? []) {
+    const agent = r.byKey.startsWith('agent:') ? d.agentMap.get(r.byKey.slice('agent:'.length)) : undefined;
+    if (!agent) continue;
+    try {
+      await channel.react(chatRefIn(g, chat, e), agent, id, r.emoji, true);
+    } catch (err) {
+      const where = { group: g.id, chat: chatKeyOf(chat), agent: agent.id };
+      d.logger.warn({ ...where, err: describeError(err) }, 'channel could not show a reaction');
+    }
   }
 }
 

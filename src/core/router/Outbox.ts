@@ -79,17 +79,18 @@ export class Outbox {
   }
 
   /**
-   * Show an agent's reaction on a platform message natively (`Channel.react`). False when the
-   * channel cannot (a platform's fixed set of emoji, a setting) or is not running: the reaction
-   * stays recorded and the web page shows it. Never throws.
+   * Show an agent's reaction on a platform message of `chat` (one of the group's room) natively
+   * (`Channel.react`). False when that chat's channel cannot (a platform's fixed set of emoji, a
+   * setting) or is not running: the reaction stays recorded and the web page shows it. Never throws.
    */
-  async react(g: GroupDoc, agent: AgentDef, platformMessageId: string, emoji: string, threadId?: string): Promise<boolean> {
-    const channel = this.channels.get(g.channel);
+  async react(g: GroupDoc, agent: AgentDef, chat: ChatRef, platformMessageId: string, emoji: string): Promise<boolean> {
+    const channel = this.channels.get(chat.channel);
     if (!channel) return false;
     try {
-      return await this.aside(g.id, () => channel.react(this.chatOf(g, threadId), agent, platformMessageId, emoji, true));
+      return await this.aside(g.id, () => channel.react(chat, agent, platformMessageId, emoji, true));
     } catch (err) {
-      this.logger.warn({ group: g.id, agent: agent.id, err: describeError(err) }, 'channel could not show a reaction');
+      const where = { group: g.id, agent: agent.id, channel: chat.channel };
+      this.logger.warn({ ...where, err: describeError(err) }, 'channel could not show a reaction');
       return false;
     }
   }

@@ -12,6 +12,8 @@ import type { GroupManager } from '../groups/GroupManager.js';
 import type { Outbox, PostOutcome } from './Outbox.js';
 import type { ChatAddress } from '../roomTypes.js';
 import type { GroupMailbox } from '../groups/GroupMailbox.js';
+import { roomChats } from '../rooms/chats.js';
+import { chatRefIn, idIn } from '../rooms/roomPosts.js';
 
 /** An entry before the store gives it an id, a seq and a time. */
 export type NewEntry = Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number };
@@ -121,13 +123,19 @@ export class Recorder {
   }
 
   /**
-   * Show a recorded reaction of `agent` on `entry` in its chat (its record is the entry's edit,
-   * already durable): true when the channel shows it natively; false when it cannot (the web page
-   * shows it from the transcript) or the entry has no platform message.
+   * Show a recorded reaction of `agent` on `entry` (its record is the entry's edit, already
+   * durable) in every chat of the room that has the message: the one it was written in — in a
+   * room not always the home chat, whose channel knows nothing of another platform's id — and
+   * each chat its copy was posted to. True when some channel shows it natively; false when none
+   * can (the web page shows it from the transcript) or the message is on no platform.
    */
   async showReaction(g: GroupDoc, agent: AgentDef, entry: TranscriptEntry, emoji: string): Promise<boolean> {
-    if (!entry.platformMessageId) return false;
-    return this.outbox.react(g, agent, entry.platformMessageId, emoji, entry.threadId);
+    let shown = false;
+    for (const chat of roomChats(g)) {
+      const id = idIn(g, entry, chat);
+      if (id && (await this.outbox.react(g, agent, chatRefIn(g, chat, entry), id, emoji))) shown = true;
+    }
+    return shown;
   }
 
   /**

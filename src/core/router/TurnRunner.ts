@@ -16,7 +16,7 @@ import type { ContextBudgets, FittedPrompt, PromptParts } from '../session/conte
 import { judgeReply, passRules } from './pass.js';
 import { passStreamFilter } from '../text/passStream.js';
 import { findMentions } from './mentions.js';
-import { describeFailure } from './failures.js';
+import { describeFailure, unrunnableCalls } from './failures.js';
 import type { Summarizer } from '../session/summary.js';
 import type { RoundDeps } from './RoundDeps.js';
 import { countCall, type RoundTally } from './RoundTally.js';
@@ -208,6 +208,8 @@ export class TurnRunner {
         return { ...withTools.res, usage: withTools.first };
       }));
       if (withTools) res = withTools.res;
+      // Only calls nothing runs (no tools offered, or text required): a person asked, so no silent pass.
+      if (mustReply && !res.text.trim() && res.toolCalls?.length) throw unrunnableCalls(res.toolCalls);
     } catch (err) {
       stopped?.dispose();
       setTyping(false);

@@ -8,9 +8,11 @@
  *   the turn's outcome — the agent's history gets `[REACT 👍]` as its turn, its cursor advances
  *   as for a pass — and a quiet decision line ("Analyst reacted 👍") that carries the turn's
  *   prompt reference, as a pass line does;
- * - then shown natively through the Outbox (`Channel.react`); where the channel cannot (Telegram's
- *   fixed set of emoji, Discord without `agent_reactions: bot`) it stays recorded, the web page
- *   shows it, and a debug line says so.
+ * - then shown natively (`Channel.react`) in each chat of the room that has the message: the one
+ *   it was written in, by that platform's id of it, and its copies in the others (one posted later
+ *   gets it as it is posted, rooms/ChatDelivery.ts); where no channel can (Telegram's fixed set of
+ *   emoji, Discord without `agent_reactions: bot`) it stays recorded, the web page shows it, and a
+ *   debug line says so.
  *
  * A reaction is not a message: it does not count towards `max_voluntary_responders` or the turn
  * cap, and does not start the agent's cooldown. A message that takes no reaction (deleted

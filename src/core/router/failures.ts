@@ -5,6 +5,8 @@
  * `LlmError` codes the providers classify SDK errors into (src/llm/errors.ts), so the chat, the
  * round log and the provider's first-failure report always say the same thing.
  */
+import { LlmError } from '../errors.js';
+import type { ToolCall } from '../toolTypes.js';
 
 export interface FailureText {
   /** A few words for the chat notice. */
@@ -34,6 +36,12 @@ const TABLE: Record<string, FailureText> = {
   network: { reason: 'network error', hint: 'is llm.base_url reachable?' },
   bad_request: { reason: 'request refused', hint: 'the server refused the request as invalid; the message says why' },
   empty: { reason: 'empty answer', hint: 'the model returned no text; a thinking model may have spent all of llm.max_tokens thinking' },
+  unknown_tool: {
+    reason: 'it called a tool it cannot use',
+    hint:
+      'the model answered only with a tool call nothing can run: no tools were offered this turn (an MCP server that is ' +
+      'down offers none of its tools until it is back; see /readyz) or it had to answer in text (max_tool_steps)',
+  },
   aborted: { reason: 'stopped', hint: null },
 };
 
@@ -47,4 +55,15 @@ export function describeFailure(code: string): FailureText {
 /** Just the operator's hint, for log lines. */
 export function failureHint(code: string): string | null {
   return describeFailure(code).hint;
+}
+
+/**
+ * An addressed turn whose answer is only tool calls the turn cannot run — the request offered no
+ * tools, or told the model to answer in text — has nothing to post: a failure, so the person who
+ * asked gets a notice instead of a silent pass.
+ */
+export function unrunnableCalls(calls: readonly ToolCall[]): LlmError {
+  const names = [...new Set(calls.map((c) => c.name))].join(', ');
+  const said = `the model answered only with a call to ${names}, a tool it could not use this turn`;
+  return new LlmError(said, 'unknown_tool', false);
 }

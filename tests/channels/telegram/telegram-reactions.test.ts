@@ -132,6 +132,25 @@ channels:
     expect(await reactionsOn(groupId, 'We shipped the release tonight!')).toEqual([['👍', 'Writer', 'agent:writer']]);
   });
 
+  it('a reaction the chat does not allow: Telegram answers REACTION_INVALID, the reason is logged at warn, and the reaction stays recorded', async () => {
+    const logger = new CapturingLogger();
+    const model = new FakeLlm({ replies: { writer: (q) => (q.mustReply ? 'ok' : '[REACT 👍]') }, fallback: (q) => (q.mustReply ? 'ok' : '[PASS]') });
+    const { chatId, groupId } = await boot(['analyst', 'writer', 'critic'], { strategy: 'hybrid', llm: model, logger });
+    // The chat's admins allow only hearts.
+    fake!.setAvailableReactions(chatId, ['❤']);
+    fake!.humanSays(chatId, MAYA, 'We shipped the release tonight!');
+    const warned = await waitUntil(() => logger.lines.find((l) => l.level === 'warn' && /REACTION_INVALID/.test(l.msg ?? '')), 'the refusal logged');
+    expect(warned.msg).toMatch(/^telegram: could not set writer's reaction 👍: REACTION_INVALID, not one this chat allows/);
+    expect(JSON.stringify(warned.obj)).toContain('400: Bad Request: REACTION_INVALID');
+    expect(JSON.stringify(warned.obj)).not.toContain(TOKENS.writer);
+    // The writer's bot asked, Telegram refused: nothing shows there, the record keeps it.
+    expect(fake!.callsOf('setMessageReaction', USERNAMES.writer)).toHaveLength(1);
+    expect(fake!.reactions.set).toEqual([]);
+    await app!.router.idle();
+    expect(await reactionsOn(groupId, 'We shipped the release tonight!')).toEqual([['👍', 'Writer', 'agent:writer']]);
+    expect(await notes(groupId)).toEqual(['Writer reacted 👍 to Maya\'s message: "We shipped the release tonight!"']);
+  });
+
   it('changing 👍 to 🎉 takes 👍 back and adds 🎉; a heart comes in as the web page writes it (❤️); custom and paid reactions are skipped', async () => {
     const { chatId, groupId } = await boot(['analyst']);
     const reply = await analystReply(chatId);
@@ -231,6 +250,62 @@ channels:
     expect(written()).toBe(1);
     expect(await reactionsOn(groupId, 'AAPL beat estimates.')).toEqual([['👍', 'Maya', `telegram:${MAYA.id}`]]);
     expect(await notes(groupId)).toHaveLength(1);
+  });
+});
+
+describe('telegram: agents\' reactions in a room (real app)', () => {
+  let fake: FakeTelegram | undefined;
+  let app: App | undefined;
+  let dataDir: string | undefined;
+
+  afterEach(async () => {
+    await app?.stop();
+    await fake?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    app = fake = dataDir = undefined;
+  });
+
+  /** A room whose home is the web page, with a Telegram supergroup linked; the writer reacts where offered. */
+  async function bootRoom() {
+    fake = await FakeTelegram.start();
+    for (const id of IDS) fake.addBot({ token: TOKENS[id], username: USERNAMES[id], firstName: agentDef(id).name });
+    const chat = fake.createGroup('Market team', { type: 'supergroup' });
+    fake.setAdmins(chat.id, [MAYA.id]);
+    for (const id of IDS) fake.addBotToChat(chat.id, TOKENS[id], MAYA);
+    dataDir = await mkdtemp(join(tmpdir(), 'chorus-tg-room-reactions-'));
+    const agents = IDS.map((id) => `  - { id: ${id}, name: ${agentDef(id).name}, persona: You are the ${id}., telegram: { token: "${TOKENS[id]}" } }`).join('\n');
+    const yaml = `data_dir: ${JSON.stringify(dataDir)}
+log_level: silent
+llm: { provider: scripted }
+agents:
+${agents}
+group_defaults: { cooldown_seconds: 0, voluntary_timeout_seconds: 20, agent_reply_timeout_seconds: 20, reply_strategy: hybrid }
+channels:
+  web: { enabled: true, host: 127.0.0.1, port: 0 }
+  telegram: { enabled: true, api_root: "${fake.apiRoot}", auto_create_groups: false }
+groups:
+  - { title: Room, participants: [analyst, writer, critic], chats: [{ channel: web }, { channel: telegram, chat_id: "${chat.id}" }] }
+`;
+    const llm = new FakeLlm({ replies: { writer: (q) => (q.mustReply ? 'ok' : '[REACT 👍]') }, fallback: (q) => (q.mustReply ? 'ok' : '[PASS]') });
+    const a = await createApp({ config: parseConfigText(yaml, 'test').config, llm, logger: silentLogger, store: new MemoryStore() });
+    app = a;
+    await a.start();
+    const roomId = a.gateway.listGroups().find((g) => g.title === 'Room')!.id;
+    return { chatId: chat.id, roomId };
+  }
+
+  it('home on the web page: an agent\'s [REACT 👍] on a person\'s message in the linked supergroup is set there by that agent\'s own bot', async () => {
+    const { chatId, roomId } = await bootRoom();
+    const said = fake!.humanSays(chatId, MAYA, 'We shipped the release tonight!');
+    const shown = await waitUntil(() => fake!.reactions.set.find((r) => r.key === said.key), 'the writer\'s reaction on Telegram');
+    // The writer's bot, on Maya's message by its id in that chat.
+    expect(shown).toEqual({ bot: USERNAMES.writer, token: TOKENS.writer, chatId, messageId: said.messageId, key: said.key, emoji: ['👍'] });
+    expect(fake!.callsOf('setMessageReaction').map((c) => c.bot)).toEqual([USERNAMES.writer]);
+    await app!.router.idle();
+    const entry = (await app!.gateway.messages(roomId, { limit: 50 })).find((e) => e.text === 'We shipped the release tonight!')!;
+    expect(entry.reactions?.map((r) => [r.emoji, r.byKey])).toEqual([['👍', 'agent:writer']]);
+    // A reaction is not a message: nothing was posted as text.
+    expect(fake!.postsIn(chatId).filter((p) => p.text.includes('👍'))).toEqual([]);
   });
 });
 
@@ -362,7 +437,7 @@ describe('telegram: reactions at the adapter', () => {
     expect(w!.fake.callsOf('setMessageReaction')).toHaveLength(calls);
     // Telegram refuses (no such message): logged, false, never thrown.
     expect(await w!.channel.react(ref, agentDef('writer'), '999999', '👍', true)).toBe(false);
-    expect(logger.text()).toMatch(/could not set the agent's reaction.*400: Bad Request: message to react not found/);
+    expect(logger.text()).toMatch(/could not set writer's reaction 👍: the message is gone.*400: Bad Request: message to react not found/);
     // An agent without a bot, and an id that is no Telegram message id.
     expect(await w!.channel.react(ref, { ...agentDef('editor'), telegram: undefined }, id, '👍', true)).toBe(false);
     expect(await w!.channel.react(ref, agentDef('writer'), 'web-123', '👍', true)).toBe(false);

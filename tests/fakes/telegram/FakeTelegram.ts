@@ -14,8 +14,9 @@
  * message, `answers` and `edits` record answerCallbackQuery and editMessageReplyMarkup.
  *
  * Reactions (reactions.ts): `humanReacts` queues a `message_reaction` update to the chat's admin
- * bots only (`setAdmins`, `promoteBot`); `setMessageReaction` checks Telegram's emoji set and
- * records what each bot set (`reactions.set`, `reactions.shownBy`).
+ * bots only (`setAdmins`, `promoteBot`); `setMessageReaction` checks Telegram's emoji set and the
+ * chat's own (`setAvailableReactions`) and records what each bot set (`reactions.set`,
+ * `reactions.shownBy`).
  *
  * Edits and deletions (edits.ts): `editMessageText` / `editMessageCaption` / `deleteMessage` with
  * Telegram's refusals, recorded in `changes`; `humanEdits` sends `edited_message`. Bot-to-bot
@@ -205,6 +206,10 @@ export class FakeTelegram {
   }
   createTopic(chatId: number, name: string): number {
     return this.state.createTopic(chatId, name);
+  }
+  /** The chat's admins allow only these reactions (its `available_reactions`); null: all again. */
+  setAvailableReactions(chatId: number, emoji: readonly string[] | null): void {
+    this.reactions.allow(chatId, emoji);
   }
   /** The chat's administrators (people's and bots' user ids), as they are; no update is sent. */
   setAdmins(chatId: number, userIds: number[]): void {

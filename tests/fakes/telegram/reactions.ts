@@ -10,7 +10,9 @@
  * Bots: `setMessageReaction` takes at most one reaction (no Premium), only from Telegram's fixed
  * set (anything else, custom emoji included: 400 REACTION_INVALID), on a message of that chat
  * in the bot's numbering (else 400 "message to react not found"). An empty list takes the bot's
- * reaction away. Each accepted call is recorded in `set`; `shownBy` gives what each bot shows now.
+ * reaction away. A chat's admins may allow only some reactions (`allow`, the chat's
+ * `available_reactions`): any other is 400 REACTION_INVALID too. Each accepted call is recorded in
+ * `set`, with the token of the bot that made it; `shownBy` gives what each bot shows now.
  */
 import type { BotRec, FakeState, MsgRec } from './state.js';
 import type { ApiResult } from './buttons.js';
@@ -23,6 +25,8 @@ export type FakeReaction = string | { custom_emoji_id: string } | 'paid';
 /** One accepted setMessageReaction call. */
 export interface BotReactionSet {
   bot: string;
+  /** The token the call was made with: which bot set it. */
+  token: string;
   chatId: number;
   /** In the bot's numbering. */
   messageId: number;
@@ -52,6 +56,8 @@ export class FakeReactions {
   readonly set: BotReactionSet[] = [];
   /** message key → bot token → what it shows. */
   private readonly shown = new Map<number, Map<string, string[]>>();
+  /** chat id → the only reactions its admins allow (absent: all of Telegram's). */
+  private readonly allowed = new Map<number, ReadonlySet<string>>();
 
   constructor(private readonly state: FakeState) {}
 
@@ -76,6 +82,12 @@ export class FakeReactions {
     return told;
   }
 
+  /** The chat's admins allow only `emoji` as reactions (null: all of them again). */
+  allow(chatId: number, emoji: readonly string[] | null): void {
+    if (emoji === null) this.allowed.delete(chatId);
+    else this.allowed.set(chatId, new Set(emoji));
+  }
+
   setMessageReaction(bot: BotRec, p: Json): ApiResult {
     const chat = this.state.findChat(p.chat_id);
     if (!chat) return bad('chat not found');
@@ -88,12 +100,13 @@ export class FakeReactions {
     const emoji: string[] = [];
     for (const r of list as Json[]) {
       if (r?.type !== 'emoji' || typeof r.emoji !== 'string' || !ALLOWED_REACTIONS.has(r.emoji)) return bad('REACTION_INVALID');
+      if (this.allowed.has(chat.id) && !this.allowed.get(chat.id)!.has(r.emoji)) return bad('REACTION_INVALID');
       emoji.push(r.emoji);
     }
     let byBot = this.shown.get(msg.key);
     if (!byBot) this.shown.set(msg.key, (byBot = new Map()));
     byBot.set(bot.token, emoji);
-    this.set.push({ bot: bot.username, chatId: chat.id, messageId: this.state.idFor(msg, bot.token), key: msg.key, emoji });
+    this.set.push({ bot: bot.username, token: bot.token, chatId: chat.id, messageId: this.state.idFor(msg, bot.token), key: msg.key, emoji });
     return { ok: true, result: true };
   }
 
