@@ -149,7 +149,10 @@ export interface InboundMessage {
    * threads to it everywhere and addresses its agent.
    */
   replyToPlatformId?: string | undefined;
-  /** A bot that is not a Chorus agent wrote it (Telegram's bot-to-bot mode); absent: a person. */
+  /**
+   * A bot that is not a Chorus agent wrote it (Telegram's bot-to-bot mode, a bot or another
+   * integration's webhook on Discord with `allow_bots`); absent: a person.
+   */
   authorKind?: 'bot' | undefined;
   /** An https URL of the author's picture where the platform gives one (Discord), for relayed copies. */
   authorAvatarUrl?: string | undefined;

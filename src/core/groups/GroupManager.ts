@@ -24,6 +24,7 @@ import { contextStart, mailboxOf, pageOfGroup } from './groupReads.js';
 import { checkedParticipants, firstHead, freshGroupId, type NewGroup } from './newGroup.js';
 import { ChatIndex } from './chatIndex.js';
 import type { ChatAddress, LinkCode, LinkedChat } from '../roomTypes.js';
+import type { NewEntry } from '../router/Recorder.js';
 
 /** Transcript messages a newcomer is shown on `/group add`. */
 const JOIN_CONTEXT = 20;
@@ -296,11 +297,11 @@ export class GroupManager {
   // ── Transcript, rounds, dedupe
 
   /** Add a transcript entry (id and seq assigned); durable with the next commit. */
-  append(g: GroupDoc, entry: Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number }): TranscriptEntry {
+  append(g: GroupDoc, entry: NewEntry, o: { copies?: boolean } = {}): TranscriptEntry {
     const seq = g.nextSeq;
     const full: TranscriptEntry = { ...entry, id: `${g.id}.${seq}`, seq, ts: entry.ts ?? this.now() };
-    // In a room of several chats, the copies it is owed there are decided now and recorded with it.
-    const copies = copiesFor(g, full);
+    // The copies owed in a room's other chats (unless `copies: false`) are decided now and recorded with it.
+    const copies = o.copies === false ? undefined : copiesFor(g, full);
     if (copies) full.copies = copies;
     this.writes.entry(g, full);
     return full;

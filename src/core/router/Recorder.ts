@@ -25,6 +25,8 @@ export interface RecordChange {
   seen?: string | undefined;
   /** Agent replies thread to this platform message. */
   replyTo?: string | undefined;
+  /** Of `entries`, those kept in the chat they came from: not copied to the room's other chats. */
+  uncopied?: NewEntry[] | undefined;
 }
 
 export class Recorder {
@@ -56,7 +58,7 @@ export class Recorder {
       this.groups.commitSoon(g);
       return [];
     }
-    const added = (change.entries ?? []).map((e) => this.groups.append(g, e));
+    const added = (change.entries ?? []).map((e) => this.groups.append(g, e, { copies: !change.uncopied?.includes(e) }));
     const r = change.round;
     if (r?.add) this.groups.addRound(g, r.record);
     else if (r?.done) this.groups.finishRound(g, r.record);

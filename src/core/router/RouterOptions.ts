@@ -13,7 +13,7 @@ export interface RouterOptions {
   agents: AgentDef[];
   aliases: Record<string, string[]>;
   groupDefaults: GroupConfig;
-  limits: { user_messages_per_minute: number; max_message_chars: number; reactions_per_minute?: number | undefined; bot_pair_events_per_minute?: number | undefined };
+  limits: { user_messages_per_minute: number; max_message_chars: number; reactions_per_minute?: number | undefined; bot_pair_events_per_minute?: number | undefined; bot_pair_events_without_person?: number | undefined };
   llm: LlmProvider;
   /** Model settings; the per-group/per-agent shares and the reply limit default to none / 32 KiB (see LlmGate). */
   llmSettings: ModelSettings & GateSettings;

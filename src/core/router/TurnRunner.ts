@@ -29,6 +29,7 @@ import type { PromptRef } from '../types.js';
 import type { ToolStep } from '../toolTypes.js';
 import { AwaitingApproval, ToolTurn, addUsage, fitSteps, type ToolTurnResult } from './toolTurn.js';
 import { recordAgentReaction } from './agentReaction.js';
+import { stopReason } from '../rooms/BotPairs.js';
 
 /** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */
 const HUMAN_CAUSED = new Set<PlannedTurn['reason']>(['addressed', 'sticky', 'rotation', 'direct']);
@@ -93,11 +94,6 @@ export class TurnRunner {
       drop(this.d, g, round, t);
       return decide(this.d, g, round, 'batch', agent.id, `${agent.name} already answered this together with an earlier message`);
     }
-    const bot = this.trigger(g, round);
-    if (bot?.authorKind === 'bot' && !resuming && !this.d.botPairs.take(g.id, bot.authorId, agent.id, clock.now())) {
-      drop(this.d, g, round, t);
-      return decide(this.d, g, round, 'cap', agent.id, `${agent.name} does not answer ${bot.authorName} for now: they exchanged ${this.d.botPairs.limit} messages in the last minute`);
-    }
     const cooldownLeft = (g.state.lastSpoke[agent.id] ?? -Infinity) + cfg.cooldown_seconds * 1000 - clock.now();
     const capReached = round.capped >= cfg.max_agent_turns_per_message;
 
@@ -125,6 +121,14 @@ export class TurnRunner {
       }
     }
     if (round.asked.includes(agent.id) && t.reason === 'voluntary') return drop(this.d, g, round, t);
+    // Only a turn that calls the model counts against its pair's budget (see rooms/BotPairs).
+    const bot = this.trigger(g, round);
+    const taken = bot?.authorKind === 'bot' && !resuming ? this.d.botPairs.take(g.id, bot.authorId, agent.id, clock.now()) : undefined;
+    if (taken && !taken.ok) {
+      drop(this.d, g, round, t);
+      const why = stopReason(this.d.botPairs.limits, taken.why);
+      return decide(this.d, g, round, 'cap', agent.id, `${agent.name} does not answer ${bot!.authorName} until a person writes here: they exchanged ${why}`);
+    }
     if (t.reason === 'voluntary') groups.updateRound(g, round, { asked: [...round.asked, agent.id] });
 
     const seenUpTo = g.nextSeq - 1;
