@@ -269,10 +269,10 @@ export const configSchema = z
         // A file is held in memory while it is checked and kept: 100 MB at most.
         max_file_bytes: z.number().int().min(1024).max(100 * 1024 * 1024).default(10 * 1024 * 1024),
         max_files_per_message: z.number().int().min(1).max(20).default(4),
-        // What a bot that is not an agent gets from Chorus per partner (an agent's answers, the copies of
-        // its messages in a room's other chats): this many a minute; a pair that uses it stops until a person writes.
+        // What a bot that is not an agent gets from Chorus per partner (an agent's answers, the copies of its
+        // messages in a room's other chats) a minute; needing more stops bots in the group until a person writes.
         bot_pair_events_per_minute: z.number().int().min(1).max(10000).default(10),
-        // ... and a pair stops too after this many while no person writes in the group (a slow loop).
+        // ... and so do this many for bots while no person writes in the group (a slow loop).
         bot_pair_events_without_person: z.number().int().min(1).max(100000).default(30),
       })
       .strict()

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
+import type { Clock } from '../../src/core/ports.js';
 import { FakeDiscord } from '../fakes/discord/FakeDiscord.js';
 import type { FakeUser as DiscordUser, StoredMessage } from '../fakes/discord/model.js';
 import { FakeTelegram, type FakeUser, type Posted } from '../fakes/telegram/FakeTelegram.js';
@@ -40,7 +41,9 @@ export async function until<T>(probe: () => T | undefined | null | false | Promi
   }
 }
 
-function configYaml(o: { dataDir: string; tg: FakeTelegram; dc: FakeDiscord; tgRoom: number; dcRoom: string; tgSolo: number; dcSolo: string }): string {
+interface YamlInput { dataDir: string; tg: FakeTelegram; dc: FakeDiscord; tgRoom: number; dcRoom: string; tgSolo: number; dcSolo: string; allowBots: boolean }
+
+function configYaml(o: YamlInput): string {
   const agent = (id: 'analyst' | 'writer', name: string) => `  - id: ${id}
     name: ${name}
     persona: You are the ${id}.
@@ -56,7 +59,7 @@ limits: { user_messages_per_minute: 1000, bot_pair_events_per_minute: 3 }
 channels:
   web: { enabled: true, port: 0 }
   telegram: { enabled: true, api_root: "${o.tg.apiRoot}", auto_create_groups: false, relay_token: "${RELAY.token}" }
-  discord: { enabled: true, token: "${o.dc.token}", api_base: "${o.dc.apiBase}" }
+  discord: { enabled: true, token: "${o.dc.token}", api_base: "${o.dc.apiBase}", allow_bots: ${o.allowBots} }
 groups:
   - title: Room
     participants: [analyst, writer]
@@ -104,7 +107,8 @@ export interface RoomWorld {
   close(): Promise<void>;
 }
 
-export async function bootRoom(llmOpts: FakeLlmOptions = {}): Promise<RoomWorld> {
+/** `clock`: the app's (a test's fake one); `allowBots`: Discord's other bots are input (`allow_bots`). */
+export async function bootRoom(llmOpts: FakeLlmOptions = {}, opts: { clock?: Clock; allowBots?: boolean } = {}): Promise<RoomWorld> {
   const tg = await FakeTelegram.start();
   const dc = await new FakeDiscord().start();
   const dataDir = await mkdtemp(join(tmpdir(), 'chorus-rooms-e2e-'));
@@ -130,8 +134,9 @@ export async function bootRoom(llmOpts: FakeLlmOptions = {}): Promise<RoomWorld>
     const mod = dc.addUser('Mod', { roles: [dc.modRoleId] });
 
     const llm = new FakeLlm(llmOpts);
-    const { config } = parseConfigText(configYaml({ dataDir, tg, dc, tgRoom: room.id, dcRoom, tgSolo: solo.id, dcSolo }), 'test', {});
-    app = await createApp({ config, llm, logger: silentLogger });
+    const yaml = configYaml({ dataDir, tg, dc, tgRoom: room.id, dcRoom, tgSolo: solo.id, dcSolo, allowBots: opts.allowBots ?? false });
+    const { config } = parseConfigText(yaml, 'test', {});
+    app = await createApp({ config, llm, logger: silentLogger, ...(opts.clock ? { clock: opts.clock } : {}) });
     await app.start();
     const a = app;
     const roomId = a.gateway.listGroups().find((g) => g.chatId === String(room.id))!.id;

@@ -170,8 +170,11 @@ describe('a room across three chats', () => {
   it('a bot that is not an agent is answered until the pair uses its budget, and not again until a person writes', async () => {
     const r = await room();
     const bot = { author: { id: 'helperbot', name: 'HelperBot' }, authorKind: 'bot' as const };
-    for (let i = 0; i < 4; i++) await r.router.receive(r.msg('telegram', `@analyst ping ${i}`, bot));
-    await r.settle();
+    // One at a time, as a bot answering each answer would.
+    for (let i = 0; i < 4; i++) {
+      await r.router.receive(r.msg('telegram', `@analyst ping ${i}`, bot));
+      await r.settle();
+    }
     // Two answers a minute for this pair (the test's limit): the other two messages are kept, not answered.
     expect(r.chans.web.posts.filter((p) => p.agentId === 'analyst')).toHaveLength(2);
     const humans = r.g().transcript.filter((e) => e.kind === 'human');

@@ -24,12 +24,14 @@ export class BotCommands {
 
   /** Refuse `msg`, a bot's command, in `g` (undefined: a chat without a group); say so once per bot. */
   async refuse(msg: InboundMessage, g: GroupDoc | undefined): Promise<void> {
-    this.r.logger.debug({ group: g?.id, channel: msg.channel, chatId: msg.chatId, bot: msg.author.id }, 'a command from a bot was refused');
+    const where = { group: g?.id, channel: msg.channel, chatId: msg.chatId, bot: msg.author.id };
+    this.r.logger.debug(where, 'a command from a bot was refused');
     const key = `${g?.id ?? `${msg.channel}:${msg.chatId}`}|${msg.channel}:${msg.author.id}`;
     if (this.told.has(key)) return;
     this.told.add(key);
     if (this.told.size > MAX_TOLD) this.told.delete(this.told.values().next().value!);
-    const text = `⚠ ${msg.author.name} is a bot: Chorus takes commands from people only, so this one and any later ones from it are ignored.`;
+    const text = `⚠ ${msg.author.name} is a bot: Chorus takes commands from people only, `
+      + 'so this one and any later ones from it are ignored.';
     try {
       await this.r.reply(msg, g && !g.state.archived ? g : undefined, text);
     } catch (err) {

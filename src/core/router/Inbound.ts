@@ -17,7 +17,7 @@ import { Dedupe } from './Dedupe.js';
 import { originOf, seenKeyOf } from '../rooms/chats.js';
 import { withReplyResolved, type PostedIndex } from '../rooms/PostedIndex.js';
 import { BotCommands } from '../commands/botCommands.js';
-import { RELAY, stopReason, type BotPairs } from '../rooms/BotPairs.js';
+import type { BotPairs } from '../rooms/BotPairs.js';
 import { copiesFor } from '../rooms/chats.js';
 import { decision } from './decisions.js';
 
@@ -265,7 +265,8 @@ export class Inbound {
     if (msg.authorKind !== 'bot') this.d.botPairs.personWrote(g.id, this.d.now());
     const refused = msg.authorKind === 'bot' ? this.copiesRefused(g, human, round) : undefined;
     const entries = refused ? [human, refused] : [human];
-    const recorded = this.d.recorder.record(g, { entries, round: { record: round, add: true }, uncopied: refused ? [human] : undefined });
+    const uncopied = refused ? [human] : undefined;
+    const recorded = this.d.recorder.record(g, { entries, round: { record: round, add: true }, uncopied });
     // The round queues up now and starts while the message is being written: whatever it records
     // lands after the message, so no reply is posted before the message is durable. (If the write
     // fails, the group is refused until reloaded and the round records nothing.)
@@ -281,12 +282,9 @@ export class Inbound {
    * on. Beyond it the message is kept (here and on the page) and a quiet line says why.
    */
   private copiesRefused(g: GroupDoc, human: NewEntry, round: RoundRecord): NewEntry | undefined {
-    if (!copiesFor(g, human)) return undefined;
-    const taken = this.d.botPairs.take(g.id, human.authorId, RELAY, this.d.now());
-    if (taken.ok) return undefined;
-    const why = stopReason(this.d.botPairs.limits, taken.why);
-    const text = `${human.authorName}'s messages are not copied to the room's other chats until a person writes: ${why}`;
-    return decision({ agents: this.d.agentMap, logger: this.d.commands.logger }, 'cap', undefined, text, round.id);
+    const refused = copiesFor(g, human) && this.d.botPairs.copyRefused(g.id, human, this.d.now());
+    if (!refused) return undefined;
+    return decision({ agents: this.d.agentMap, logger: this.d.commands.logger }, 'cap', undefined, refused, round.id);
   }
 
   /** Whom a message addresses: text handles, platform mentions, reply-to, in order of appearance. */

@@ -58,7 +58,8 @@ export class Recorder {
       this.groups.commitSoon(g);
       return [];
     }
-    const added = (change.entries ?? []).map((e) => this.groups.append(g, e, { copies: !change.uncopied?.includes(e) }));
+    const copies = (e: NewEntry) => !change.uncopied?.includes(e);
+    const added = (change.entries ?? []).map((e) => this.groups.append(g, e, { copies: copies(e) }));
     const r = change.round;
     if (r?.add) this.groups.addRound(g, r.record);
     else if (r?.done) this.groups.finishRound(g, r.record);

@@ -29,7 +29,6 @@ import type { PromptRef } from '../types.js';
 import type { ToolStep } from '../toolTypes.js';
 import { AwaitingApproval, ToolTurn, addUsage, fitSteps, type ToolTurnResult } from './toolTurn.js';
 import { recordAgentReaction } from './agentReaction.js';
-import { stopReason } from '../rooms/BotPairs.js';
 
 /** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */
 const HUMAN_CAUSED = new Set<PlannedTurn['reason']>(['addressed', 'sticky', 'rotation', 'direct']);
@@ -123,11 +122,11 @@ export class TurnRunner {
     if (round.asked.includes(agent.id) && t.reason === 'voluntary') return drop(this.d, g, round, t);
     // Only a turn that calls the model counts against its pair's budget (see rooms/BotPairs).
     const bot = this.trigger(g, round);
-    const taken = bot?.authorKind === 'bot' && !resuming ? this.d.botPairs.take(g.id, bot.authorId, agent.id, clock.now()) : undefined;
-    if (taken && !taken.ok) {
+    const byBot = bot?.authorKind === 'bot' && !resuming;
+    const refused = byBot && this.d.botPairs.answerRefused(g.id, bot, agent, clock.now());
+    if (refused) {
       drop(this.d, g, round, t);
-      const why = stopReason(this.d.botPairs.limits, taken.why);
-      return decide(this.d, g, round, 'cap', agent.id, `${agent.name} does not answer ${bot!.authorName} until a person writes here: they exchanged ${why}`);
+      return decide(this.d, g, round, 'cap', agent.id, refused);
     }
     if (t.reason === 'voluntary') groups.updateRound(g, round, { asked: [...round.asked, agent.id] });
 
