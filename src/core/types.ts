@@ -349,6 +349,9 @@ export interface TranscriptEntry {
   authorAvatarUrl?: string | undefined;
 }
 
+/** An entry before the store gives it an id, a seq and a time. */
+export type NewEntry = Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number };
+
 /**
  * One person's reaction to an entry. `byKey` tells people apart whatever names they type: a web
  * browser's client tag (`addr:<digest>` for a client without one), `<channel>:<author id>` for

@@ -16,7 +16,7 @@ import { copiesFor } from '../rooms/chats.js';
 import type { Logger, Store, StoredGroup } from '../ports.js';
 import type { TranscriptPage } from '../readModels.js';
 import type { DeliveryOutcome, EntryEdit, GroupChange, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
-import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, TranscriptEntry, Usage } from '../types.js';
+import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, NewEntry, TranscriptEntry, Usage } from '../types.js';
 import { UserError } from '../errors.js';
 import { TRANSCRIPT_TAIL, emptyGroup, emptyUsage, entryAt, plus, pruneSeen, rebuild } from './evolve.js';
 import { CHECKPOINT_EVERY, GroupWrites } from './groupWrites.js';
@@ -24,7 +24,6 @@ import { contextStart, mailboxOf, pageOfGroup } from './groupReads.js';
 import { checkedParticipants, firstHead, freshGroupId, type NewGroup } from './newGroup.js';
 import { ChatIndex } from './chatIndex.js';
 import type { ChatAddress, LinkCode, LinkedChat } from '../roomTypes.js';
-import type { NewEntry } from '../router/Recorder.js';
 
 /** Transcript messages a newcomer is shown on `/group add`. */
 const JOIN_CONTEXT = 20;

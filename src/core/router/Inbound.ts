@@ -16,7 +16,7 @@ import { RateLimiter } from './RateLimiter.js';
 import { Dedupe } from './Dedupe.js';
 import { originOf, seenKeyOf } from '../rooms/chats.js';
 import { withReplyResolved, type PostedIndex } from '../rooms/PostedIndex.js';
-import { BotCommands } from '../commands/botCommands.js';
+import { BotCommands, OncePerBot, botKey } from '../commands/botCommands.js';
 import type { BotPairs } from '../rooms/BotPairs.js';
 import { copiesFor } from '../rooms/chats.js';
 import { decision } from './decisions.js';
@@ -79,6 +79,8 @@ export class Inbound {
   private readonly dedupe: Dedupe;
   private readonly rate: RateLimiter;
   private readonly botCommands: BotCommands;
+  /** Bots told they are over the rate limit: told once, or a bot answering each notice would loop with it. */
+  private readonly botsOverLimit = new OncePerBot();
 
   constructor(private readonly d: InboundDeps) {
     this.dedupe = new Dedupe(d.groups);
@@ -252,8 +254,10 @@ export class Inbound {
   /** Refused to the sender alone where it can be (the web page), else with a notice in the chat. */
   private async overLimit(g: GroupDoc, msg: InboundMessage, refusal: Refusal): Promise<ReceiveResult> {
     if (msg.ephemeral) return this.ephemeralRefusal(g, msg, refusal);
+    const rejected = { status: 'rejected' as const, groupId: g.id, code: refusal.code, reason: refusal.text };
+    if (msg.authorKind === 'bot' && !this.botsOverLimit.first(botKey(msg, g))) return rejected;
     await this.d.recorder.notice(g, refusal.text, { decision: 'cap', seen: seenKeyOf(g, msg) });
-    return { status: 'rejected', groupId: g.id, code: refusal.code, reason: refusal.text };
+    return rejected;
   }
 
   /** A message for the agents: it and its round are one record, durable before the channel acknowledges. */

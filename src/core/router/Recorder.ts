@@ -7,14 +7,13 @@
  * its own.
  */
 import type { GroupDoc, RoundRecord } from '../records.js';
-import type { AgentDef, DecisionType, TranscriptEntry } from '../types.js';
+import type { AgentDef, DecisionType, NewEntry, TranscriptEntry } from '../types.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { Outbox, PostOutcome } from './Outbox.js';
 import type { ChatAddress } from '../roomTypes.js';
 import type { GroupMailbox } from '../groups/GroupMailbox.js';
 
-/** An entry before the store gives it an id, a seq and a time. */
-export type NewEntry = Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number };
+export type { NewEntry } from '../types.js';
 
 /** What changes together with the entries of one record. */
 export interface RecordChange {

@@ -57,7 +57,7 @@ describe('discord: bots that are not agents (real app, allow_bots)', () => {
     app = fake = dataDir = undefined;
   });
 
-  async function boot(llm: LlmProvider, tools?: MemoryTools): Promise<string> {
+  async function boot(llm: LlmProvider, tools?: MemoryTools, perMinute = 1000): Promise<string> {
     fake = await new FakeDiscord().start();
     general = fake.addChannel('general');
     dataDir = await mkdtemp(join(tmpdir(), 'chorus-dc-bots-'));
@@ -68,7 +68,7 @@ agents:
   - { id: analyst, name: Analyst, persona: You are the analyst. }
   - { id: writer, name: Writer, persona: You are the writer. }
 group_defaults: { cooldown_seconds: 0, voluntary_timeout_seconds: 20, agent_reply_timeout_seconds: 20, reply_strategy: mention_only }
-limits: { user_messages_per_minute: 1000, bot_pair_events_per_minute: 3 }
+limits: { user_messages_per_minute: ${perMinute}, bot_pair_events_per_minute: 3 }
 channels:
   web: { enabled: false }
   discord: { enabled: true, token: "${fake.token}", api_base: "${fake.apiBase}", allow_bots: true }
@@ -135,5 +135,19 @@ groups:
     // Every ping is kept, as a bot's.
     const pings = group(groupId).transcript.filter((e) => e.kind === 'human');
     expect(pings.map((e) => [e.authorName, e.authorKind])).toEqual(Array(6).fill(['Robo', 'bot']));
+  });
+
+  it('a bot over the rate limit is told once, not once per message (a bot answering each notice would loop)', async () => {
+    const groupId = await boot(new FakeLlm(), undefined, 2);
+    const robo = fake!.addUser('Robo', { bot: true });
+    const maya = fake!.addUser('Maya');
+    for (let i = 0; i < 5; i++) fake!.humanSays(general, robo, `beep ${i}`);
+    fake!.humanSays(general, maya, 'marker');
+    await until(() => group(groupId).transcript.some((e) => e.text === 'marker'), 'the marker recorded');
+    await app!.router.idle();
+    const overLimit = () => posts().filter(([, c]) => c.startsWith('⚠ Robo, you are sending messages faster than 2 a minute'));
+    expect(group(groupId).transcript.filter((e) => e.kind === 'human').map((e) => e.text)).toEqual(['beep 0', 'beep 1', 'marker']);
+    await until(() => overLimit().length > 0, 'the notice');
+    expect(overLimit()).toHaveLength(1);
   });
 });
