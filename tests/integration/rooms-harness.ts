@@ -41,7 +41,16 @@ export async function until<T>(probe: () => T | undefined | null | false | Promi
   }
 }
 
-interface YamlInput { dataDir: string; tg: FakeTelegram; dc: FakeDiscord; tgRoom: number; dcRoom: string; tgSolo: number; dcSolo: string; allowBots: boolean }
+interface YamlInput {
+  dataDir: string;
+  tg: FakeTelegram;
+  dc: FakeDiscord;
+  tgRoom: number;
+  dcRoom: string;
+  tgSolo: number;
+  dcSolo: string;
+  allowBots: boolean;
+}
 
 function configYaml(o: YamlInput): string {
   const agent = (id: 'analyst' | 'writer', name: string) => `  - id: ${id}
@@ -108,7 +117,10 @@ export interface RoomWorld {
 }
 
 /** `clock`: the app's (a test's fake one); `allowBots`: Discord's other bots are input (`allow_bots`). */
-export async function bootRoom(llmOpts: FakeLlmOptions = {}, opts: { clock?: Clock; allowBots?: boolean } = {}): Promise<RoomWorld> {
+export async function bootRoom(
+  llmOpts: FakeLlmOptions = {},
+  opts: { clock?: Clock; allowBots?: boolean } = {},
+): Promise<RoomWorld> {
   const tg = await FakeTelegram.start();
   const dc = await new FakeDiscord().start();
   const dataDir = await mkdtemp(join(tmpdir(), 'chorus-rooms-e2e-'));
@@ -134,7 +146,8 @@ export async function bootRoom(llmOpts: FakeLlmOptions = {}, opts: { clock?: Clo
     const mod = dc.addUser('Mod', { roles: [dc.modRoleId] });
 
     const llm = new FakeLlm(llmOpts);
-    const yaml = configYaml({ dataDir, tg, dc, tgRoom: room.id, dcRoom, tgSolo: solo.id, dcSolo, allowBots: opts.allowBots ?? false });
+    const allowBots = opts.allowBots ?? false;
+    const yaml = configYaml({ dataDir, tg, dc, tgRoom: room.id, dcRoom, tgSolo: solo.id, dcSolo, allowBots });
     const { config } = parseConfigText(yaml, 'test', {});
     app = await createApp({ config, llm, logger: silentLogger, ...(opts.clock ? { clock: opts.clock } : {}) });
     await app.start();

@@ -167,7 +167,7 @@ describe('a room across three chats', () => {
     expect(r.chans.telegram.relayed.at(-1)!.replyTo).toBe(r.chans.telegram.posts.find((p) => p.agentId === 'analyst')!.id);
   });
 
-  it('a bot that is not an agent is answered until the pair uses its budget, and not again until a person writes', async () => {
+  it('a bot that is not an agent is answered within its budget, then not until a person writes', async () => {
     const r = await room();
     const bot = { author: { id: 'helperbot', name: 'HelperBot' }, authorKind: 'bot' as const };
     // One at a time, as a bot answering each answer would.

@@ -67,7 +67,8 @@ llm: { provider: scripted }
 agents:
   - { id: analyst, name: Analyst, persona: You are the analyst. }
   - { id: writer, name: Writer, persona: You are the writer. }
-group_defaults: { cooldown_seconds: 0, voluntary_timeout_seconds: 20, agent_reply_timeout_seconds: 20, reply_strategy: mention_only }
+group_defaults:
+  { cooldown_seconds: 0, voluntary_timeout_seconds: 20, agent_reply_timeout_seconds: 20, reply_strategy: mention_only }
 limits: { user_messages_per_minute: ${perMinute}, bot_pair_events_per_minute: 3 }
 channels:
   web: { enabled: false }
@@ -82,17 +83,21 @@ groups:
   }
 
   /** What Chorus posted in #general: [webhook username, content]. */
-  const posts = () => fake!.posts(general).filter((m) => m.webhook_id !== null).map((m) => [m.author.username, m.content] as [string, string]);
+  const posts = () =>
+    fake!.posts(general)
+      .filter((m) => m.webhook_id !== null)
+      .map((m) => [m.author.username, m.content] as [string, string]);
   const group = (id: string) => app!.router.groups.get(id)!;
 
   it('a bot with a moderator role cannot approve a tool call or mute an agent; it is told once', async () => {
     const tools = new MemoryTools();
-    const groupId = await boot(new StepLlm([{ calls: [call('c1', 'orders__cancel')] }, 'Order 42 is cancelled.']), tools);
+    const llm = new StepLlm([{ calls: [call('c1', 'orders__cancel')] }, 'Order 42 is cancelled.']);
+    const groupId = await boot(llm, tools);
     const maya = fake!.addUser('Maya');
     const mod = fake!.addUser('Moderator', { roles: [fake!.modRoleId] });
     const robo = fake!.addUser('Robo', { bot: true, roles: [fake!.modRoleId] });
     fake!.humanSays(general, maya, '@analyst cancel order 42');
-    const waiting = await until(() => group(groupId).state.tools?.find((c) => c.approval === 'waiting'), 'a call waiting for approval');
+    const waiting = await until(() => group(groupId).state.tools?.find((c) => c.approval === 'waiting'), 'a call');
 
     fake!.humanSays(general, robo, `/approve ${waiting.id}`);
     fake!.humanSays(general, robo, '/group mute writer');
@@ -137,7 +142,7 @@ groups:
     expect(pings.map((e) => [e.authorName, e.authorKind])).toEqual(Array(6).fill(['Robo', 'bot']));
   });
 
-  it('a bot over the rate limit is told once, not once per message (a bot answering each notice would loop)', async () => {
+  it('a bot over the rate limit is told once, not per message (a bot answering each notice would loop)', async () => {
     const groupId = await boot(new FakeLlm(), undefined, 2);
     const robo = fake!.addUser('Robo', { bot: true });
     const maya = fake!.addUser('Maya');
@@ -145,8 +150,10 @@ groups:
     fake!.humanSays(general, maya, 'marker');
     await until(() => group(groupId).transcript.some((e) => e.text === 'marker'), 'the marker recorded');
     await app!.router.idle();
-    const overLimit = () => posts().filter(([, c]) => c.startsWith('⚠ Robo, you are sending messages faster than 2 a minute'));
-    expect(group(groupId).transcript.filter((e) => e.kind === 'human').map((e) => e.text)).toEqual(['beep 0', 'beep 1', 'marker']);
+    const notice = '⚠ Robo, you are sending messages faster than 2 a minute';
+    const overLimit = () => posts().filter(([, c]) => c.startsWith(notice));
+    const kept = group(groupId).transcript.filter((e) => e.kind === 'human').map((e) => e.text);
+    expect(kept).toEqual(['beep 0', 'beep 1', 'marker']);
     await until(() => overLimit().length > 0, 'the notice');
     expect(overLimit()).toHaveLength(1);
   });

@@ -266,7 +266,15 @@ export class FakeDiscord {
    * channel: as Discord shows it, a message whose author is the webhook, marked as a bot.
    */
   foreignWebhookSays(channelId: string, username: string, content: string): string {
-    const hook: FakeWebhook = { id: snowflake(), token: `foreign-${snowflake()}`, channel_id: channelId, name: username, application_id: snowflake() };
+    const id = snowflake();
+    const hook: FakeWebhook = {
+      id,
+      token: `hook-${id}`,
+      channel_id: channelId,
+      name: username,
+      // Another application's: not one Chorus made.
+      application_id: snowflake(),
+    };
     this.webhooks.push(hook);
     const msg: StoredMessage = {
       id: snowflake(),
