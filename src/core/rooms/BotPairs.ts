@@ -131,4 +131,3 @@ export class BotPairs {
       : `bots got ${withoutPerson} answers or copies while no person wrote`;
   }
 }
-

@@ -14,11 +14,10 @@ import { findMentions, type HandleIndex } from './mentions.js';
 import type { Recorder, NewEntry } from './Recorder.js';
 import { RateLimiter } from './RateLimiter.js';
 import { Dedupe } from './Dedupe.js';
-import { originOf, seenKeyOf } from '../rooms/chats.js';
+import { copiesFor, originOf, seenKeyOf } from '../rooms/chats.js';
 import { withReplyResolved, type PostedIndex } from '../rooms/PostedIndex.js';
 import { BotCommands, OncePerBot, botKey } from '../commands/botCommands.js';
 import type { BotPairs } from '../rooms/BotPairs.js';
-import { copiesFor } from '../rooms/chats.js';
 import { decision } from './decisions.js';
 
 export interface InboundDeps {
@@ -251,7 +250,7 @@ export class Inbound {
     return { status: 'command', groupId: g.id, entryId: entry!.id };
   }
 
-  /** Refused to the sender alone where it can be (the web page), else with a notice in the chat. */
+  /** Refused to the sender alone where it can be (the web page), else with a notice in the chat (a bot: once). */
   private async overLimit(g: GroupDoc, msg: InboundMessage, refusal: Refusal): Promise<ReceiveResult> {
     if (msg.ephemeral) return this.ephemeralRefusal(g, msg, refusal);
     const rejected = { status: 'rejected' as const, groupId: g.id, code: refusal.code, reason: refusal.text };
