@@ -272,8 +272,11 @@ export const configSchema = z
         max_files_per_message: z.number().int().min(1).max(20).default(4),
         // An image whose header states more pixels is refused (a small file can decode to gigabytes).
         max_image_pixels: z.number().int().min(10_000).max(1_000_000_000).default(40_000_000),
-        // Messages two bots that are not agents may exchange in one room per minute (a loop stops there).
+        // What a bot that is not an agent gets from Chorus per partner (an agent's answers, the copies of its
+        // messages in a room's other chats) a minute; needing more stops bots in the group until a person writes.
         bot_pair_events_per_minute: z.number().int().min(1).max(10000).default(10),
+        // ... and so do this many for bots while no person writes in the group (a slow loop).
+        bot_pair_events_without_person: z.number().int().min(1).max(100000).default(30),
       })
       .strict()
       .prefault({}),

@@ -149,7 +149,10 @@ export interface InboundMessage {
    * threads to it everywhere and addresses its agent.
    */
   replyToPlatformId?: string | undefined;
-  /** A bot that is not a Chorus agent wrote it (Telegram's bot-to-bot mode); absent: a person. */
+  /**
+   * A bot that is not a Chorus agent wrote it (Telegram's bot-to-bot mode, a bot or another
+   * integration's webhook on Discord with `allow_bots`); absent: a person.
+   */
   authorKind?: 'bot' | undefined;
   /** An https URL of the author's picture where the platform gives one (Discord), for relayed copies. */
   authorAvatarUrl?: string | undefined;
@@ -345,6 +348,9 @@ export interface TranscriptEntry {
   /** The author's picture, where the platform gave one (relayed copies on Discord show it). */
   authorAvatarUrl?: string | undefined;
 }
+
+/** An entry before the store gives it an id, a seq and a time. */
+export type NewEntry = Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number };
 
 /**
  * One person's reaction to an entry. `byKey` tells people apart whatever names they type: a web

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { createApp, type App } from '../../src/app.js';
 import { parseConfigText } from '../../src/config/load.js';
 import type { TranscriptEntry } from '../../src/core/types.js';
+import type { Clock } from '../../src/core/ports.js';
 import { FakeDiscord } from '../fakes/discord/FakeDiscord.js';
 import type { FakeUser as DiscordUser, StoredMessage } from '../fakes/discord/model.js';
 import { FakeTelegram, type FakeUser, type Posted } from '../fakes/telegram/FakeTelegram.js';
@@ -49,6 +50,7 @@ interface ConfigParts {
   tgSolo: number;
   dcSolo: string;
   relayBot: boolean;
+  allowBots: boolean;
 }
 
 function configYaml(o: ConfigParts): string {
@@ -68,7 +70,7 @@ limits: { user_messages_per_minute: 1000, bot_pair_events_per_minute: 3, max_mes
 channels:
   web: { enabled: true, port: 0 }
   telegram: { enabled: true, api_root: "${o.tg.apiRoot}", auto_create_groups: false${relay} }
-  discord: { enabled: true, token: "${o.dc.token}", api_base: "${o.dc.apiBase}" }
+  discord: { enabled: true, token: "${o.dc.token}", api_base: "${o.dc.apiBase}", allow_bots: ${o.allowBots} }
 groups:
   - title: Room
     participants: [analyst, writer]
@@ -118,9 +120,13 @@ export interface RoomWorld {
 
 /**
  * `relayBot: false`: no `relay_token`, so people from the other chats are posted on Telegram
- * through the first participant's bot (the analyst's).
+ * through the first participant's bot (the analyst's). `clock`: the app's (a test's fake one);
+ * `allowBots`: Discord's other bots are input (`allow_bots`).
  */
-export async function bootRoom(llmOpts: FakeLlmOptions = {}, opts: { relayBot?: boolean } = {}): Promise<RoomWorld> {
+export async function bootRoom(
+  llmOpts: FakeLlmOptions = {},
+  opts: { relayBot?: boolean; clock?: Clock; allowBots?: boolean } = {},
+): Promise<RoomWorld> {
   const tg = await FakeTelegram.start();
   const dc = await new FakeDiscord().start();
   const dataDir = await mkdtemp(join(tmpdir(), 'chorus-rooms-e2e-'));
@@ -147,9 +153,10 @@ export async function bootRoom(llmOpts: FakeLlmOptions = {}, opts: { relayBot?: 
 
     const llm = new FakeLlm(llmOpts);
     const relayBot = opts.relayBot ?? true;
-    const parts = { dataDir, tg, dc, tgRoom: room.id, dcRoom, tgSolo: solo.id, dcSolo, relayBot };
+    const allowBots = opts.allowBots ?? false;
+    const parts = { dataDir, tg, dc, tgRoom: room.id, dcRoom, tgSolo: solo.id, dcSolo, relayBot, allowBots };
     const { config } = parseConfigText(configYaml(parts), 'test', {});
-    app = await createApp({ config, llm, logger: silentLogger });
+    app = await createApp({ config, llm, logger: silentLogger, ...(opts.clock ? { clock: opts.clock } : {}) });
     await app.start();
     const a = app;
     const roomId = a.gateway.listGroups().find((g) => g.chatId === String(room.id))!.id;

@@ -167,18 +167,32 @@ describe('a room across three chats', () => {
     expect(r.chans.telegram.relayed.at(-1)!.replyTo).toBe(r.chans.telegram.posts.find((p) => p.agentId === 'analyst')!.id);
   });
 
-  it('a bot that is not an agent is answered until the pair uses its budget', async () => {
+  it('a bot that is not an agent is answered within its budget, then not until a person writes', async () => {
     const r = await room();
-    for (let i = 0; i < 4; i++) await r.router.receive(r.msg('telegram', `@analyst ping ${i}`, { author: { id: 'helperbot', name: 'HelperBot' }, authorKind: 'bot' }));
-    await r.settle();
+    const bot = { author: { id: 'helperbot', name: 'HelperBot' }, authorKind: 'bot' as const };
+    // One at a time, as a bot answering each answer would.
+    for (let i = 0; i < 4; i++) {
+      await r.router.receive(r.msg('telegram', `@analyst ping ${i}`, bot));
+      await r.settle();
+    }
     // Two answers a minute for this pair (the test's limit): the other two messages are kept, not answered.
     expect(r.chans.web.posts.filter((p) => p.agentId === 'analyst')).toHaveLength(2);
     const humans = r.g().transcript.filter((e) => e.kind === 'human');
     expect(humans).toHaveLength(4);
     expect(humans.every((e) => e.authorKind === 'bot')).toBe(true);
+    // Its copies in the room's other chat have the same budget: two, the rest stay where they were written.
+    expect(r.chans.discord.relayed.map((p) => p.text)).toEqual(['@analyst ping 0', '@analyst ping 1']);
+    // A minute later the pair is still stopped: a window that refills would let the exchange start again.
     await r.clock.advance(61_000);
-    await r.router.receive(r.msg('telegram', '@analyst again', { author: { id: 'helperbot', name: 'HelperBot' }, authorKind: 'bot' }));
+    await r.router.receive(r.msg('telegram', '@analyst again', bot));
+    await r.settle();
+    expect(r.chans.web.posts.filter((p) => p.agentId === 'analyst')).toHaveLength(2);
+    expect(r.chans.discord.relayed).toHaveLength(2);
+    // A person writes: the bot is answered and copied again.
+    await r.router.receive(r.msg('discord', 'hello everyone'));
+    await r.router.receive(r.msg('telegram', '@analyst and now?', bot));
     await r.settle();
     expect(r.chans.web.posts.filter((p) => p.agentId === 'analyst')).toHaveLength(3);
+    expect(r.chans.discord.relayed.map((p) => p.text).at(-1)).toBe('@analyst and now?');
   });
 });

@@ -3,7 +3,7 @@
  *
  * Skipped: Chorus's own webhook posts and its own bot's messages (their echoes would otherwise
  * loop back into the router), other bots unless `allow_bots`, DMs, system messages (joins, pins),
- * channels outside the allow-list, and messages with nothing to read.
+ * channels outside the allow-list, and messages with nothing to read. A bot let in is marked as one.
  */
 import { MessageType, type GuildMember, type Message, type PartialUser, type User } from 'discord.js';
 import { cleanDisplayName } from '../../core/text/displayName.js';
@@ -53,6 +53,9 @@ export function normalizeMessage(m: Message, ctx: NormalizeContext): NormalizedM
   };
   const avatar = avatarUrlOf(m.member, m.author);
   if (avatar) message.authorAvatarUrl = avatar;
+  // Another bot or another integration's webhook (Chorus's own are skipped above) is never a
+  // person: its commands are refused and what agents do for it is budgeted (core/rooms/BotPairs).
+  if (m.author.bot || m.webhookId) message.authorKind = 'bot';
   return { message };
 }
 

@@ -16,7 +16,7 @@ import { copiesFor } from '../rooms/chats.js';
 import type { Logger, Store, StoredGroup } from '../ports.js';
 import type { TranscriptPage } from '../readModels.js';
 import type { DeliveryOutcome, EntryEdit, GroupChange, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
-import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, TranscriptEntry, Usage } from '../types.js';
+import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, NewEntry, TranscriptEntry, Usage } from '../types.js';
 import { UserError } from '../errors.js';
 import { TRANSCRIPT_TAIL, emptyGroup, emptyUsage, entryAt, plus, pruneSeen, rebuild } from './evolve.js';
 import { CHECKPOINT_EVERY, GroupWrites } from './groupWrites.js';
@@ -296,11 +296,11 @@ export class GroupManager {
   // ── Transcript, rounds, dedupe
 
   /** Add a transcript entry (id and seq assigned); durable with the next commit. */
-  append(g: GroupDoc, entry: Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number }): TranscriptEntry {
+  append(g: GroupDoc, entry: NewEntry, o: { copies?: boolean } = {}): TranscriptEntry {
     const seq = g.nextSeq;
     const full: TranscriptEntry = { ...entry, id: `${g.id}.${seq}`, seq, ts: entry.ts ?? this.now() };
-    // In a room of several chats, the copies it is owed there are decided now and recorded with it.
-    const copies = copiesFor(g, full);
+    // The copies owed in a room's other chats (unless `copies: false`) are decided now and recorded with it.
+    const copies = o.copies === false ? undefined : copiesFor(g, full);
     if (copies) full.copies = copies;
     this.writes.entry(g, full);
     return full;

@@ -128,6 +128,7 @@ export class GroupRouter implements ChannelHost {
     this.gate = new LlmGate(opts.llm, opts.llmSettings, opts.clock, this.metrics, this.shutdownController.signal, opts.logger);
     // Nor does a model call: the group takes in messages, stops and changes while an agent thinks.
     this.gate.aside = (id, wait) => (id ? this.mailbox.outside(id, wait) : wait());
+    const botPairs = BotPairs.from(opts.limits);
     this.runner = new RoundRunner({
       groups: this.groups,
       agents: this.agentMap,
@@ -145,7 +146,7 @@ export class GroupRouter implements ChannelHost {
       typing: (g, a, active) => this.outbox.setTyping(g, a, active),
       tools: opts.tools ?? noTools,
       redact: opts.redact ?? ((text) => text),
-      botPairs: new BotPairs(opts.limits.bot_pair_events_per_minute ?? 10),
+      botPairs,
       mailbox: this.mailbox,
     }, (g) => this.schedule(g));
     // A decision on a waiting tool call: the round that stepped aside for it runs again.
@@ -204,6 +205,7 @@ export class GroupRouter implements ChannelHost {
       schedule: (g) => this.schedule(g),
       ask: (g, msg, ids, text) => this.requests.ask(g, msg, ids, text),
       mailbox: this.mailbox,
+      botPairs,
     });
     this.hosting = new Hosting({
       groups: this.groups,

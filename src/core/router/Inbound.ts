@@ -14,8 +14,11 @@ import { findMentions, type HandleIndex } from './mentions.js';
 import type { Recorder, NewEntry } from './Recorder.js';
 import { RateLimiter } from './RateLimiter.js';
 import { Dedupe } from './Dedupe.js';
-import { originOf, seenKeyOf } from '../rooms/chats.js';
+import { copiesFor, originOf, seenKeyOf } from '../rooms/chats.js';
 import { withReplyResolved, type PostedIndex } from '../rooms/PostedIndex.js';
+import { BotCommands, OncePerBot, botKey } from '../commands/botCommands.js';
+import type { BotPairs } from '../rooms/BotPairs.js';
+import { decision } from './decisions.js';
 
 export interface InboundDeps {
   groups: GroupManager;
@@ -38,6 +41,8 @@ export interface InboundDeps {
   mailbox: GroupMailbox;
   /** Record `/ask`'s question and force these agents to answer. */
   ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string): Promise<TranscriptEntry | undefined>;
+  /** What bots that are not agents may still get (a person writing lets stopped ones go on). */
+  botPairs: BotPairs;
 }
 
 /** Why a message is refused to its sender before anything is recorded. */
@@ -59,6 +64,8 @@ export type Intent =
   /** `/ask <agent> <question>`. */
   | { kind: 'ask'; g: GroupDoc; agentIds: string[]; text: string }
   | { kind: 'command'; g: GroupDoc; command: ParsedCommand }
+  /** A command from a bot that is not an agent: recorded, never run (commands/botCommands.ts). */
+  | { kind: 'bot-command'; g: GroupDoc | undefined }
   /** Too long, empty or rate limited. */
   | { kind: 'over-limit'; g: GroupDoc; refusal: Refusal }
   | { kind: 'message'; g: GroupDoc };
@@ -70,9 +77,13 @@ export const UNAVAILABLE: ReceiveResult = { status: 'rejected', code: 'unavailab
 export class Inbound {
   private readonly dedupe: Dedupe;
   private readonly rate: RateLimiter;
+  private readonly botCommands: BotCommands;
+  /** Bots told they are over the rate limit: told once, or a bot answering each notice would loop with it. */
+  private readonly botsOverLimit = new OncePerBot();
 
   constructor(private readonly d: InboundDeps) {
     this.dedupe = new Dedupe(d.groups);
+    this.botCommands = new BotCommands(d.commands);
     this.rate = new RateLimiter(d.limits.user_messages_per_minute, 60_000);
   }
 
@@ -147,6 +158,8 @@ export class Inbound {
         return this.ask(intent.g, msg, intent.agentIds, intent.text);
       case 'command':
         return this.command(intent.g, msg, intent.command, task);
+      case 'bot-command':
+        return this.botCommand(intent.g, msg);
       case 'over-limit':
         return this.overLimit(intent.g, msg, intent.refusal);
       case 'message':
@@ -157,12 +170,15 @@ export class Inbound {
   /** What a message not taken before is (synchronous: see `take`). */
   private classify(msg: InboundMessage, g: GroupDoc | undefined, dm: string | undefined, forwarded: boolean): Intent {
     const command = parseCommand(msg.text);
+    const byBot = command !== null && msg.authorKind === 'bot';
     if (!g) {
+      if (byBot) return { kind: 'bot-command', g };
       if (command) return { kind: 'chatless-command', command };
       if (dm) return { kind: 'open-dm', agentId: dm };
       return { kind: 'refused', result: { status: 'no_group', reason: 'this chat has no group; use /group create' } };
     }
     if (!this.d.groups.usable(g)) return { kind: 'refused', result: UNAVAILABLE };
+    if (byBot) return { kind: 'bot-command', g };
     if (command && msg.ephemeral) return { kind: 'private-command', g, command };
     const asked = command?.name === 'ask' ? askArgs(this.d.handles, g.participants, command) : null;
     if (asked && asked.ids.length > 0 && asked.text) return { kind: 'ask', g, agentIds: asked.ids, text: asked.text };
@@ -210,21 +226,37 @@ export class Inbound {
 
   /** `/ask <agent> <question>`: one entry, the question agents are shown (not the command line too). */
   private async ask(g: GroupDoc, msg: InboundMessage, agentIds: string[], text: string): Promise<ReceiveResult> {
+    this.d.botPairs.personWrote(g.id, this.d.now());
     const entry = await this.d.ask(g, msg, agentIds, text);
     return { status: 'command', groupId: g.id, entryId: entry?.id };
   }
 
   private async command(g: GroupDoc, msg: InboundMessage, command: ParsedCommand, task: GroupTask | undefined): Promise<ReceiveResult> {
+    this.d.botPairs.personWrote(g.id, this.d.now());
     const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(g, msg, true)] });
     await handleCommand({ ...this.d.commands, task }, msg, command, g);
     return { status: 'command', groupId: g.id, entryId: entry!.id };
   }
 
-  /** Refused to the sender alone where it can be (the web page), else with a notice in the chat. */
+  /** A bot's command (`g` undefined: in a chat without a group): its line is kept, it is not run. */
+  private async botCommand(g: GroupDoc | undefined, msg: InboundMessage): Promise<ReceiveResult> {
+    if (!g) {
+      this.dedupe.rememberChatless(msg);
+      await this.botCommands.refuse(msg, undefined);
+      return { status: 'command' };
+    }
+    const [entry] = await this.d.recorder.record(g, { entries: [humanEntry(g, msg, true)] });
+    await this.botCommands.refuse(msg, g);
+    return { status: 'command', groupId: g.id, entryId: entry!.id };
+  }
+
+  /** Refused to the sender alone where it can be (the web page), else with a notice in the chat (a bot: once). */
   private async overLimit(g: GroupDoc, msg: InboundMessage, refusal: Refusal): Promise<ReceiveResult> {
     if (msg.ephemeral) return this.ephemeralRefusal(g, msg, refusal);
+    const rejected = { status: 'rejected' as const, groupId: g.id, code: refusal.code, reason: refusal.text };
+    if (msg.authorKind === 'bot' && !this.botsOverLimit.first(botKey(msg, g))) return rejected;
     await this.d.recorder.notice(g, refusal.text, { decision: 'cap', seen: seenKeyOf(g, msg) });
-    return { status: 'rejected', groupId: g.id, code: refusal.code, reason: refusal.text };
+    return rejected;
   }
 
   /** A message for the agents: it and its round are one record, durable before the channel acknowledges. */
@@ -232,7 +264,12 @@ export class Inbound {
     const addressed = this.addressedBy(g, msg);
     if (addressed.length > 0) this.d.groups.setSticky(g, addressed.at(-1)!);
     const round = this.d.newRound(g, [`${g.id}.${g.nextSeq}`], addressed, false);
-    const recorded = this.d.recorder.record(g, { entries: [humanEntry(g, msg, false)], round: { record: round, add: true } });
+    const human = humanEntry(g, msg, false);
+    if (msg.authorKind !== 'bot') this.d.botPairs.personWrote(g.id, this.d.now());
+    const refused = msg.authorKind === 'bot' ? this.copiesRefused(g, human, round) : undefined;
+    const entries = refused ? [human, refused] : [human];
+    const uncopied = refused ? [human] : undefined;
+    const recorded = this.d.recorder.record(g, { entries, round: { record: round, add: true }, uncopied });
     // The round queues up now and starts while the message is being written: whatever it records
     // lands after the message, so no reply is posted before the message is durable. (If the write
     // fails, the group is refused until reloaded and the round records nothing.)
@@ -240,6 +277,17 @@ export class Inbound {
     const [entry] = await recorded;
     this.d.metrics.messageRecorded(msg.channel);
     return { status: 'recorded', groupId: g.id, entryId: entry!.id };
+  }
+
+  /**
+   * A bot's message in a room of several chats is copied into the others only within its budget
+   * (rooms/BotPairs): there another bot may answer the copy, and that answer's copy here, and so
+   * on. Beyond it the message is kept (here and on the page) and a quiet line says why.
+   */
+  private copiesRefused(g: GroupDoc, human: NewEntry, round: RoundRecord): NewEntry | undefined {
+    const refused = copiesFor(g, human) && this.d.botPairs.copyRefused(g.id, human, this.d.now());
+    if (!refused) return undefined;
+    return decision({ agents: this.d.agentMap, logger: this.d.commands.logger }, 'cap', undefined, refused, round.id);
   }
 
   /** Whom a message addresses: text handles, platform mentions, reply-to, in order of appearance. */

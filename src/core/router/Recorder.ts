@@ -7,7 +7,7 @@
  * its own.
  */
 import type { GroupDoc, RoundRecord } from '../records.js';
-import type { AgentDef, DecisionType, TranscriptEntry } from '../types.js';
+import type { AgentDef, DecisionType, NewEntry, TranscriptEntry } from '../types.js';
 import type { GroupManager } from '../groups/GroupManager.js';
 import type { Outbox, PostOutcome } from './Outbox.js';
 import type { ChatAddress } from '../roomTypes.js';
@@ -15,8 +15,7 @@ import type { GroupMailbox } from '../groups/GroupMailbox.js';
 import { roomChats } from '../rooms/chats.js';
 import { chatRefIn, idIn } from '../rooms/roomPosts.js';
 
-/** An entry before the store gives it an id, a seq and a time. */
-export type NewEntry = Omit<TranscriptEntry, 'id' | 'seq' | 'ts'> & { ts?: number };
+export type { NewEntry } from '../types.js';
 
 /** What changes together with the entries of one record. */
 export interface RecordChange {
@@ -27,6 +26,8 @@ export interface RecordChange {
   seen?: string | undefined;
   /** Agent replies thread to this platform message. */
   replyTo?: string | undefined;
+  /** Of `entries`, those kept in the chat they came from: not copied to the room's other chats. */
+  uncopied?: NewEntry[] | undefined;
 }
 
 export class Recorder {
@@ -58,7 +59,8 @@ export class Recorder {
       this.groups.commitSoon(g);
       return [];
     }
-    const added = (change.entries ?? []).map((e) => this.groups.append(g, e));
+    const copies = (e: NewEntry) => !change.uncopied?.includes(e);
+    const added = (change.entries ?? []).map((e) => this.groups.append(g, e, { copies: copies(e) }));
     const r = change.round;
     if (r?.add) this.groups.addRound(g, r.record);
     else if (r?.done) this.groups.finishRound(g, r.record);

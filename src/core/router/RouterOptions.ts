@@ -7,13 +7,15 @@ import type { Metrics } from '../metrics.js';
 import type { GateSettings } from './LlmGate.js';
 import type { ModelSettings } from './RoundDeps.js';
 import type { DeclaredGroup } from './declaredGroups.js';
+import type { BotLimitsConfig } from '../rooms/BotPairs.js';
 
 /** Everything the router needs; built by the composition root (src/app.ts). */
 export interface RouterOptions {
   agents: AgentDef[];
   aliases: Record<string, string[]>;
   groupDefaults: GroupConfig;
-  limits: { user_messages_per_minute: number; max_message_chars: number; reactions_per_minute?: number | undefined; bot_pair_events_per_minute?: number | undefined };
+  limits: { user_messages_per_minute: number; max_message_chars: number; reactions_per_minute?: number | undefined }
+    & BotLimitsConfig;
   llm: LlmProvider;
   /** Model settings; the per-group/per-agent shares and the reply limit default to none / 32 KiB (see LlmGate). */
   llmSettings: ModelSettings & GateSettings;

@@ -93,11 +93,6 @@ export class TurnRunner {
       drop(this.d, g, round, t);
       return decide(this.d, g, round, 'batch', agent.id, `${agent.name} already answered this together with an earlier message`);
     }
-    const bot = this.trigger(g, round);
-    if (bot?.authorKind === 'bot' && !resuming && !this.d.botPairs.take(g.id, bot.authorId, agent.id, clock.now())) {
-      drop(this.d, g, round, t);
-      return decide(this.d, g, round, 'cap', agent.id, `${agent.name} does not answer ${bot.authorName} for now: they exchanged ${this.d.botPairs.limit} messages in the last minute`);
-    }
     const cooldownLeft = (g.state.lastSpoke[agent.id] ?? -Infinity) + cfg.cooldown_seconds * 1000 - clock.now();
     const capReached = round.capped >= cfg.max_agent_turns_per_message;
 
@@ -125,6 +120,14 @@ export class TurnRunner {
       }
     }
     if (round.asked.includes(agent.id) && t.reason === 'voluntary') return drop(this.d, g, round, t);
+    // Only a turn that calls the model counts against its pair's budget (see rooms/BotPairs).
+    const bot = this.trigger(g, round);
+    const byBot = bot?.authorKind === 'bot' && !resuming;
+    const refused = byBot && this.d.botPairs.answerRefused(g.id, bot, agent, clock.now());
+    if (refused) {
+      drop(this.d, g, round, t);
+      return decide(this.d, g, round, 'cap', agent.id, refused);
+    }
     if (t.reason === 'voluntary') groups.updateRound(g, round, { asked: [...round.asked, agent.id] });
 
     const seenUpTo = g.nextSeq - 1;

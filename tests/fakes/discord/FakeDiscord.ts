@@ -262,6 +262,36 @@ export class FakeDiscord {
   }
 
   /**
+   * Another integration (not Chorus's application) posts through a webhook of its own in a
+   * channel: as Discord shows it, a message whose author is the webhook, marked as a bot.
+   */
+  foreignWebhookSays(channelId: string, username: string, content: string): string {
+    const id = snowflake();
+    const hook: FakeWebhook = {
+      id,
+      token: `hook-${id}`,
+      channel_id: channelId,
+      name: username,
+      // Another application's: not one Chorus made.
+      application_id: snowflake(),
+    };
+    this.webhooks.push(hook);
+    const msg: StoredMessage = {
+      id: snowflake(),
+      channel_id: channelId,
+      author: { id: hook.id, username, global_name: null, bot: true },
+      content,
+      webhook_id: hook.id,
+      application_id: hook.application_id,
+      avatar_url: null,
+      reply_to: null,
+      ts: Date.now(),
+    };
+    this.recordPost(msg);
+    return msg.id;
+  }
+
+  /**
    * A person (or another bot) adds (`on`) or takes back a reaction: a unicode emoji as a string, a
    * custom one as `{ name, id }`. Like Discord, adding one that is there or removing one that is
    * not changes nothing and sends no event; otherwise MESSAGE_REACTION_ADD / _REMOVE goes to every
