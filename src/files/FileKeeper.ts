@@ -22,7 +22,7 @@ export class FileKeeper implements Files {
   readonly maxPerMessage: number;
 
   constructor(
-    private readonly store: Pick<Store, 'putFile' | 'readFile'>,
+    private readonly store: Pick<Store, 'putFile' | 'readFile' | 'fileReferenced'>,
     limits: { max_file_bytes?: number | undefined; max_files_per_message?: number | undefined } = {},
   ) {
     this.maxBytes = limits.max_file_bytes ?? DEFAULT_MAX_FILE_BYTES;
@@ -51,8 +51,10 @@ export class FileKeeper implements Files {
     return { ok: true, attachment };
   }
 
+  /** A kept file; none once only deleted messages carried it (even before it is collected). */
   read(id: string): Promise<StoredFile | null> {
     if (!FILE_ID.test(id)) return Promise.resolve(null);
+    if (this.store.fileReferenced?.(id) === false) return Promise.resolve(null);
     return this.store.readFile(id);
   }
 }
