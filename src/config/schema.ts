@@ -269,6 +269,9 @@ export const configSchema = z
         // A file is held in memory while it is checked and kept: 100 MB at most.
         max_file_bytes: z.number().int().min(1024).max(100 * 1024 * 1024).default(10 * 1024 * 1024),
         max_files_per_message: z.number().int().min(1).max(20).default(4),
+        // Bytes of uploaded files held in memory at once while they are checked and kept (all
+        // uploads together); past it an upload waits, its bytes on disk. At least one file's worth.
+        upload_bytes_in_flight: z.number().int().min(1024 * 1024).max(4 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
         // Messages two bots that are not agents may exchange in one room per minute (a loop stops there).
         bot_pair_events_per_minute: z.number().int().min(1).max(10000).default(10),
       })
