@@ -101,9 +101,9 @@ export function forgetEntry(history: readonly ChatTurn[], summary: string | null
   const gone = { ...entry, text: DELETED_TEXT, attachments: undefined };
   const pairs = entry.text ? occurrences(entry, entry.text, DELETED_TEXT) : [];
   if (files.size > 0) {
-    // The message block with its file lines, and the words alone as a direct turn writes them.
-    pairs.unshift([observationLine(entry), observationLine(gone)]);
-    pairs.push([textWithFiles(entry), DELETED_TEXT]);
+    // First the message block with its file lines, then the words and lines as a direct turn
+    // writes them (before the text alone is looked for, which would leave the lines).
+    pairs.unshift([observationLine(entry), observationLine(gone)], [textWithFiles(entry), DELETED_TEXT]);
   }
   if (pairs.length === 0) return null;
   const swap = (s: string) => pairs.reduce((acc, [from, to]) => (acc.includes(from) ? acc.split(from).join(to) : acc), s);
