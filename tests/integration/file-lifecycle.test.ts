@@ -82,7 +82,8 @@ async function remove(app: App, entryId: string): Promise<void> {
 }
 
 async function listed(app: App, entryId: string): Promise<{ deleted?: boolean; attachments?: Array<{ id: string; name: string }> }> {
-  const page = (await (await fetch(`${app.webUrl}/api/groups/room/messages`)).json()) as { messages: Array<{ id: string }> };
+  type Listed = { id: string; deleted?: boolean; attachments?: Array<{ id: string; name: string }> };
+  const page = (await (await fetch(`${app.webUrl}/api/groups/room/messages`)).json()) as { messages: Listed[] };
   return page.messages.find((m) => m.id === entryId)!;
 }
 
