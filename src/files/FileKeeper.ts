@@ -87,8 +87,9 @@ export class FileKeeper implements Files {
 
   private sizeProblem(name: string, size: number): KeptFile | null {
     if (size === 0) return { ok: false, code: 'empty', reason: `${name} is empty` };
-    if (size > this.maxBytes) return { ok: false, code: 'too_large', reason: `${name} is ${sizeText(size)}; the limit is ${sizeText(this.maxBytes)}` };
-    return null;
+    if (size <= this.maxBytes) return null;
+    const reason = `${name} is ${sizeText(size)}; the limit is ${sizeText(this.maxBytes)}`;
+    return { ok: false, code: 'too_large', reason };
   }
 
   /** `sha256`: the hash of `bytes` when already known (computed as they arrived). */

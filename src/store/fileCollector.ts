@@ -5,8 +5,9 @@
  * deleted message carried that nothing else carries (what a crash left between a deletion and its
  * collection). A file no message ever carried (kept for a message that was then refused) is left
  * alone: nothing says it is not still on its way. Keeping and collecting one id take turns, so a
- * keep in progress is never undone by a collection that decided before it. Removing a file is one unlink (or one DELETE):
- * a kill at any moment leaves it there or gone, and only ever a file the index says nothing needs.
+ * keep in progress is never undone by a collection that decided before it. Removing a file is one
+ * unlink (or one DELETE): a kill at any moment leaves it there or gone, and only ever a file the
+ * index says nothing needs.
  */
 import type { Logger } from '../core/ports.js';
 import type { GroupRecord } from '../core/records.js';
@@ -31,12 +32,14 @@ export class FileCollector {
   ) {
     const b = backend;
     if (!b.allRecords || !b.deleteFile) this.refs.disable('this store cannot remove files');
-    else if (b.sharedWriters) this.refs.disable('several instances write this database; none of them sees every reference');
+    else if (b.sharedWriters) this.refs.disable('several instances write this database; none sees every reference');
   }
 
   /** After the store opened: read the whole log in the background, then sweep. */
   start(groups: readonly string[], unreadable: readonly string[]): void {
-    if (unreadable.length > 0) this.refs.disable(`groups that could not be read may name files: ${unreadable.slice(0, 5).join(', ')}`);
+    if (unreadable.length > 0) {
+      this.refs.disable(`groups that could not be read may name files: ${unreadable.slice(0, 5).join(', ')}`);
+    }
     this.track(this.index(groups));
   }
 
@@ -51,7 +54,9 @@ export class FileCollector {
           this.refs.added(g, rec, false);
         }
       }
-      if ((b.damagedRecords?.() ?? 0) > damagedBefore) this.refs.disable('damaged log records were skipped; the files they name are unknown');
+      if ((b.damagedRecords?.() ?? 0) > damagedBefore) {
+        this.refs.disable('damaged log records were skipped; the files they name are unknown');
+      }
     } catch (err) {
       this.refs.disable(`the log could not be read whole (${describeError(err)})`);
     }

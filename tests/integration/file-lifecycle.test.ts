@@ -56,12 +56,15 @@ async function fresh(): Promise<{ dir: string; fake: FakeAnthropicServer; app: A
 }
 
 /** Post text with one file, as the page does; resolves with the message's id and its attachment's. */
-async function postFile(app: App, text: string, bytes: Buffer, name: string): Promise<{ entryId: string; fileId: string }> {
+type Sent = { entryId: string; fileId: string };
+
+async function postFile(app: App, text: string, bytes: Buffer, name: string): Promise<Sent> {
   const form = new FormData();
   form.set('text', text);
   form.set('author_name', 'Maya');
   form.append('file', new Blob([new Uint8Array(bytes)], { type: 'image/png' }), name);
-  const res = await fetch(`${app.webUrl}/api/groups/room/messages`, { method: 'POST', body: form, headers: { 'x-chorus-client': BROWSER } });
+  const headers = { 'x-chorus-client': BROWSER };
+  const res = await fetch(`${app.webUrl}/api/groups/room/messages`, { method: 'POST', body: form, headers });
   const body = (await res.json()) as { entryId: string; attachments: Array<{ id: string }> };
   expect(res.status, JSON.stringify(body)).toBe(202);
   return { entryId: body.entryId, fileId: body.attachments[0]!.id };
@@ -77,12 +80,14 @@ async function postText(app: App, text: string): Promise<void> {
 }
 
 async function remove(app: App, entryId: string): Promise<void> {
-  const res = await fetch(`${app.webUrl}/api/groups/room/messages/${entryId}`, { method: 'DELETE', headers: { 'x-chorus-client': BROWSER } });
+  const headers = { 'x-chorus-client': BROWSER };
+  const res = await fetch(`${app.webUrl}/api/groups/room/messages/${entryId}`, { method: 'DELETE', headers });
   expect(res.status, await res.text()).toBe(200);
 }
 
-async function listed(app: App, entryId: string): Promise<{ deleted?: boolean; attachments?: Array<{ id: string; name: string }> }> {
-  type Listed = { id: string; deleted?: boolean; attachments?: Array<{ id: string; name: string }> };
+type Listed = { id: string; deleted?: boolean; attachments?: Array<{ id: string; name: string }> };
+
+async function listed(app: App, entryId: string): Promise<Listed> {
   const page = (await (await fetch(`${app.webUrl}/api/groups/room/messages`)).json()) as { messages: Listed[] };
   return page.messages.find((m) => m.id === entryId)!;
 }
@@ -129,7 +134,7 @@ describe('a file belongs to the messages that carry it', () => {
     expect(next).toContain('and now?');
   });
 
-  it('the same bytes in another message stay, served as that message\'s, after a restart too; gone with the last one', async () => {
+  it('the same bytes in another message stay, as its file, after a restart too; gone with the last one', async () => {
     const { dir, fake, app } = await fresh();
     const png = samplePng(64, 48, 9, true);
     const first = await postFile(app, 'mine', png, 'first.png');

@@ -88,8 +88,9 @@ describe.skipIf(!haveProc)('uploads and memory (real daemon)', () => {
     const peak = status(pid, 'VmHWM');
     const after = status(pid, 'VmRSS');
     const sent = UPLOADS * FILE_BYTES;
-    console.log(`[upload-memory] RSS before ${(before / MB).toFixed(1)} MB, peak ${(peak / MB).toFixed(1)} MB ` +
-      `(+${((peak - before) / MB).toFixed(1)} MB), after ${(after / MB).toFixed(1)} MB; sent ${(sent / MB).toFixed(1)} MB`);
+    const mb = (n: number) => `${(n / MB).toFixed(1)} MB`;
+    const grew = `+${mb(peak - before)}`;
+    console.log(`[upload-memory] RSS before ${mb(before)}, peak ${mb(peak)} (${grew}), after ${mb(after)}; sent ${mb(sent)}`);
 
     expect(results.map((r) => r.status)).toEqual(files.map(() => 202));
     expect(peak - before).toBeLessThan(sent);

@@ -20,7 +20,7 @@ export interface CollectPlace {
   make(): Store;
   /** Whether the file's bytes are still where the store keeps them. */
   has(id: string): Promise<boolean>;
-  /** Damage the record of group `g` whose entry says "words only", where it is kept, as a bad disk would. */
+  /** Damage the record of group `g` whose entry says "words only", as a bad disk would. */
   damageLog(g: string): Promise<void>;
 }
 
@@ -39,7 +39,8 @@ export interface CollectFactory {
 }
 
 function withFile(seq: number, files: Attachment[], text = `message ${seq}`): TranscriptEntry {
-  return { id: `g.${seq}`, seq, kind: 'human', ts: 1000 + seq, authorId: 'web:maya', authorName: 'Maya', text, attachments: files };
+  const who = { authorId: 'web:maya', authorName: 'Maya' };
+  return { id: `g.${seq}`, seq, kind: 'human', ts: 1000 + seq, ...who, text, attachments: files };
 }
 
 function deletion(n: number, seq: number): GroupRecord {
@@ -56,7 +57,7 @@ async function opened(place: CollectPlace): Promise<Store> {
 
 export function collectContract(name: string, factory: CollectFactory): void {
   describe(`${name}: files no message carries are collected`, () => {
-    it('a file goes once the deletion of its last message is durable; the same bytes another message carries stay', async () => {
+    it('a file goes once the deletion of its last message is durable; bytes another message carries stay', async () => {
       const place = await factory.fresh();
       const store = await opened(place);
       const shared = someBytes(2048, 11);
@@ -81,7 +82,7 @@ export function collectContract(name: string, factory: CollectFactory): void {
       await store.close();
     });
 
-    it('a keep of the same bytes on its way holds them: the deletion of the other message leaves the file', async () => {
+    it('a keep of the same bytes on its way holds them: deleting the other message leaves the file', async () => {
       const place = await factory.fresh();
       const store = await opened(place);
       const bytes = someBytes(4096, 21);
@@ -101,7 +102,7 @@ export function collectContract(name: string, factory: CollectFactory): void {
       await store.close();
     });
 
-    it('a removal cut short is done at the next start; files live messages and tools carry are kept through it', async () => {
+    it('a removal cut short is done at the next start; files of live messages and tools are kept', async () => {
       const place = await factory.fresh();
       let store = await opened(place);
       const gone = someBytes(3000, 31);
@@ -111,7 +112,8 @@ export function collectContract(name: string, factory: CollectFactory): void {
       for (const [m, b] of [[mg, gone], [ml, live], [mt, tool]] as const) await store.putFile(m, b);
       await store.append('g', rec(1, { head: HEAD, entries: [withFile(1, [mg, ml, mt])] }));
       await store.append('g', rec(2, { entries: [withFile(2, [ml])] }));
-      await store.append('g', rec(3, { changes: [{ t: 'tool', id: 'call-1', set: { result: { outcome: 'ok', content: 'made', bytes: 4, attachments: [mt] } } }] }));
+      const result = { outcome: 'ok' as const, content: 'made', bytes: 4, attachments: [mt] };
+      await store.append('g', rec(3, { changes: [{ t: 'tool', id: 'call-1', set: { result } }] }));
       failNextRemoval(store);
       await store.append('g', deletion(4, 1));
       await store.flush();

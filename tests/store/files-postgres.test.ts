@@ -64,7 +64,9 @@ describe.skipIf(!probe)('postgres store: files', () => {
         make: () => new PostgresStore({ url, logger: silentLogger }),
         has: async (id) => (await sql(url, 'SELECT 1 FROM chorus_files WHERE id = $1', [id])).length === 1,
         async damageLog(g) {
-          await sql(url, `UPDATE chorus_records SET body = '{"v":2}' WHERE group_id = $1 AND body::text LIKE '%words only%'`, [g]);
+          const text = `UPDATE chorus_records SET body = '{"v":2}'
+            WHERE group_id = $1 AND body::text LIKE '%words only%'`;
+          await sql(url, text, [g]);
         },
       };
     },

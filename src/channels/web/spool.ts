@@ -24,7 +24,7 @@ export class SpoolWriter {
     this.path = join(dir, `upload-${process.pid}-${++count}-${randomBytes(6).toString('hex')}`);
   }
 
-  /** Write the part out; resolves once all of it is in the file (not synced: the keeper makes the kept copy durable). */
+  /** Write the part out; resolves once all of it is in the file (unsynced: the kept copy is made durable). */
   async write(part: Readable): Promise<Omit<SpooledFile, 'name'>> {
     const hash = createHash('sha256');
     let size = 0;

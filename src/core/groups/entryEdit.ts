@@ -96,7 +96,11 @@ export function rewriteMemory(history: readonly ChatTurn[], summary: string | nu
  * DELETED_TEXT wherever the prompt wrote them, and the files it carried taken from the turns that
  * showed it (so no later prompt sends them again). Null when neither holds anything of it.
  */
-export function forgetEntry(history: readonly ChatTurn[], summary: string | null, entry: TranscriptEntry): { history: ChatTurn[]; summary: string | null } | null {
+export function forgetEntry(
+  history: readonly ChatTurn[],
+  summary: string | null,
+  entry: TranscriptEntry,
+): { history: ChatTurn[]; summary: string | null } | null {
   const files = new Set((entry.attachments ?? []).map((a) => a.id));
   const gone = { ...entry, text: DELETED_TEXT, attachments: undefined };
   const pairs = entry.text ? occurrences(entry, entry.text, DELETED_TEXT) : [];
@@ -106,7 +110,8 @@ export function forgetEntry(history: readonly ChatTurn[], summary: string | null
     pairs.unshift([observationLine(entry), observationLine(gone)], [textWithFiles(entry), DELETED_TEXT]);
   }
   if (pairs.length === 0) return null;
-  const swap = (s: string) => pairs.reduce((acc, [from, to]) => (acc.includes(from) ? acc.split(from).join(to) : acc), s);
+  const swap = (s: string) =>
+    pairs.reduce((acc, [from, to]) => (acc.includes(from) ? acc.split(from).join(to) : acc), s);
   let changed = false;
   const out = history.map((t) => {
     const content = swap(t.content);

@@ -59,7 +59,8 @@ export async function deletePgFile(pool: pg.Pool, id: string): Promise<void> {
   try {
     await pool.query('DELETE FROM chorus_files WHERE id = $1', [id]);
   } catch (err) {
-    throw new StoreUnavailableError(`cannot remove file ${id} from the database: ${describeError(err)}`, { cause: err });
+    const why = `cannot remove file ${id} from the database: ${describeError(err)}`;
+    throw new StoreUnavailableError(why, { cause: err });
   }
 }
 

@@ -47,7 +47,8 @@ export function attachmentsView(e) {
   const list = attachmentsOf(e);
   if (list.length === 0) return null;
   return h('ul', { className: 'attachments', 'aria-label': list.length === 1 ? 'Attached file' : `${list.length} attached files` },
-    list.map((a) => h('li', { className: 'att', dataset: { fileId: a.id } }, isImage(a) ? thumbnail(a, e.id) : card(a, e.id))));
+    list.map((a) => h('li', { className: 'att', dataset: { fileId: a.id } },
+      isImage(a) ? thumbnail(a, e.id) : card(a, e.id))));
 }
 
 /** The thumbnail's size: the image's own shape within the box, so the feed does not jump when it loads. */
@@ -72,7 +73,8 @@ function thumbnail(a, entryId) {
 
 function card(a, entryId) {
   const name = a.name || 'file';
-  return h('a', { className: 'att-file', href: fileUrl(a.id, entryId), download: name, title: `Download ${name}`, rel: 'noopener' },
+  const href = fileUrl(a.id, entryId);
+  return h('a', { className: 'att-file', href, download: name, title: `Download ${name}`, rel: 'noopener' },
     h('span', { className: 'att-icon', 'aria-hidden': 'true', text: a.type === 'application/pdf' ? '📕' : '📄' }),
     h('span', { className: 'att-file-text' },
       h('bdi', { className: 'att-name', text: name }),
@@ -96,7 +98,8 @@ export class Lightbox {
       const thumb = ev.target instanceof Element ? ev.target.closest('.att-thumb') : null;
       if (!thumb) return;
       const li = thumb.closest('[data-entry-id]');
-      this.open(thumb, { id: thumb.dataset.fileId, entryId: li ? li.dataset.entryId : undefined, ...this.describe(thumb, li) });
+      const entryId = li ? li.dataset.entryId : undefined;
+      this.open(thumb, { id: thumb.dataset.fileId, entryId, ...this.describe(thumb, li) });
     });
     dialog.querySelector('.lightbox-close').addEventListener('click', () => dialog.close());
     // A click on the dark around the image (the dialog itself, not what is in it) closes it too.
