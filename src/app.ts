@@ -3,7 +3,7 @@
  * import time; `start()` loads state and opens the channels, `stop()` closes them and flushes.
  */
 import { FileKeeper } from './files/FileKeeper.js';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { ChorusConfig } from './config/schema.js';
 import type { DeclaredGroup } from './core/router/declaredGroups.js';
 import { configDeprecations, idleTimeoutSeconds, replyTimeoutSeconds, summaryModelOf } from './config/schema.js';
@@ -153,7 +153,8 @@ export async function createApp(opts: CreateAppOptions): Promise<App> {
   const store = opts.store ?? pgParts?.store ?? new FileStore({ dataDir: resolve(config.data_dir), fsync: config.storage.fsync, logger: logger.child({ part: 'store' }) });
   const cluster = pgParts?.cluster;
   // Files people send and tools return, kept beside the log (content-addressed).
-  const files = new FileKeeper(store, config.limits);
+  // Uploads are written beside the kept files while they arrive (removed once kept or refused).
+  const files = new FileKeeper(store, config.limits, { spoolDir: join(resolve(config.data_dir), 'files', '.uploads') });
   const tools = await buildTools(config, agents, logger, clock, metrics, files);
   const deadLetters = countedDeadLetters(pgParts?.deadLetters ?? new FileDeadLetters({ dataDir: resolve(config.data_dir), fsync: config.storage.fsync }), metrics);
   const router = new GroupRouter({

@@ -272,6 +272,9 @@ export const configSchema = z
         max_files_per_message: z.number().int().min(1).max(20).default(4),
         // An image whose header states more pixels is refused (a small file can decode to gigabytes).
         max_image_pixels: z.number().int().min(10_000).max(1_000_000_000).default(40_000_000),
+        // Bytes of uploaded files held in memory at once while they are checked and kept (all
+        // uploads together); past it an upload waits, its bytes on disk. At least one file's worth.
+        upload_bytes_in_flight: z.number().int().min(1024 * 1024).max(4 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
         // What a bot that is not an agent gets from Chorus per partner (an agent's answers, the copies of its
         // messages in a room's other chats) a minute; needing more stops bots in the group until a person writes.
         bot_pair_events_per_minute: z.number().int().min(1).max(10000).default(10),

@@ -47,6 +47,17 @@ export interface IncomingFile {
  */
 export type FileRefusalCode = 'too_large' | 'too_many_pixels' | 'unsupported_type' | 'empty';
 
+/**
+ * A file an upload wrote to disk while it arrived, so that its bytes were never held whole while
+ * the client sent them; `sha256` was computed on the way. Read back only to be checked and kept.
+ */
+export interface SpooledFile {
+  name: string;
+  path: string;
+  size: number;
+  sha256: string;
+}
+
 export type KeptFile = { ok: true; attachment: Attachment } | { ok: false; code: FileRefusalCode; reason: string };
 
 /**
@@ -67,7 +78,18 @@ export interface Files {
    * Throws StoreUnavailableError when the store cannot write (nothing kept).
    */
   keep(file: IncomingFile): Promise<KeptFile>;
-  /** A kept file, or null when there is none with this id. */
+  /**
+   * The folder an upload is written to while it arrives (made, and emptied of what an earlier run
+   * left, at the first call); null when files are not taken.
+   */
+  spool(): Promise<string | null>;
+  /**
+   * Check and keep a spooled file as `keep` does, then remove it (kept or not). The bytes are read
+   * back whole to be checked, within a budget all uploads share (`limits.upload_bytes_in_flight`):
+   * past it, a keep waits for the ones before it.
+   */
+  keepSpooled(file: SpooledFile): Promise<KeptFile>;
+  /** A kept file, or null when there is none with this id (or only deleted messages carried it). */
   read(id: string): Promise<StoredFile | null>;
 }
 
@@ -78,6 +100,8 @@ export function noFiles(store: { readFile(id: string): Promise<StoredFile | null
     maxPerMessage: 0,
     maxImagePixels: 0,
     keep: async () => ({ ok: false, code: 'unsupported_type', reason: 'this gateway takes no files' }),
+    spool: async () => null,
+    keepSpooled: async () => ({ ok: false, code: 'unsupported_type', reason: 'this gateway takes no files' }),
     read: (id) => store.readFile(id),
   };
 }
@@ -88,8 +112,9 @@ export function fileRefusalNotice(author: string, refusals: readonly string[]): 
 }
 
 /**
- * The kept bytes of files to post, in order. A file that cannot be read (never expected: files are
- * not deleted) is left out and reported through `missing`, so the post still goes out.
+ * The kept bytes of files to post, in order. A file that cannot be read (never expected: a file is
+ * deleted only once no message carries it) is left out and reported through `missing`, so the post
+ * still goes out.
  */
 export async function readKept(files: Pick<Files, 'read'>, list: readonly Attachment[], missing: (a: Attachment) => void): Promise<Array<{ meta: Attachment; bytes: Uint8Array }>> {
   const out: Array<{ meta: Attachment; bytes: Uint8Array }> = [];

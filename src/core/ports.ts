@@ -355,10 +355,17 @@ export interface Store {
   searchEntries(req: SearchRequest): Promise<SearchFound[]>;
   /**
    * Keep a file's bytes under `meta.id` (their SHA-256); resolves once they are durable, before any
-   * record names them. Keeping bytes already kept changes nothing (the first name stays). Files are
-   * never deleted. Throws StoreUnavailableError when it could not keep them (nothing half-kept).
+   * record names them. Keeping bytes already kept changes nothing (a name is each message's own,
+   * in its entry). A file a message that is not deleted carries is never deleted; one nothing
+   * carries any more may be. Throws StoreUnavailableError when it could not keep them (nothing
+   * half-kept).
    */
   putFile(meta: Attachment, bytes: Uint8Array): Promise<void>;
+  /**
+   * Whether a message that is not deleted (or a keep on its way to one) carries the file: false
+   * once only deleted messages did, undefined where the store cannot tell. Optional.
+   */
+  fileReferenced?(id: string): boolean | undefined;
   /** A kept file, or null when none has this id (a file whose write was cut short is none). */
   readFile(id: string): Promise<StoredFile | null>;
   /** Try a small durable write; throws StoreUnavailableError when the store cannot write. */

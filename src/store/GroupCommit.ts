@@ -14,6 +14,8 @@
  *   that cannot be written costs a longer replay, never data.
  * - Health: not writable from a failed write until a write succeeds again (a group taken over by
  *   another writer is not a failure); groups left out at open are named with their problem.
+ * - Files no message carries any more are collected (fileCollector.ts): the references are read
+ *   from every record appended and, at start, from the whole log.
  */
 import type { Logger, SearchFound, SearchRequest, Store, StoredGroup } from '../core/ports.js';
 import type { GroupCheckpoint, GroupRecord } from '../core/records.js';
@@ -22,11 +24,15 @@ import type { TranscriptEntry } from '../core/types.js';
 import type { Attachment, StoredFile } from '../core/fileTypes.js';
 import { StoreFormatError, StoreUnavailableError, describeError } from '../core/errors.js';
 import { FencedError, type LogBackend } from './LogBackend.js';
+import { FileCollector } from './fileCollector.js';
+import { deletionsOf, type Deletions } from './fileRefs.js';
 
 interface PendingAppend<P> {
   groupId: string;
   n: number;
   payload: P;
+  /** The messages it deletes: their files may be collected once it is durable. */
+  gone: Deletions | null;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -56,11 +62,15 @@ export class GroupCommit<P> implements Store {
   private scheduled = false;
   private writeError: string | null = null;
   private closed = false;
+  /** Keeping files, and collecting those no message carries any more. */
+  readonly files: FileCollector;
 
   constructor(
     private readonly backend: LogBackend<P>,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.files = new FileCollector(backend, logger);
+  }
 
   async open(): Promise<{ groups: StoredGroup[]; unreadable: string[] }> {
     const listed = await this.backend.open();
@@ -77,6 +87,7 @@ export class GroupCommit<P> implements Store {
         this.unreadableGroups.set(id, problem);
       }
     }
+    this.files.start(listed.groups, unreadable);
     return { groups, unreadable };
   }
 
@@ -107,8 +118,11 @@ export class GroupCommit<P> implements Store {
     if (failed) return Promise.reject(this.refusal(groupId, failed));
     // Serialised now: the caller's objects may change before the batch is written.
     const payload = this.backend.prepare(groupId, record);
+    // Its files count as referenced from now: a write that fails leaves one reference too many.
+    this.files.appending(groupId, record);
+    const gone = deletionsOf(record);
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ groupId, n: record.n, payload, resolve, reject });
+      this.queue.push({ groupId, n: record.n, payload, gone, resolve, reject });
       this.schedule();
     });
   }
@@ -163,7 +177,10 @@ export class GroupCommit<P> implements Store {
       this.writeError = null;
       const st = this.state(id);
       st.durableN = Math.max(st.durableN, items.at(-1)!.n);
-      for (const it of items) it.resolve();
+      for (const it of items) {
+        if (it.gone) this.files.durable(id, it.gone);
+        it.resolve();
+      }
       this.releaseCheckpoint(id);
     }
   }
@@ -235,7 +252,11 @@ export class GroupCommit<P> implements Store {
   /** Files are not part of any group's batch: a message names its files only once they are kept. */
   putFile(meta: Attachment, bytes: Uint8Array): Promise<void> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
-    return this.backend.putFile(meta, bytes);
+    return this.files.put(meta, bytes);
+  }
+
+  fileReferenced(id: string): boolean | undefined {
+    return this.files.refs.referenced(id);
   }
 
   readFile(id: string): Promise<StoredFile | null> {
@@ -259,10 +280,12 @@ export class GroupCommit<P> implements Store {
       else break;
     }
     await Promise.all([...this.checkpointWrites.values()]);
+    await this.files.settle();
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
+    this.files.stop();
     await this.flush();
     this.closed = true;
     for (const w of this.waitingCheckpoints.values()) w.resolve();

@@ -63,6 +63,18 @@ export interface LogBackend<P> {
   putFile(meta: Attachment, bytes: Uint8Array): Promise<void>;
   /** See `Store.readFile`. */
   readFile(id: string): Promise<StoredFile | null>;
+  /**
+   * Collecting files no message carries any more (fileRefs.ts) needs the two below; a backend
+   * without them keeps every file. `sharedWriters`: other processes append to the same place
+   * (a cluster), so this one cannot know every reference: nothing is collected.
+   */
+  readonly sharedWriters?: boolean | undefined;
+  /** Every record of a group, from the first, in order. */
+  allRecords?(groupId: string): AsyncIterable<GroupRecord>;
+  /** Remove a kept file for good (one that is not there is no error). */
+  deleteFile?(id: string): Promise<void>;
+  /** Records found damaged and skipped while reading so far (their references are unknown). */
+  damagedRecords?(): number;
   /** A small durable write; throws StoreUnavailableError when the place takes no writes. */
   checkWritable(): Promise<void>;
   close(): Promise<void>;

@@ -132,9 +132,10 @@ suite('files on the web page, in Chromium', () => {
     // The composer is empty again: no chip, no text.
     expect(await page.locator('#attach-list').isHidden()).toBe(true);
     expect(await page.locator('#input').inputValue()).toBe('');
-    // The thumbnail is the very file sent.
+    // The thumbnail is the very file sent, asked for as this message's (its name for it).
     const src = await thumb.locator('img').getAttribute('src');
-    expect(src).toBe(`/api/files/${sha256(image)}`);
+    const entryId = await msg.getAttribute('data-entry-id');
+    expect(src).toBe(`/api/files/${sha256(image)}?m=${encodeURIComponent(entryId!)}`);
 
     await thumb.click();
     const dialog = page.getByRole('dialog', { name: /^pasted-.*\.png$/ });
@@ -241,14 +242,15 @@ suite('files on the web page, in Chromium', () => {
     const card = msg.locator('a.att-file');
     expect(await card.locator('.att-name').textContent()).toBe('report.pdf');
     expect(await card.locator('.att-meta').textContent()).toBe(`PDF · ${sizeText(PDF.length)}`);
-    expect(await card.getAttribute('href')).toBe(`/api/files/${sha256(PDF)}`);
+    const entryId = await msg.getAttribute('data-entry-id');
+    expect(await card.getAttribute('href')).toBe(`/api/files/${sha256(PDF)}?m=${encodeURIComponent(entryId!)}`);
     expect(await card.getAttribute('download')).toBe('report.pdf');
     await expect.poll(() => msg.locator('.att-thumb img').evaluate((img: HTMLImageElement) => img.naturalWidth), POLL).toBe(60);
     // No empty text block for a message of files alone.
     expect(await msg.locator('.bubble > .text').count()).toBe(0);
     await page.screenshot({ path: join(SHOTS, 'files-in-feed.png') });
     // The file as served: a download, its type, never sniffed.
-    const res = await page.request.get(`${app.webUrl}/api/files/${sha256(PDF)}`);
+    const res = await page.request.get(`${app.webUrl}${await card.getAttribute('href')}`);
     expect(res.headers()['content-disposition']).toMatch(/^attachment; filename="report\.pdf"/);
     expect(res.headers()['x-content-type-options']).toBe('nosniff');
     expect(await axeSerious(page)).toEqual([]);

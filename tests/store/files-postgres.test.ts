@@ -12,6 +12,7 @@ import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { silentLogger } from '../helpers/logger.js';
 import { testDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { filesContract, metaOf, someBytes } from './files-contract.js';
+import { collectContract } from './files-collect-contract.js';
 
 const made: TestDatabase[] = [];
 const probe = await testDatabase('files');
@@ -55,6 +56,21 @@ async function readOnly(url: string, on: boolean): Promise<void> {
 }
 
 describe.skipIf(!probe)('postgres store: files', () => {
+  // One instance on its own database (no cluster fence): it sees every reference.
+  collectContract('postgres store', {
+    async fresh() {
+      const url = await freshUrl();
+      return {
+        make: () => new PostgresStore({ url, logger: silentLogger }),
+        has: async (id) => (await sql(url, 'SELECT 1 FROM chorus_files WHERE id = $1', [id])).length === 1,
+        async damageLog(g) {
+          const text = `UPDATE chorus_records SET body = '{"v":2}'
+            WHERE group_id = $1 AND body::text LIKE '%words only%'`;
+          await sql(url, text, [g]);
+        },
+      };
+    },
+  });
   filesContract('postgres store', {
     async fresh() {
       const url = await freshUrl();

@@ -263,7 +263,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
 
   registerSearchRoutes(router, gw);
   registerLinkRoutes(router, { gateway: gw, group });
-  registerFileRoutes(router, () => deps.host().files);
+  registerFileRoutes(router, () => deps.host().files, () => deps.host().gateway);
 }
 
 /** The message another reply of `notice`'s round answered (the newest such), if any. */

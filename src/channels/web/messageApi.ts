@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Attachment, Files, KeptFile } from '../../core/fileTypes.js';
+import type { Attachment, Files, KeptFile, SpooledFile } from '../../core/fileTypes.js';
 import type { ChannelHost, GatewayApi } from '../../core/ports.js';
 import type { GroupDetail } from '../../core/readModels.js';
 import { MAX_DISPLAY_NAME, cleanDisplayName, impersonates } from '../../core/text/displayName.js';
@@ -16,6 +16,7 @@ import { clientAddressKey, tagOf } from './client.js';
 import { HttpError, field, readJsonObject, sendJson } from './http.js';
 import type { RequestContext } from './router.js';
 import { fileTooLarge, isMultipart, readUpload, type Upload } from './upload.js';
+import { discardSpooled } from './spool.js';
 import { requireWritable } from './writable.js';
 
 const CLIENT_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
@@ -56,7 +57,9 @@ export function authorName(body: Record<string, unknown>, agents: readonly Agent
 /** The body as fields, and the files of a form (none for JSON). 415 for any other content type. */
 async function readMessage(req: IncomingMessage, files: Files): Promise<{ body: Record<string, unknown>; upload: Upload['files'] }> {
   if (isMultipart(req)) {
-    const form = await readUpload(req, { maxFileBytes: files.maxBytes, maxFiles: files.maxPerMessage });
+    // A gateway that takes no files has no spool: its forms are refused at their first file.
+    const spoolDir = files.maxPerMessage > 0 ? await spoolOf(req, files) : '';
+    const form = await readUpload(req, { maxFileBytes: files.maxBytes, maxFiles: files.maxPerMessage, spoolDir });
     return { body: form.fields, upload: form.files };
   }
   const ct = req.headers['content-type'];
@@ -65,6 +68,16 @@ async function readMessage(req: IncomingMessage, files: Files): Promise<{ body: 
     throw new HttpError(415, 'unsupported_media_type', 'send the message as application/json, or as multipart/form-data with files');
   }
   return { body: await readJsonObject(req), upload: [] };
+}
+
+async function spoolOf(req: IncomingMessage, files: Files): Promise<string> {
+  try {
+    return (await files.spool()) ?? '';
+  } catch (err) {
+    req.resume();
+    const why = `cannot take files for now (${(err as Error).message})`;
+    throw new HttpError(503, 'unavailable', why, { connection: 'close', 'retry-after': '5' });
+  }
 }
 
 /** Why a file was not kept, as the answer to the whole message. */
@@ -81,12 +94,28 @@ function refusal(name: string, kept: Exclude<KeptFile, { ok: true }>, files: Fil
   }
 }
 
-export async function postMessage({ req, res }: RequestContext, deps: MessageDeps, g: GroupDetail): Promise<void> {
-  const host = deps.host();
+export async function postMessage(ctx: RequestContext, deps: MessageDeps, g: GroupDetail): Promise<void> {
   // A room the web has joined takes messages here too: handed over as the web chat's, the core
   // finds the group through that chat.
   const { webChatId } = requireWritable(g);
-  const { body, upload } = await readMessage(req, host.files);
+  const { body, upload } = await readMessage(ctx.req, deps.host().files);
+  try {
+    await postRead(ctx, deps, g, webChatId, body, upload);
+  } finally {
+    // Kept files have left the spool; a message refused before its files were kept leaves nothing there.
+    await discardSpooled(upload);
+  }
+}
+
+async function postRead(
+  { req, res }: RequestContext,
+  deps: MessageDeps,
+  g: GroupDetail,
+  webChatId: string,
+  body: Record<string, unknown>,
+  upload: SpooledFile[],
+): Promise<void> {
+  const host = deps.host();
   // With files the words are optional: a picture may say it all.
   const text = field.string(body, 'text', { min: upload.length > 0 ? 0 : 1, optional: upload.length > 0 }) ?? '';
   if (text.length > deps.maxMessageLength) {
@@ -108,7 +137,7 @@ export async function postMessage({ req, res }: RequestContext, deps: MessageDep
   // handed over (a store that fails throws, and nothing is acknowledged).
   const attachments: Attachment[] = [];
   for (const file of upload) {
-    const kept = await host.files.keep(file);
+    const kept = await host.files.keepSpooled(file);
     if (!kept.ok) throw refusal(file.name || 'the file', kept, host.files);
     // The same bytes twice are one file.
     if (!attachments.some((a) => a.id === kept.attachment.id)) attachments.push(kept.attachment);

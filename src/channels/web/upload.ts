@@ -2,27 +2,32 @@
  * Reading a `multipart/form-data` message (text fields and files) as it streams in, with busboy.
  * Every limit is checked while the bytes arrive: a file past the size limit, one file too many or
  * an oversized field ends the reading at once with a 4xx, and what the client still sends is
- * never kept. The files that passed are held in memory (at most `maxFiles` × `maxFileBytes`)
- * until the caller has checked the rest of the message and keeps them.
+ * never kept. A file is written to the spool folder as it arrives (spool.ts), hashed on the way,
+ * never held whole in memory: the request is read only as fast as the disk takes it. The files
+ * that passed wait there until the caller has checked the rest of the message and keeps them
+ * (or discards them).
  */
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
-import type { IncomingFile } from '../../core/fileTypes.js';
+import type { SpooledFile } from '../../core/fileTypes.js';
 import { sizeText } from '../../core/fileTypes.js';
 import { HttpError, MAX_BODY_BYTES } from './http.js';
+import { SpoolWriter, discardSpooled } from './spool.js';
 
 export interface UploadLimits {
   /** `limits.max_file_bytes`. */
   maxFileBytes: number;
   /** `limits.max_files_per_message`. */
   maxFiles: number;
+  /** Where the files are written as they arrive. */
+  spoolDir: string;
 }
 
 export interface Upload {
   /** The text fields, each sent at most once. */
   fields: Record<string, string>;
   /** The `file` parts in the order sent; a part with neither a name nor bytes (no file chosen) is left out. */
-  files: IncomingFile[];
+  files: SpooledFile[];
 }
 
 /** Text fields a message may carry: more than these is no message from the page. */
@@ -76,7 +81,9 @@ export function readUpload(req: IncomingMessage, limits: UploadLimits): Promise<
 
   return new Promise<Upload>((resolve, reject) => {
     const fields: Record<string, string> = {};
-    const files: IncomingFile[] = [];
+    /** One slot per file part in the order sent, filled once its bytes are all on disk. */
+    const slots: Array<SpooledFile | null> = [];
+    const writers: SpoolWriter[] = [];
     /** File parts still streaming; the form is complete when busboy is done and these are too. */
     let open = 0;
     let parsed = false;
@@ -90,12 +97,15 @@ export function readUpload(req: IncomingMessage, limits: UploadLimits): Promise<
       bb.removeAllListeners();
       bb.on('error', () => {});
       req.resume();
+      // Nothing of a refused message is kept: what was spooled goes, and what is still being written.
+      for (const w of writers) w.abandon();
+      void discardSpooled(slots.filter((f): f is SpooledFile => f !== null));
       reject(err);
     };
     const finish = () => {
       if (settled || !parsed || open > 0) return;
       settled = true;
-      resolve({ fields, files });
+      resolve({ fields, files: slots.filter((f): f is SpooledFile => f !== null) });
     };
 
     bb.on('field', (name, value, info) => {
@@ -116,23 +126,29 @@ export function readUpload(req: IncomingMessage, limits: UploadLimits): Promise<
         return;
       }
       const fileName = formFileName(info.filename);
-      const chunks: Buffer[] = [];
-      let size = 0;
+      const slot = slots.push(null) - 1;
+      const writer = new SpoolWriter(limits.spoolDir);
+      writers.push(writer);
       open++;
-      stream.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        chunks.push(chunk);
-      });
       // busboy cut the part at the limit: the file is too large, whatever follows.
       stream.on('limit', () => fail(fileTooLarge(fileName || 'the file', limits.maxFileBytes)));
       stream.on('error', (err: Error) => fail(new HttpError(400, 'bad_multipart', `could not read the file part (${err.message})`, close)));
-      stream.on('end', () => {
-        open--;
-        if (settled) return;
-        // An empty file input in a form: no file was chosen.
-        if (fileName !== '' || size > 0) files.push({ name: fileName, bytes: Buffer.concat(chunks, size) });
-        finish();
-      });
+      writer.write(stream).then(
+        (done) => {
+          open--;
+          if (settled) return void discardSpooled([done]);
+          // An empty file input in a form: no file was chosen.
+          if (fileName !== '' || done.size > 0) slots[slot] = { ...done, name: fileName };
+          else void discardSpooled([done]);
+          finish();
+        },
+        (err: unknown) => {
+          open--;
+          // The disk would not take it: nothing of the message is acknowledged.
+          const why = `could not take the file for now (${(err as Error).message})`;
+          fail(new HttpError(503, 'unavailable', why, { ...close, 'retry-after': '5' }));
+        },
+      );
     });
 
     bb.on('filesLimit', () => fail(tooManyFiles(limits.maxFiles)));

@@ -8,7 +8,8 @@
  *
  * A deletion hides the text from everyone: the entry and the notes about it (its edits, its
  * reactions) become deleted (mailboxes skip them, stores read them back without text), its
- * reactions go with it, and every agent's history and summary are rewritten without it. A turn
+ * reactions and files go with it, and every agent's history and summary are rewritten without it
+ * (the files it carried are taken from the turns that sent them). A turn
  * that was built before the deletion and is recorded after it is rewritten too, as it is
  * recorded (`GroupManager.turnFilter`).
  */
@@ -17,7 +18,7 @@ import type { RunningGroups } from '../peers.js';
 import type { EntryEdit, GroupDoc } from '../records.js';
 import type { ChatTurn, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError } from '../errors.js';
-import { DELETED_TEXT, edited, editNoteText, redactTurns, rewriteMemory } from './entryEdit.js';
+import { edited, editNoteText, forgetEntry, redactTurns, rewriteMemory } from './entryEdit.js';
 import { entryAt, seqOfId } from './evolve.js';
 import type { GroupManager } from './GroupManager.js';
 import type { GroupMailbox } from './GroupMailbox.js';
@@ -45,7 +46,7 @@ export interface MessageEditorDeps {
 
 export class MessageEditor {
   /** Per group: texts deleted lately, with when to stop looking for them in recorded turns. */
-  private readonly gone = new Map<string, Array<{ entry: TranscriptEntry; text: string; until: number }>>();
+  private readonly gone = new Map<string, Array<{ entry: TranscriptEntry; until: number }>>();
 
   constructor(private readonly d: MessageEditorDeps) {
     d.groups.turnFilter = (g, turns) => this.filter(g, turns);
@@ -84,10 +85,10 @@ export class MessageEditor {
       this.d.groups.edit(g, ed);
       for (const seq of entry.editNotes ?? []) this.d.groups.edit(g, { seq, deleted: true, at });
       this.carry(g, entry, ed);
-      this.rewriteSessions(g, before, DELETED_TEXT);
+      this.forgetInSessions(g, before);
       await this.d.groups.commit(g).durable;
       const list = (this.gone.get(g.id) ?? []).filter((x) => x.until > at);
-      list.push({ entry: before, text: before.text, until: at + IN_FLIGHT_MS });
+      list.push({ entry: before, until: at + IN_FLIGHT_MS });
       this.gone.set(g.id, list);
       return edited(entry, ed);
     });
@@ -112,6 +113,14 @@ export class MessageEditor {
   private rewriteSessions(g: GroupDoc, entry: TranscriptEntry, replacement: string): void {
     for (const s of [...g.sessions.values()]) {
       const r = rewriteMemory(s.history, s.summary, entry, entry.text, replacement);
+      if (r) this.d.groups.rewriteMemory(g, s.agentId, r.history, r.summary);
+    }
+  }
+
+  /** Every agent's history and summary without the deleted message: its words and its files. */
+  private forgetInSessions(g: GroupDoc, entry: TranscriptEntry): void {
+    for (const s of [...g.sessions.values()]) {
+      const r = forgetEntry(s.history, s.summary, entry);
       if (r) this.d.groups.rewriteMemory(g, s.agentId, r.history, r.summary);
     }
   }

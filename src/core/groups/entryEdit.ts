@@ -4,6 +4,7 @@
  * back), so every reader sees a message the same way after it changed.
  */
 import type { ChatTurn, TranscriptEntry } from '../types.js';
+import { textWithFiles } from '../session/promptFiles.js';
 import type { EntryEdit } from '../records.js';
 import { observationLine } from '../session/prompt.js';
 import { reactedPhrase } from '../session/reactionNotes.js';
@@ -24,6 +25,8 @@ export function applyEntryEdit(e: TranscriptEntry, ed: EntryEdit): void {
     e.text = '';
     e.deleted = true;
     e.deletedAt = ed.at;
+    // Its files go with its words: no reader lists them, no prompt sends them again.
+    delete e.attachments;
   } else if (ed.text !== undefined) e.text = ed.text;
   const editedAt = ed.deleted ? undefined : (ed.editedAt ?? (ed.text !== undefined ? ed.at : undefined));
   if (editedAt !== undefined) e.editedAt = editedAt;
@@ -88,9 +91,44 @@ export function rewriteMemory(history: readonly ChatTurn[], summary: string | nu
   return changed ? { history: out, summary: sum } : null;
 }
 
-/** Turns with every deleted text of `gone` replaced (turns built before the deletion, recorded after it). */
-export function redactTurns(turns: ChatTurn[], gone: ReadonlyArray<{ entry: TranscriptEntry; text: string }>): ChatTurn[] {
+/**
+ * An agent's history and summary without a deleted message: its text and file lines replaced by
+ * DELETED_TEXT wherever the prompt wrote them, and the files it carried taken from the turns that
+ * showed it (so no later prompt sends them again). Null when neither holds anything of it.
+ */
+export function forgetEntry(
+  history: readonly ChatTurn[],
+  summary: string | null,
+  entry: TranscriptEntry,
+): { history: ChatTurn[]; summary: string | null } | null {
+  const files = new Set((entry.attachments ?? []).map((a) => a.id));
+  const gone = { ...entry, text: DELETED_TEXT, attachments: undefined };
+  const pairs = entry.text ? occurrences(entry, entry.text, DELETED_TEXT) : [];
+  if (files.size > 0) {
+    // First the message block with its file lines, then the words and lines as a direct turn
+    // writes them (before the text alone is looked for, which would leave the lines).
+    pairs.unshift([observationLine(entry), observationLine(gone)], [textWithFiles(entry), DELETED_TEXT]);
+  }
+  if (pairs.length === 0) return null;
+  const swap = (s: string) =>
+    pairs.reduce((acc, [from, to]) => (acc.includes(from) ? acc.split(from).join(to) : acc), s);
+  let changed = false;
+  const out = history.map((t) => {
+    const content = swap(t.content);
+    if (content === t.content) return t;
+    changed = true;
+    const kept = t.attachments?.filter((a) => !(files.has(a.id) && a.from === entry.authorName));
+    const { attachments: _all, ...words } = t;
+    return kept?.length ? { ...words, content, attachments: kept } : { ...words, content };
+  });
+  const sum = summary === null ? null : swap(summary);
+  if (sum !== summary) changed = true;
+  return changed ? { history: out, summary: sum } : null;
+}
+
+/** Turns with every deleted message of `gone` forgotten (turns built before the deletion, recorded after it). */
+export function redactTurns(turns: ChatTurn[], gone: ReadonlyArray<{ entry: TranscriptEntry }>): ChatTurn[] {
   let out = turns;
-  for (const d of gone) out = rewriteMemory(out, null, d.entry, d.text, DELETED_TEXT)?.history ?? out;
+  for (const d of gone) out = forgetEntry(out, null, d.entry)?.history ?? out;
   return out;
 }

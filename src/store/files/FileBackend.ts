@@ -251,6 +251,21 @@ export class FileBackend implements LogBackend<FileAppend> {
     return this.files.put(meta, bytes);
   }
 
+  async *allRecords(groupId: string): AsyncGenerator<GroupRecord> {
+    const log = this.logs.get(groupId);
+    if (log) yield* log.records(0);
+  }
+
+  deleteFile(id: string): Promise<void> {
+    return this.files.remove(id);
+  }
+
+  damagedRecords(): number {
+    let n = 0;
+    for (const log of this.logs.values()) n += log.damagedLines;
+    return n;
+  }
+
   readFile(id: string): Promise<StoredFile | null> {
     return this.files.read(id);
   }

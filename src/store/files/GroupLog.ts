@@ -26,6 +26,8 @@ export class GroupLog {
   size = 0;
   /** Where the last acknowledged write ended (the active segment and its length then). */
   acked: { path: string; size: number } | null = null;
+  /** Damaged lines met while reading (each skipped; what they held is unknown). */
+  damagedLines = 0;
   /** The active segment's index, maintained as lines are appended. */
   private activeIndex: SegmentIndex | null = null;
 
@@ -278,11 +280,13 @@ export class GroupLog {
       json = JSON.parse(line.toString('utf8'));
     } catch {
       const problem = line.includes(0) ? 'not valid JSON (it holds NUL bytes)' : 'not valid JSON';
+      this.damagedLines++;
       if (report) this.logger.error({ path, line: lineNo, problem }, 'log line is damaged; skipped');
       return null;
     }
     const res = parseRecord(json, `${path} line ${lineNo}`);
     if ('problem' in res) {
+      this.damagedLines++;
       if (report) this.logger.error({ path, line: lineNo, problem: res.problem }, 'log line is damaged; skipped');
       return null;
     }

@@ -16,8 +16,13 @@
  * Keeping is whole or nothing: the bytes go to a temporary file in `.partial/`, which is synced
  * (with `fsync: always`), then renamed to its place, and the folder synced, before `put` resolves.
  * A crash before the rename leaves only a temporary file, which no read ever looks at and the
- * next open removes. Files are never deleted: a damaged one found when the same bytes are kept
- * again is renamed aside (`<id>.damaged-<time>`) and the good bytes put in its place.
+ * next open removes. A damaged file found when the same bytes are kept again is renamed aside
+ * (`<id>.damaged-<time>`, never deleted) and the good bytes put in its place. A file is removed
+ * only when no message carries it any more (the store decides, fileCollector.ts): one unlink,
+ * then the folder synced, so a kill leaves it whole or gone.
+ *
+ * The name in the header is the first sender's and is never shown: every message names its files
+ * itself (its entry's attachments), so the same bytes sent as two names stay two names.
  */
 import { mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -156,6 +161,18 @@ export class KeptFiles {
     } catch (err) {
       throw new StoreUnavailableError(`cannot keep file ${id}: syncing its kept copy failed: ${describeError(err)}`, { cause: err });
     }
+  }
+
+  /** Remove a kept file for good; its folder is synced so the removal survives a power cut too. */
+  async remove(id: string): Promise<void> {
+    if (!FILE_ID.test(id)) return;
+    try {
+      await unlink(this.pathOf(id));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw new StoreUnavailableError(`cannot remove file ${id}: ${describeError(err)}`, { cause: err });
+    }
+    if (this.o.fsync === 'always') await syncDir(join(this.dir, id.slice(0, 2)));
   }
 
   async read(id: string): Promise<StoredFile | null> {

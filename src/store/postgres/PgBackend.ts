@@ -20,7 +20,7 @@ import { StoreUnavailableError, describeError } from '../../core/errors.js';
 import { FencedError, type GroupWrite, type LogBackend } from '../LogBackend.js';
 import { CHECKPOINT_VERSION, parseCheckpoint, parseRecord } from '../logSchema.js';
 import { migrate } from './migrations.js';
-import { putPgFile, readPgFile } from './pgFiles.js';
+import { deletePgFile, putPgFile, readPgFile } from './pgFiles.js';
 import { backfillSearch, entryOf, searchEntries, type EntryRow } from './search.js';
 import { WriteFailure, definiteRollback, lostCommitOutcome, pgAppend, writeRows, type PgAppend, type WriteHooks } from './pgWrite.js';
 
@@ -55,8 +55,13 @@ export class PgBackend implements LogBackend<PgAppend> {
   private readonly probeId = `${hostname()}:${process.pid}`;
   /** The start's pass giving older entries their search vectors (search.ts); awaited by close. */
   searchBackfill: Promise<number> = Promise.resolve(0);
+  /** A fence means a cluster: other instances append too, so no one instance knows every file reference. */
+  readonly sharedWriters: boolean;
+  private damaged = 0;
 
-  constructor(private readonly o: PgBackendOptions) {}
+  constructor(private readonly o: PgBackendOptions) {
+    this.sharedWriters = o.fence !== undefined;
+  }
 
   get pool(): pg.Pool {
     return this.o.pool;
@@ -101,6 +106,7 @@ export class PgBackend implements LogBackend<PgAppend> {
         last = Number(row.n);
         const res = parseRecord(row.body, `group ${id} record ${row.n}`, row.v);
         if ('problem' in res) {
+          this.damaged++;
           this.o.logger.error({ group: id, n: last, problem: res.problem }, 'damaged log record skipped');
           continue;
         }
@@ -214,6 +220,18 @@ export class PgBackend implements LogBackend<PgAppend> {
 
   readFile(id: string): Promise<StoredFile | null> {
     return readPgFile(this.o.pool, id, this.o.logger);
+  }
+
+  allRecords(groupId: string): AsyncIterable<GroupRecord> {
+    return this.records(groupId, 0);
+  }
+
+  deleteFile(id: string): Promise<void> {
+    return deletePgFile(this.o.pool, id);
+  }
+
+  damagedRecords(): number {
+    return this.damaged;
   }
 
   async checkWritable(): Promise<void> {

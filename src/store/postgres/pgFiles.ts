@@ -3,8 +3,14 @@
  * its bytes), bytes and meta in the same row so one INSERT keeps both or neither. The INSERT is a
  * statement of its own, so it has committed (and, with the server's default
  * `synchronous_commit = on`, reached the WAL on disk) when `put` resolves. Keeping bytes already
- * kept changes nothing, and the first name stays; rows are never deleted. Every read checks the
- * bytes against the id, so a row changed by hand or by a damaged disk is never served.
+ * kept changes nothing; the row's name is the first sender's and is never shown (each message
+ * names its files in its entry). A row is deleted only when no message carries the file any more
+ * (fileCollector.ts; never in a cluster). Every read checks the bytes against the id, so a row
+ * changed by hand or by a damaged disk is never served.
+ *
+ * The bytes go to the server whole, as one parameter: PostgreSQL takes a `bytea` value in one
+ * message. What that holds in memory is one file at a time per keep, within the budget the
+ * uploads share (`limits.upload_bytes_in_flight`, FileKeeper.ts).
  */
 import type pg from 'pg';
 import type { Attachment, AttachmentType, StoredFile } from '../../core/fileTypes.js';
@@ -46,6 +52,15 @@ export async function putPgFile(pool: pg.Pool, meta: Attachment, bytes: Uint8Arr
   } catch (err) {
     // Not committed, or not known to be: refused. Keeping it again is harmless either way.
     throw new StoreUnavailableError(`cannot keep file ${meta.id} in the database: ${describeError(err)}`, { cause: err });
+  }
+}
+
+export async function deletePgFile(pool: pg.Pool, id: string): Promise<void> {
+  try {
+    await pool.query('DELETE FROM chorus_files WHERE id = $1', [id]);
+  } catch (err) {
+    const why = `cannot remove file ${id} from the database: ${describeError(err)}`;
+    throw new StoreUnavailableError(why, { cause: err });
   }
 }
 

@@ -245,16 +245,21 @@ describe('posting files with a message', () => {
 });
 
 describe('GET /api/files/:id', () => {
-  async function upload(base: string, name: string, bytes: Uint8Array, headers: Record<string, string> = {}): Promise<string> {
+  /** The kept file's id, and the message that carries it (`?m=` asks for the file as that message's). */
+  type Sent = { id: string; entryId: string };
+  async function sent(base: string, name: string, bytes: Uint8Array, headers: Record<string, string> = {}) {
     const r = await post(base, form({ text: 'f', file: { name, bytes } }), headers);
     expect(r.status, JSON.stringify(r.json)).toBe(202);
-    return r.json.attachments[0].id;
+    return { id: r.json.attachments[0].id, entryId: r.json.entryId } as Sent;
+  }
+  async function upload(base: string, name: string, bytes: Uint8Array, headers: Record<string, string> = {}): Promise<string> {
+    return (await sent(base, name, bytes, headers)).id;
   }
 
   it('serves the exact bytes with the stored type, nosniff, its name, a sandbox and long private caching', async () => {
     const { base } = await setup();
-    const id = await upload(base, 'Schöne "Grüße".png', IMAGE);
-    const res = await fetch(`${base}/api/files/${id}`);
+    const { id, entryId } = await sent(base, 'Schöne "Grüße".png', IMAGE);
+    const res = await fetch(`${base}/api/files/${id}?m=${entryId}`);
     expect(res.status).toBe(200);
     const bytes = Buffer.from(await res.arrayBuffer());
     expect(sha256(bytes)).toBe(id);
@@ -276,10 +281,14 @@ describe('GET /api/files/:id', () => {
 
   it('a PDF is a download, never shown in place', async () => {
     const { base } = await setup();
-    const id = await upload(base, 'report.pdf', PDF);
-    const res = await fetch(`${base}/api/files/${id}`);
+    const { id, entryId } = await sent(base, 'report.pdf', PDF);
+    const res = await fetch(`${base}/api/files/${id}?m=${entryId}`);
     expect(res.headers.get('content-type')).toBe('application/pdf');
     expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="report\.pdf"/);
+    // Asked for without its message: a name made from the id, never a sender's.
+    const bare = await fetch(`${base}/api/files/${id}`);
+    const neutral = new RegExp(`^attachment; filename="file-${id.slice(0, 12)}\\.pdf"`);
+    expect(bare.headers.get('content-disposition')).toMatch(neutral);
     expect(sha256(Buffer.from(await res.arrayBuffer()))).toBe(sha256(PDF));
   });
 

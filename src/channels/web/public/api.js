@@ -98,9 +98,12 @@ export async function upload(path, form, onProgress = () => {}) {
   }
 }
 
-/** Where the page loads a kept file from (with the token: an <img> cannot send headers). */
-export function fileUrl(id) {
-  return withToken(`/api/files/${encodeURIComponent(id)}`);
+/**
+ * Where the page loads a kept file from (with the token: an <img> cannot send headers), as the
+ * file of message `entryId`: the server serves it under that message's name for it.
+ */
+export function fileUrl(id, entryId) {
+  return withToken(`/api/files/${encodeURIComponent(id)}`, { m: entryId });
 }
 
 /** Show the token dialog until a token the server accepts is entered. */

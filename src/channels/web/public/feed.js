@@ -329,8 +329,11 @@ export class Feed {
     if (!e) return;
     this.changes.set(ev.id, this.changesOf(ev.id) + 1);
     const redraw = ev.deleted ? !e.deleted : typeof ev.text === 'string' && (ev.text !== e.text || ev.editedAt !== e.editedAt);
-    if (ev.deleted) Object.assign(e, { text: '', deleted: true, deletedAt: ev.deletedAt });
-    else if (typeof ev.text === 'string') Object.assign(e, { text: ev.text, editedAt: ev.editedAt });
+    if (ev.deleted) {
+      // Its files go with its words (the server no longer serves them either).
+      Object.assign(e, { text: '', deleted: true, deletedAt: ev.deletedAt });
+      delete e.attachments;
+    } else if (typeof ev.text === 'string') Object.assign(e, { text: ev.text, editedAt: ev.editedAt });
     if (Array.isArray(ev.reactions)) e.reactions = ev.reactions;
     const old = this.drawnElement(ev.id);
     if (!old) return;

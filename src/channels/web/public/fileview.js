@@ -47,7 +47,8 @@ export function attachmentsView(e) {
   const list = attachmentsOf(e);
   if (list.length === 0) return null;
   return h('ul', { className: 'attachments', 'aria-label': list.length === 1 ? 'Attached file' : `${list.length} attached files` },
-    list.map((a) => h('li', { className: 'att', dataset: { fileId: a.id } }, isImage(a) ? thumbnail(a) : card(a))));
+    list.map((a) => h('li', { className: 'att', dataset: { fileId: a.id } },
+      isImage(a) ? thumbnail(a, e.id) : card(a, e.id))));
 }
 
 /** The thumbnail's size: the image's own shape within the box, so the feed does not jump when it loads. */
@@ -57,10 +58,10 @@ function thumbSize(a) {
   return { width: Math.max(1, Math.round(a.width * scale)), height: Math.max(1, Math.round(a.height * scale)) };
 }
 
-function thumbnail(a) {
+function thumbnail(a, entryId) {
   const name = a.name || 'image';
   const size = thumbSize(a);
-  const img = h('img', { src: fileUrl(a.id), alt: name, loading: 'lazy', decoding: 'async', ...(size || {}) });
+  const img = h('img', { src: fileUrl(a.id, entryId), alt: name, loading: 'lazy', decoding: 'async', ...(size || {}) });
   // A file that cannot be loaded (gone, or the token changed) says so instead of a broken image.
   img.addEventListener('error', () => img.closest('.att-thumb')?.classList.add('broken'), { once: true });
   return [
@@ -70,9 +71,10 @@ function thumbnail(a) {
   ];
 }
 
-function card(a) {
+function card(a, entryId) {
   const name = a.name || 'file';
-  return h('a', { className: 'att-file', href: fileUrl(a.id), download: name, title: `Download ${name}`, rel: 'noopener' },
+  const href = fileUrl(a.id, entryId);
+  return h('a', { className: 'att-file', href, download: name, title: `Download ${name}`, rel: 'noopener' },
     h('span', { className: 'att-icon', 'aria-hidden': 'true', text: a.type === 'application/pdf' ? '📕' : '📄' }),
     h('span', { className: 'att-file-text' },
       h('bdi', { className: 'att-name', text: name }),
@@ -96,7 +98,8 @@ export class Lightbox {
       const thumb = ev.target instanceof Element ? ev.target.closest('.att-thumb') : null;
       if (!thumb) return;
       const li = thumb.closest('[data-entry-id]');
-      this.open(thumb, { id: thumb.dataset.fileId, ...this.describe(thumb, li) });
+      const entryId = li ? li.dataset.entryId : undefined;
+      this.open(thumb, { id: thumb.dataset.fileId, entryId, ...this.describe(thumb, li) });
     });
     dialog.querySelector('.lightbox-close').addEventListener('click', () => dialog.close());
     // A click on the dark around the image (the dialog itself, not what is in it) closes it too.
@@ -120,13 +123,13 @@ export class Lightbox {
     };
   }
 
-  open(opener, { id, name, size, from }) {
+  open(opener, { id, entryId, name, size, from }) {
     this.opener = opener;
-    this.img.src = fileUrl(id);
+    this.img.src = fileUrl(id, entryId);
     this.img.alt = name;
     this.title.textContent = name;
     this.meta.textContent = [size, from && `from ${from}`].filter(Boolean).join(' · ');
-    this.download.href = fileUrl(id);
+    this.download.href = fileUrl(id, entryId);
     this.download.setAttribute('download', name);
     if (!this.dialog.open) this.dialog.showModal();
     this.dialog.querySelector('.lightbox-close').focus();
