@@ -6,7 +6,6 @@
  * with which way is checked in toolRules.ts.
  */
 import { z } from 'zod';
-import { httpUrl } from './urls.js';
 
 /** Environment values may be written as YAML numbers or booleans (`PORT: 9000`); a child sees text. */
 const envValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
@@ -21,7 +20,7 @@ export const toolServerSchema = z
     /** Where the program runs; relative to the config file's folder, which is also the default. */
     cwd: z.string().trim().min(1).optional(),
     /** Streamable HTTP: the endpoint, e.g. http://127.0.0.1:9000/mcp. */
-    url: httpUrl().optional(),
+    url: z.string().trim().url().optional(),
     headers: z.record(z.string(), envValue).optional(),
     /** When a person must approve a call: auto (only calls that change something), always, never. */
     confirm: z.enum(['auto', 'always', 'never']).default('auto'),
