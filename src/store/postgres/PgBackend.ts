@@ -93,8 +93,12 @@ export class PgBackend implements LogBackend<PgAppend> {
     return null;
   }
 
-  /** The group's records after `afterN`, in order, read page by page (memory stays flat). */
-  private async *records(id: string, afterN: number): AsyncGenerator<GroupRecord> {
+  /**
+   * The group's records after `afterN`, in order, read page by page (memory stays flat). `name`:
+   * log each damaged record; a second read of the same log (the file references' sweep) only
+   * counts them, since the group's own read has named them already.
+   */
+  private async *records(id: string, afterN: number, name = true): AsyncGenerator<GroupRecord> {
     const size = this.o.pageSize ?? 500;
     let last = afterN;
     for (;;) {
@@ -107,7 +111,7 @@ export class PgBackend implements LogBackend<PgAppend> {
         const res = parseRecord(row.body, `group ${id} record ${row.n}`, row.v);
         if ('problem' in res) {
           this.damaged++;
-          this.o.logger.error({ group: id, n: last, problem: res.problem }, 'damaged log record skipped');
+          if (name) this.o.logger.error({ group: id, n: last, problem: res.problem }, 'damaged log record skipped');
           continue;
         }
         yield res.record;
@@ -223,7 +227,7 @@ export class PgBackend implements LogBackend<PgAppend> {
   }
 
   allRecords(groupId: string): AsyncIterable<GroupRecord> {
-    return this.records(groupId, 0);
+    return this.records(groupId, 0, false);
   }
 
   deleteFile(id: string): Promise<void> {
