@@ -153,6 +153,10 @@ describe('telegram adapter: inbound', () => {
   it('my_chat_member joins and leaves become membershipChanged', async () => {
     w = await makeWorld({ ids: ['analyst', 'writer', 'critic', 'editor'] });
     const chat = w.fake.createGroup('Desk');
+    // The chat's group exists already: each update is its own bot's change.
+    w.host.groups.set(`telegram:${chat.id}`, {
+      id: 'g1', title: 'Desk', channel: 'telegram', chatId: String(chat.id), participants: ['critic'], config: {} as never, archived: false, createdAt: 0,
+    });
     await w.channel.start(w.host);
     w.fake.addBotToChat(chat.id, TOKENS.analyst, MAYA);
     w.fake.addBotToChat(chat.id, TOKENS.editor, MAYA);
@@ -164,6 +168,20 @@ describe('telegram adapter: inbound', () => {
       [[String(chat.id), ['analyst'], null], [String(chat.id), ['editor'], null], [String(chat.id), null, ['editor']]].sort(),
     );
     expect(m.at(-1)!.left).toEqual(['editor']);
+    expect(w.fake.callsOf('getChatMember')).toEqual([]);
+  });
+
+  it('bots added together to a chat with no group yet: the join that forms it names every bot already there', async () => {
+    w = await makeWorld({ ids: ['analyst', 'writer', 'critic', 'editor'] });
+    const chat = w.fake.createGroup('Launch');
+    await w.channel.start(w.host);
+    // One "add members" in Telegram: all three are in before any of their updates is read.
+    for (const id of ['analyst', 'writer', 'critic'] as const) w.fake.addBotToChat(chat.id, TOKENS[id], MAYA);
+    await waitUntil(() => w!.host.memberships.length === 3 || undefined, 'three joins');
+    // This host never forms the group, so every join asks; the router's first one forms it with all three.
+    for (const m of w.host.memberships) expect([...m.joined!].sort()).toEqual(['analyst', 'critic', 'writer']);
+    // The editor's bot, not in the chat, is named by none.
+    expect(w.host.memberships.every((m) => !m.joined!.includes('editor'))).toBe(true);
   });
 
   it('a DM is a private chat of that agent, answered by its bot', async () => {
