@@ -150,6 +150,18 @@ function swapIn(next, dist) {
  * runnable; a stale build that cannot be rebuilt (no TypeScript) still runs, with a warning.
  */
 function ensureBuilt(root, log = (line) => process.stderr.write(line + '\n')) {
+  if (staleReason(root) === null) return true;
+  // Two starts at once (two `npm start`, or tests starting daemons side by side) must not both
+  // build: the second would swap dist/ out from under the first one's daemon as it loads.
+  const release = takeBuildLock(root, log);
+  try {
+    return buildIfStale(root, log);
+  } finally {
+    release();
+  }
+}
+
+function buildIfStale(root, log) {
   const reason = staleReason(root);
   if (reason === null) return true;
   const first = reason === 'no build yet';
@@ -167,6 +179,55 @@ function ensureBuilt(root, log = (line) => process.stderr.write(line + '\n')) {
   }
   log(`chorus: the build failed, so Chorus did not start:\n${r.output}`);
   return false;
+}
+
+/** A lock file's holder that is gone (killed mid-build), or one that never wrote its pid. */
+function abandonedLock(lock) {
+  let text;
+  let age;
+  try {
+    text = fs.readFileSync(lock, 'utf8').trim();
+    age = Date.now() - fs.statSync(lock).mtimeMs;
+  } catch {
+    return false; // released meanwhile: the next attempt takes it
+  }
+  const pid = Number(text);
+  if (!pid) return age > LOCK_UNWRITTEN_MS;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return err.code === 'ESRCH';
+  }
+}
+
+const LOCK_POLL_MS = 200;
+/** A lock file still empty after this long belongs to a process that died between create and write. */
+const LOCK_UNWRITTEN_MS = 10_000;
+
+/** Wait (synchronously: the launcher runs before anything else) until this process holds the build lock. */
+function takeBuildLock(root, log) {
+  // Beside dist/: one lock per installation (node_modules may be shared by several).
+  const lock = path.join(root, '.dist-build.lock');
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  let told = false;
+  for (;;) {
+    try {
+      const fd = fs.openSync(lock, 'wx');
+      fs.writeSync(fd, String(process.pid));
+      fs.closeSync(fd);
+      return () => fs.rmSync(lock, { force: true });
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+    }
+    if (abandonedLock(lock)) {
+      fs.rmSync(lock, { force: true });
+      continue;
+    }
+    if (!told) log('chorus: another build of dist/ is running; waiting for it…');
+    told = true;
+    Atomics.wait(sleeper, 0, 0, LOCK_POLL_MS);
+  }
 }
 
 module.exports = { build, ensureBuilt, staleReason };

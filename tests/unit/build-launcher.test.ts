@@ -4,6 +4,7 @@
  * precompressed), rebuilds when a source is newer than the last build (also when one was
  * deleted), and leaves the last good dist/ in place when the compiler or the bundler fails.
  */
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -114,6 +115,39 @@ describe('build when missing or stale', () => {
     expect(ensureBuilt(root, (l) => log.push(l))).toBe(false);
     expect(log.join('\n')).toMatch(/the build failed, so Chorus did not start:[\s\S]*src\/main\.ts.*TS2322/);
     expect(readFileSync(join(root, 'dist', 'main.js'), 'utf8')).toContain('version = 1');
+  }, 60_000);
+});
+
+/** `ensureBuilt` in a process of its own, as `npm start` runs it; resolves with what it logged. */
+function startInChild(root: string): Promise<{ code: number | null; log: string }> {
+  const script = `process.exitCode = require(${JSON.stringify(join(REPO, 'scripts', 'build.cjs'))}).ensureBuilt(${JSON.stringify(root)}) ? 0 : 1`;
+  return new Promise((done) => {
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    child.stderr.on('data', (d: Buffer) => (log += d.toString()));
+    child.on('exit', (code) => done({ code, log }));
+  });
+}
+
+describe('two starts at once', () => {
+  it('build once: the second waits for the first and finds dist/ current', async () => {
+    const root = project();
+    const [a, b] = await Promise.all([startInChild(root), startInChild(root)]);
+    expect(a.code, a.log).toBe(0);
+    expect(b.code, b.log).toBe(0);
+    const compiles = `${a.log}${b.log}`.match(/compiling TypeScript/g) ?? [];
+    expect(compiles).toHaveLength(1);
+    expect(readFileSync(join(root, 'dist', 'main.js'), 'utf8')).toContain('version = 1');
+    expect(existsSync(join(root, '.dist-build.lock'))).toBe(false);
+  }, 120_000);
+
+  it('a lock left by a build that was killed does not stop the next start', () => {
+    const root = project();
+    const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    writeFileSync(join(root, '.dist-build.lock'), gone.stdout);
+    expect(ensureBuilt(root, () => undefined)).toBe(true);
+    expect(readFileSync(join(root, 'dist', 'main.js'), 'utf8')).toContain('version = 1');
+    expect(existsSync(join(root, '.dist-build.lock'))).toBe(false);
   }, 60_000);
 });
 
