@@ -56,6 +56,8 @@ export type GatewayEvent =
   | { type: 'message'; groupId: string; entry: TranscriptEntry }
   | { type: 'decision'; groupId: string; entry: TranscriptEntry }
   | { type: 'typing'; groupId: string; agentId: string; active: boolean }
+  /** An agent thinking over a turn nobody asked it for: it may still pass, so it is not typing. */
+  | { type: 'considering'; groupId: string; agentId: string; active: boolean }
   | { type: 'delta'; groupId: string; agentId: string; turnId: string; text: string }
   | { type: 'member'; groupId: string; participants: string[]; added?: string | undefined; removed?: string | undefined }
   | { type: 'config'; groupId: string; config: GroupConfig }

@@ -7,7 +7,7 @@
  *   the Stop button, and it goes on streaming;
  * - Stop keeps what was written: the bubble closes at once into a recorded reply marked stopped,
  *   still there after a reload and in the API's messages;
- * - an agent that only considers a voluntary turn (and passes) never shows as typing.
+ * - an agent that only considers a voluntary turn (and passes) shows as considering, never as typing.
  *
  * Without a Chromium binary the tests are skipped with the reason printed, unless
  * CHORUS_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
@@ -268,7 +268,7 @@ suite('streaming replies in Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
-  it('an agent that only considers a voluntary turn and passes never shows as typing', async () => {
+  it('agents that only consider a voluntary turn and pass show as considering, never as typing', async () => {
     const { page, errors } = await openPage('quiet');
     // Every text the typing line ever shows is kept: a flash between two polls counts too.
     await page.evaluate(() => {
@@ -284,6 +284,9 @@ suite('streaming replies in Chromium', () => {
     await app.router.idle();
     const seen = await page.evaluate(() => (window as unknown as { typingSeen: string[] }).typingSeen);
     expect(seen.filter((t) => t.includes('typing'))).toEqual([]);
+    // While they thought it over the line said so, and it ended quietly with their passes.
+    expect(seen.some((t) => /^(Analyst|Critic)( and (Analyst|Critic))? (is|are) considering…$/.test(t))).toBe(true);
+    await expect.poll(() => page.locator('#typing').textContent(), POLL).toBe('');
     expect(await page.locator('#stop-round').isHidden()).toBe(true);
     expect(errors).toEqual([]);
   });

@@ -73,7 +73,7 @@ describe('/stop keeps what was streamed', () => {
 });
 
 describe('typing shows once text comes', () => {
-  it('a voluntary turn that passes never shows as typing; one that answers does, from its first words', async () => {
+  it('a voluntary turn shows as considering, never as typing when it passes; one that answers types from its first words', async () => {
     const h = await makeRouter({
       llm: {
         replies: {
@@ -99,10 +99,16 @@ describe('typing shows once text comes', () => {
     expect(writer[0]).toBe('typing');
     expect(writer[1]).toBe('delta');
     expect(h.channel.typing.map((t) => t.agentId)).not.toContain('analyst');
+    // Until then each was considering: the two that passed just stop, the writer stops as it starts typing.
+    const considering = (agent: string) => events.filter((e) => e.type === 'considering' && e.agentId === agent).map((e) => (e.type === 'considering' ? e.active : null));
+    for (const agent of ['analyst', 'critic', 'writer']) expect(considering(agent)).toEqual([true, false]);
+    const writerOrder = events.filter((e) => (e.type === 'considering' || e.type === 'typing') && e.agentId === 'writer').map((e) => (e.type === 'considering' || e.type === 'typing' ? `${e.type}:${e.active}` : ''));
+    expect(writerOrder).toEqual(['considering:true', 'considering:false', 'typing:true', 'typing:false']);
 
     // Addressed: someone asked, so the agent shows as typing from the start of its turn.
     events.length = 0;
     await h.say('@analyst numbers?');
     expect(events.filter((e) => e.type === 'typing').map((e) => (e.type === 'typing' ? `${e.agentId}:${e.active}` : ''))).toEqual(['analyst:true', 'analyst:false']);
+    expect(events.filter((e) => e.type === 'considering')).toEqual([]);
   });
 });

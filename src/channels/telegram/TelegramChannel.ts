@@ -32,6 +32,7 @@ import { readKept } from '../../core/fileTypes.js';
 import { RelayBot } from './relayBot.js';
 import { botIdOf, RELAY_KEY, TelegramRooms } from './rooms.js';
 import { InboundEdits } from './inboundEdits.js';
+import { alsoInChat } from './newGroupMembers.js';
 
 export type { TelegramChannelOptions } from './options.js';
 
@@ -247,40 +248,15 @@ export class TelegramChannel implements Channel {
     const chat: ChatRef = { channel: 'telegram', chatId: String(u.chat.id), viaAgentId: b.agent.id };
     const title = 'title' in u.chat ? u.chat.title : undefined;
     this.log.info({ agent: b.agent.id, chatId: chat.chatId, change: dir }, `telegram: bot of "${b.agent.id}" ${dir} a chat`);
+    // In turn per chat: a chat about to form its group takes in the other agents' bots already there.
+    const forming = () => dir === 'joined' && this.opts.config.auto_create_groups && !host.findGroup('telegram', chat.chatId);
     await this.memberQueues.run(chat.chatId, async () =>
       host.membershipChanged(chat, {
-        ...(dir === 'joined' ? { joined: [b.agent.id, ...(await this.alsoInNewGroup(b, u.chat.id))] } : { left: [b.agent.id] }),
+        ...(dir === 'joined' ? { joined: [b.agent.id, ...(forming() ? await alsoInChat(b, this.bots, u.chat.id, this.log) : [])] } : { left: [b.agent.id] }),
         title,
         autoCreate: this.opts.config.auto_create_groups,
       }),
     );
-  }
-
-  /**
-   * The other agents whose bots are already in a chat that is about to form its group. Bots added
-   * together (Telegram's "new group" with its members picked first) each get their own update; the
-   * first one forms the group, and without this its greeting would name that bot alone, the others
-   * joining silently a moment later. Asked only while no group exists; a bot Telegram does not
-   * answer for joins by its own update as before.
-   */
-  private async alsoInNewGroup(b: AgentBot, chatId: number): Promise<string[]> {
-    if (!this.opts.config.auto_create_groups || this.host?.findGroup('telegram', String(chatId))) return [];
-    const others = this.bots.filter((o) => o !== b && o.status !== 'unauthorized');
-    const found = await Promise.all(
-      others.map(async (o) => {
-        const id = o.me?.id ?? Number(botIdOf(o.token));
-        if (!Number.isSafeInteger(id)) return undefined;
-        try {
-          const m = await b.bot.api.getChatMember(chatId, id, AbortSignal.timeout(10_000) as Parameters<Bot['api']['getChatMember']>[2]);
-          const inChat = m.status === 'member' || m.status === 'administrator' || m.status === 'creator' || (m.status === 'restricted' && m.is_member);
-          return inChat ? o.agent.id : undefined;
-        } catch (err) {
-          this.log.debug({ agent: o.agent.id, chatId, err: describeError(err, [b.token]) }, 'telegram: could not tell whether a bot is in the new group; it joins by its own update');
-          return undefined;
-        }
-      }),
-    );
-    return found.filter((id): id is string => id !== undefined);
   }
 
   /** Re-key once per migration, however many bots (and which of the two service messages) report it. */

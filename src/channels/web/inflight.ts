@@ -12,9 +12,10 @@
 import type { GatewayEvent } from '../../core/readModels.js';
 import { BoundedSet } from '../../core/lib/BoundedMap.js';
 
-/** What a page is sent on connecting: who is typing and the text so far of each reply in flight. */
+/** What a page is sent on connecting: who is typing or considering, and the text so far of each reply in flight. */
 export interface InFlightSnapshot {
   typing: string[];
+  considering: string[];
   streams: Array<{ turnId: string; agentId: string; text: string }>;
 }
 
@@ -41,6 +42,8 @@ export class InFlightReplies {
   private readonly replies = new Map<string, Reply>();
   /** groupId → agents typing there. */
   private readonly typing = new Map<string, Set<string>>();
+  /** groupId → agents thinking over a turn nobody asked them for. */
+  private readonly considering = new Map<string, Set<string>>();
   /** turnIds whose reply outgrew `maxChars`: not offered again, and not restarted by later chunks. */
   private readonly overgrown: BoundedSet<string>;
   private readonly limits: InFlightLimits;
@@ -62,14 +65,10 @@ export class InFlightReplies {
     switch (ev.type) {
       case 'delta':
         return this.delta(ev.groupId, ev.agentId, ev.turnId, ev.text);
-      case 'typing': {
-        const set = this.typing.get(ev.groupId) ?? new Set<string>();
-        if (ev.active) set.add(ev.agentId);
-        else set.delete(ev.agentId);
-        if (set.size > 0) this.typing.set(ev.groupId, set);
-        else this.typing.delete(ev.groupId);
-        return;
-      }
+      case 'typing':
+        return toggle(this.typing, ev.groupId, ev.agentId, ev.active);
+      case 'considering':
+        return toggle(this.considering, ev.groupId, ev.agentId, ev.active);
       case 'message':
       case 'decision': {
         const e = ev.entry;
@@ -83,6 +82,7 @@ export class InFlightReplies {
         if (ev.action === 'dissolved') {
           this.end(ev.groupId, () => true);
           this.typing.delete(ev.groupId);
+          this.considering.delete(ev.groupId);
         }
         return;
       default:
@@ -101,7 +101,7 @@ export class InFlightReplies {
     this.prune();
     const streams: InFlightSnapshot['streams'] = [];
     for (const [turnId, r] of this.replies) if (r.groupId === groupId) streams.push({ turnId, agentId: r.agentId, text: r.text });
-    return { typing: [...(this.typing.get(groupId) ?? [])], streams };
+    return { typing: [...(this.typing.get(groupId) ?? [])], considering: [...(this.considering.get(groupId) ?? [])], streams };
   }
 
   private delta(groupId: string, agentId: string, turnId: string, text: string): void {
@@ -139,4 +139,13 @@ export class InFlightReplies {
       if (quiet > this.limits.staleMs || (!typing && quiet > this.limits.quietMs)) this.replies.delete(turnId);
     }
   }
+}
+
+/** Add or remove one agent in a group's set, keeping no empty sets. */
+function toggle(sets: Map<string, Set<string>>, groupId: string, agentId: string, active: boolean): void {
+  const set = sets.get(groupId) ?? new Set<string>();
+  if (active) set.add(agentId);
+  else set.delete(agentId);
+  if (set.size > 0) sets.set(groupId, set);
+  else sets.delete(groupId);
 }

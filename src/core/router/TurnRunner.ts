@@ -18,6 +18,7 @@ import { passStreamFilter } from '../text/passStream.js';
 import { findMentions } from './mentions.js';
 import { describeFailure, unrunnableCalls } from './failures.js';
 import type { Summarizer } from '../session/summary.js';
+import { TurnIndicators } from './turnIndicators.js';
 import type { RoundDeps } from './RoundDeps.js';
 import { countCall, type RoundTally } from './RoundTally.js';
 import { decide, decision, drop } from './decisions.js';
@@ -150,15 +151,8 @@ export class TurnRunner {
     const timeout = (t.reason === 'voluntary' ? cfg.voluntary_timeout_seconds : cfg.agent_reply_timeout_seconds) * 1000;
 
     if (await budgetRefuses(this.d, g, round)) return drop(this.d, g, round, t);
-    // Someone asked: the agent is working on it from now. A voluntary turn is only the agent
-    // considering whether to speak — most pass — so it shows as typing once its text comes.
-    let typing = false;
-    const setTyping = (on: boolean) => {
-      if (typing === on) return;
-      typing = on;
-      this.d.typing(g, agent, on);
-    };
-    if (mustReply) setTyping(true);
+    const shown = new TurnIndicators(this.d, g, agent);
+    shown.begin(mustReply);
     // Pass rules (core/text/passScrubber): the stream shows only text that will be posted.
     const others = participants.filter((p) => p.id !== agent.id);
     const streamFilter = passStreamFilter(passRules({ agent, others, mayPass: !mustReply }));
@@ -195,7 +189,7 @@ export class TurnRunner {
             ? (chunk: string) => {
                 const text = streamFilter(chunk);
                 if (text === null) return;
-                setTyping(true);
+                shown.setTyping(true);
                 stopped?.add(text);
                 this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text });
               }
@@ -205,7 +199,7 @@ export class TurnRunner {
         // Tool definitions and results take what the fitted prompt left of the window.
         const room = p.budgetTokens - p.estimatedTokens - this.budgets.tokens(model, JSON.stringify(tools.map((x) => [x.name, x.description, x.inputSchema])));
         const names = participants.map((x) => x.name);
-        const scope = { g, round, agent, turn: turnId, threadId: this.trigger(g, round)?.threadId, tools, names, stop: ctl.stop, typing: setTyping, fit: (steps: ToolStep[]) => fitSteps(steps, room, (x: string) => this.budgets.tokens(model, x)) };
+        const scope = { g, round, agent, turn: turnId, threadId: this.trigger(g, round)?.threadId, tools, names, stop: ctl.stop, typing: shown.setTyping, fit: (steps: ToolStep[]) => fitSteps(steps, room, (x: string) => this.budgets.tokens(model, x)) };
         withTools = await this.toolTurn.run(scope, (extra) => this.d.gate.call({ ...request, ...extra }, timeout, ctl.signal));
         // The first call's prompt is the fitted one: the window calibration learns from its usage.
         return { ...withTools.res, usage: withTools.first };
@@ -215,7 +209,7 @@ export class TurnRunner {
       if (mustReply && !res.text.trim() && res.toolCalls?.length) throw unrunnableCalls(res.toolCalls);
     } catch (err) {
       stopped?.dispose();
-      setTyping(false);
+      shown.end();
       if (this.d.shutdown.aborted) return; // the turn stays queued and runs after restart
       // A tool call waits for a person: the turn stays queued, its round steps aside until then.
       if (err instanceof AwaitingApproval) return void (ctl.parkedUntil = Math.min(ctl.parkedUntil ?? Infinity, err.deadline));
@@ -238,7 +232,7 @@ export class TurnRunner {
       return;
     }
     stopped?.dispose();
-    setTyping(false);
+    shown.end();
     if (ctl.stop.aborted) return this.cancelledTurn(g, round, t, ctl, stopped?.kept); // answered just as /stop came
 
     const verdict = judgeReply(res.text, { agent, others, mayPass: !mustReply, streamed: streamFilter.streamed, mayReact: !!reactTo });

@@ -14,6 +14,7 @@ import { openSse, type SseConnection } from './sse-client.js';
 
 const delta = (groupId: string, agentId: string, turnId: string, text: string): GatewayEvent => ({ type: 'delta', groupId, agentId, turnId, text });
 const typing = (groupId: string, agentId: string, active: boolean): GatewayEvent => ({ type: 'typing', groupId, agentId, active });
+const considering = (groupId: string, agentId: string, active: boolean): GatewayEvent => ({ type: 'considering', groupId, agentId, active });
 const entry = (e: Partial<TranscriptEntry>): TranscriptEntry => ({ id: 'g.1', seq: 1, kind: 'agent', ts: 0, authorId: 'x', authorName: 'X', text: '', ...e });
 
 describe('InFlightReplies', () => {
@@ -23,12 +24,26 @@ describe('InFlightReplies', () => {
     t.observe(delta('lobby', 'writer', 'r1:writer:0', 'Hello '));
     t.observe(delta('lobby', 'writer', 'r1:writer:0', 'there'));
     t.observe(delta('other', 'critic', 'r9:critic:0', 'elsewhere'));
-    expect(t.snapshot('lobby')).toEqual({ typing: ['writer'], streams: [{ turnId: 'r1:writer:0', agentId: 'writer', text: 'Hello there' }] });
-    expect(t.snapshot('nowhere')).toEqual({ typing: [], streams: [] });
+    expect(t.snapshot('lobby')).toEqual({ typing: ['writer'], considering: [], streams: [{ turnId: 'r1:writer:0', agentId: 'writer', text: 'Hello there' }] });
+    expect(t.snapshot('nowhere')).toEqual({ typing: [], considering: [], streams: [] });
     t.observe(typing('lobby', 'writer', false));
     // Typing ended, the reply is not recorded yet: still offered (the page keeps it a while).
     expect(t.snapshot('lobby').streams).toHaveLength(1);
     expect(t.snapshot('lobby').typing).toEqual([]);
+  });
+
+  it('keeps who is considering a turn nobody asked for, apart from who types, until each is done', () => {
+    const t = new InFlightReplies();
+    t.observe(considering('lobby', 'writer', true));
+    t.observe(considering('lobby', 'critic', true));
+    t.observe(considering('other', 'analyst', true));
+    expect(t.snapshot('lobby')).toMatchObject({ typing: [], considering: ['writer', 'critic'] });
+    // The writer starts to answer; the critic passes.
+    t.observe(considering('lobby', 'writer', false));
+    t.observe(typing('lobby', 'writer', true));
+    t.observe(considering('lobby', 'critic', false));
+    expect(t.snapshot('lobby')).toMatchObject({ typing: ['writer'], considering: [] });
+    expect(t.snapshot('other').considering).toEqual(['analyst']);
   });
 
   it('says who is typing in every group, for the sidebar of a page that connects', () => {
@@ -55,8 +70,9 @@ describe('InFlightReplies', () => {
     expect(t.snapshot('g').streams).toEqual([]);
     t.observe(delta('g', 'writer', 'd', 'four'));
     t.observe(typing('g', 'writer', true));
+    t.observe(considering('g', 'critic', true));
     t.observe({ type: 'group', groupId: 'g', action: 'dissolved' });
-    expect(t.snapshot('g')).toEqual({ typing: [], streams: [] });
+    expect(t.snapshot('g')).toEqual({ typing: [], considering: [], streams: [] });
     expect(t.size).toBe(0);
   });
 
@@ -123,7 +139,7 @@ describe('SSE: ?inflight=1', () => {
     gw.emit({ type: 'delta', groupId: 'lobby', agentId: 'writer', turnId: 'r1:writer:0', text: ' there was' });
     const events = await s.waitFor((ev) => ev.some((e) => e.event === 'delta'));
     expect(events.map((e) => e.event)).toEqual(['inflight', 'delta']);
-    expect(events[0]!.data).toEqual({ type: 'inflight', groupId: 'lobby', typing: ['writer'], streams: [{ turnId: 'r1:writer:0', agentId: 'writer', text: 'Once upon a time' }] });
+    expect(events[0]!.data).toEqual({ type: 'inflight', groupId: 'lobby', typing: ['writer'], considering: [], streams: [{ turnId: 'r1:writer:0', agentId: 'writer', text: 'Once upon a time' }] });
     expect(events[1]!.data.text).toBe(' there was');
 
     // Recorded: a page connecting now is told nothing is in flight.

@@ -205,6 +205,7 @@ function openGroupStream(id) {
       decision: onEntry,
       edited: (ev) => ev.groupId === state.currentId && feed.applyEdit(ev),
       typing: (ev) => ev.groupId === state.currentId && feed.setTyping(ev.agentId, ev.active),
+      considering: (ev) => ev.groupId === state.currentId && feed.setConsidering(ev.agentId, ev.active),
       delta: (ev) => ev.groupId === state.currentId && feed.delta(ev),
       inflight: (ev) => ev.groupId === state.currentId && feed.resume(ev),
       member: () => refreshDetail().catch(() => {}),

@@ -391,6 +391,11 @@ export class Feed {
     this.live.setTyping(agentId, active);
   }
 
+  /** An agent thinking over a turn nobody asked it for (it may pass: shown apart from typing). */
+  setConsidering(agentId, active) {
+    this.live.setConsidering(agentId, active);
+  }
+
   renderTyping() {
     this.live.renderTyping();
   }

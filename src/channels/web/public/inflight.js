@@ -1,5 +1,6 @@
 // Replies being written in the open group: a "writing…" bubble per turn that streams, the typing
-// line and the Stop button. Chunks only record text; the bubbles are brought up to date in one
+// line (who is typing, and who is still considering a turn nobody asked for: most of those pass,
+// and then simply leave the line) and the Stop button. Chunks only record text; the bubbles are brought up to date in one
 // animation frame at most every PAINT_GAP_MS (streaming.js renders only what changed), so a fast
 // model cannot flood the page: each update costs a layout of the feed, whatever its size.
 // On every (re)connect the server sends what is in flight (`inflight`: who is typing and each
@@ -16,6 +17,11 @@ const STREAM_GRACE_MS = 10_000;
 /** Bubbles are updated at most this often: 20 times a second reads as smooth, and costs a third of every frame. */
 const PAINT_GAP_MS = 50;
 
+/** "A", "A and B", "A, B and C". */
+function listOf(names) {
+  return names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
+}
+
 export class RepliesInFlight {
   /**
    * `feed` gives the list to put bubbles in, `text(markdown)` to render, whether it is
@@ -25,6 +31,7 @@ export class RepliesInFlight {
   constructor(feed) {
     this.feed = feed;
     this.typing = new Set();
+    this.considering = new Set();
     /** turnId → { agentId, view, el, timer } */
     this.streams = new Map();
     this.dirty = new Set();
@@ -47,6 +54,7 @@ export class RepliesInFlight {
     this.frame = 0;
     this.wait = 0;
     this.typing.clear();
+    this.considering.clear();
     this.renderTyping();
   }
 
@@ -66,11 +74,18 @@ export class RepliesInFlight {
     this.renderTyping();
   }
 
+  setConsidering(agentId, active) {
+    if (active) this.considering.add(agentId);
+    else this.considering.delete(agentId);
+    this.renderTyping();
+  }
+
   /** What the server has in flight on (re)connecting: it replaces whatever this page had. */
-  resume({ typing = [], streams = [] }) {
+  resume({ typing = [], considering = [], streams = [] }) {
     const live = new Set(streams.map((x) => x.turnId));
     for (const [turnId, s] of this.streams) if (!live.has(turnId)) this.drop(turnId, s);
     this.typing = new Set(typing);
+    this.considering = new Set(considering);
     for (const x of streams) {
       const s = this.stream(x.turnId, x.agentId);
       if (s.view.text !== x.text) s.view.replace(x.text);
@@ -108,16 +123,22 @@ export class RepliesInFlight {
 
   renderTyping() {
     const { typingEl, stopBtn } = this.feed;
-    const names = [...this.typing].map((id) => (agentOf(id) || { name: id }).name);
+    const nameOf = (id) => (agentOf(id) || { name: id }).name;
+    const names = [...this.typing].map(nameOf);
+    // An agent that types is no longer only considering (the two events may cross).
+    const thinking = [...this.considering].filter((id) => !this.typing.has(id)).map(nameOf);
     clear(typingEl);
     typingEl.dataset.agents = [...this.typing].join(',');
-    // Stop is there only while something can be stopped: an agent typing, or a reply still
-    // streaming (one whose agent has not stopped typing: those wait out their grace period).
+    typingEl.dataset.considering = [...this.considering].filter((id) => !this.typing.has(id)).join(',');
+    // Stop is there only while something can be stopped: an agent typing or considering, or a
+    // reply still streaming (one whose agent has not stopped typing: those wait out their grace period).
     const streaming = [...this.streams.values()].some((s) => s.el && !s.timer);
-    show(stopBtn, (names.length > 0 || streaming) && this.feed.canStop());
-    if (names.length === 0) return;
-    const who = names.length === 1 ? names[0] : names.length === 2 ? `${names[0]} and ${names[1]}` : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
-    typingEl.append(h('span', { className: 'dots', 'aria-hidden': 'true' }, h('i'), h('i'), h('i')), `${who} ${names.length === 1 ? 'is' : 'are'} typing…`);
+    show(stopBtn, (names.length > 0 || thinking.length > 0 || streaming) && this.feed.canStop());
+    if (names.length === 0 && thinking.length === 0) return;
+    const parts = [];
+    if (names.length > 0) parts.push(`${listOf(names)} ${names.length === 1 ? 'is' : 'are'} typing…`);
+    if (thinking.length > 0) parts.push(`${listOf(thinking)} ${thinking.length === 1 ? 'is' : 'are'} considering…`);
+    typingEl.append(h('span', { className: 'dots', 'aria-hidden': 'true' }, h('i'), h('i'), h('i')), parts.join(' · '));
   }
 
   stream(turnId, agentId) {
