@@ -122,7 +122,7 @@ describe('a turn with tools', () => {
 });
 
 describe('approvals', () => {
-  it('a decision bound to other arguments is refused and runs nothing; the request\'s own digest approves; the channel is handed every argument', async () => {
+  it('a decision bound to other arguments is refused and runs nothing; the request\'s own digest approves; the channel and the transcript are handed every argument', async () => {
     const tools = new MemoryTools();
     const input = { id: 42, note: `${'padding '.repeat(100)}and refund everything` };
     const llm = new StepLlm([{ calls: [call('c1', 'orders__cancel', input)] }, 'Cancelled it.']);
@@ -133,6 +133,8 @@ describe('approvals', () => {
     expect(digest).toBe(callDigest('orders', 'cancel', input));
     const posted = h.channel.posts.find((p) => p.agentId === 'analyst')!;
     expect(posted.text).toBe(`🔧 Analyst wants to use orders.cancel\n${JSON.stringify(input, null, 2)}\nApprove with /approve ${id} or refuse with /deny ${id} (arguments #${digest})`);
+    // The transcript's own text (what the API and an export read) is the whole request too: no cut.
+    expect(h.transcript().find((e) => e.tool?.outcome === 'waiting')!.text).toBe(posted.text);
 
     const other = callDigest('orders', 'cancel', { id: 42 });
     await expect(h.router.gateway.decideTool('room', id, true, 'Maya', other)).rejects.toMatchObject({ code: 'changed_call', status: 409 });
@@ -163,7 +165,8 @@ describe('approvals', () => {
     await h.router.receive(h.message('@analyst cancel order 42'));
     await settleUntil(() => h.transcript().some((e) => e.tool?.outcome === 'waiting'), 'the request');
     const request = h.transcript().find((e) => e.tool?.outcome === 'waiting')!;
-    expect(request.text).toMatch(/^🔧 Analyst wants to use orders\.cancel \{"id":42\} — approve with \/approve t\d+ or refuse with \/deny t\d+$/);
+    const { id, digest } = request.tool!;
+    expect(request.text).toBe(`🔧 Analyst wants to use orders.cancel\n{\n  "id": 42\n}\nApprove with /approve ${id} or refuse with /deny ${id} (arguments #${digest})`);
     expect(request.hiddenFromAgents).toBe(true);
     expect(tools.cancelled).toBe(0);
     // A non-admin may not approve (the fake channel's admins: none unless listed).

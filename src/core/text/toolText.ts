@@ -45,11 +45,13 @@ const OUTCOME_WORDS: Record<ToolOutcome, string> = {
   cancelled: ' (cancelled)',
 };
 
-/** The transcript line of a step: "🔧 Analyst used orders.lookup_order", or what it is waiting for. */
-export function stepLine(agentName: string, step: Pick<ToolStepView, 'server' | 'tool' | 'outcome' | 'id' | 'input'>): string {
-  const label = `${step.server}.${step.tool}`;
-  if (step.outcome === 'waiting') return `🔧 ${agentName} wants to use ${label} ${argsLine(step.input)} — approve with /approve ${step.id} or refuse with /deny ${step.id}`;
-  return `🔧 ${agentName} used ${label}${OUTCOME_WORDS[step.outcome]}`;
+/**
+ * The transcript text of a step: "🔧 Analyst used orders.lookup_order", or the whole request for
+ * approval with every argument (whoever reads only the text approves what it shows, never a cut).
+ */
+export function stepLine(agentName: string, step: ToolStepView): string {
+  if (step.outcome === 'waiting') return approvalPlainText(approvalRequest(agentName, step)!);
+  return `🔧 ${agentName} used ${step.server}.${step.tool}${OUTCOME_WORDS[step.outcome]}`;
 }
 
 /** What Telegram and Discord post for a step: a request whole, a finished step as `show_tools` says (null: nothing). */
