@@ -46,7 +46,7 @@ async function main(argv: string[]): Promise<number> {
   // `init` has flags of its own and needs no config: it writes one.
   if (argv[0] === 'init') {
     const write = (...lines: string[]) => void process.stdout.write(lines.map((l) => `${l}\n`).join(''));
-    return (await import('./ops/init.js')).runInit(argv.slice(1), { input: process.stdin, write, cwd: process.cwd(), env: process.env });
+    return (await import('./ops/init.js')).runInit(argv.slice(1), { input: process.stdin, write, cwd: process.cwd() });
   }
   let parsed;
   try {

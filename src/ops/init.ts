@@ -50,7 +50,7 @@ class InitStop extends Error {
   }
 }
 
-export async function runInit(argv: string[], io: { input: NodeJS.ReadableStream; write: Write; cwd: string; env: NodeJS.ProcessEnv }): Promise<number> {
+export async function runInit(argv: string[], io: { input: NodeJS.ReadableStream; write: Write; cwd: string }): Promise<number> {
   let flags;
   try {
     flags = parseArgs({

@@ -36,7 +36,7 @@ async function init(dir: string, argv: string[], answers: string[] = []) {
   const input = new PassThrough();
   input.end(answers.map((a) => `${a}\n`).join(''));
   const out: string[] = [];
-  const code = await runInit(argv, { input, write: (...l) => out.push(...l), cwd: dir, env: {} });
+  const code = await runInit(argv, { input, write: (...l) => out.push(...l), cwd: dir });
   return { code, out: out.join('\n') };
 }
 
