@@ -8,6 +8,7 @@
  * (or discards them).
  */
 import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import type { SpooledFile } from '../../core/fileTypes.js';
 import { sizeText } from '../../core/fileTypes.js';
@@ -78,91 +79,111 @@ export function readUpload(req: IncomingMessage, limits: UploadLimits): Promise<
     req.resume();
     return Promise.reject(new HttpError(400, 'bad_multipart', `malformed multipart form: ${(err as Error).message}`));
   }
+  return new Promise<Upload>((resolve, reject) => new FormReading(req, bb, limits, resolve, reject).start());
+}
 
-  return new Promise<Upload>((resolve, reject) => {
-    const fields: Record<string, string> = {};
-    /** One slot per file part in the order sent, filled once its bytes are all on disk. */
-    const slots: Array<SpooledFile | null> = [];
-    const writers: SpoolWriter[] = [];
-    /** File parts still streaming; the form is complete when busboy is done and these are too. */
-    let open = 0;
-    let parsed = false;
-    let settled = false;
+/** One form being read: its fields, its files as they reach the spool, and how it ends (once). */
+class FormReading {
+  private readonly fields: Record<string, string> = {};
+  /** One slot per file part in the order sent, filled once its bytes are all on disk. */
+  private readonly slots: Array<SpooledFile | null> = [];
+  private readonly writers: SpoolWriter[] = [];
+  /** File parts still streaming; the form is complete when busboy is done and these are too. */
+  private open = 0;
+  private parsed = false;
+  private settled = false;
 
-    const fail = (err: HttpError) => {
-      if (settled) return;
-      settled = true;
-      // Stop reading: nothing more reaches the parser, and the socket is closed after the answer.
-      req.unpipe(bb);
-      bb.removeAllListeners();
-      bb.on('error', () => {});
-      req.resume();
-      // Nothing of a refused message is kept: what was spooled goes, and what is still being written.
-      for (const w of writers) w.abandon();
-      void discardSpooled(slots.filter((f): f is SpooledFile => f !== null));
-      reject(err);
-    };
-    const finish = () => {
-      if (settled || !parsed || open > 0) return;
-      settled = true;
-      resolve({ fields, files: slots.filter((f): f is SpooledFile => f !== null) });
-    };
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly bb: busboy.Busboy,
+    private readonly limits: UploadLimits,
+    private readonly resolve: (u: Upload) => void,
+    private readonly reject: (err: HttpError) => void,
+  ) {}
 
-    bb.on('field', (name, value, info) => {
-      if (info.nameTruncated || info.valueTruncated) {
-        fail(new HttpError(413, 'payload_too_large', `the field "${name.slice(0, 40)}" is larger than ${sizeText(MAX_BODY_BYTES)}`, close));
-      } else if (Object.hasOwn(fields, name)) {
-        fail(new HttpError(400, 'invalid_field', `"${name.slice(0, 40)}" was sent twice`, close));
-      } else {
-        fields[name] = value;
-      }
-    });
-
-    bb.on('file', (name, stream, info) => {
-      stream.on('error', () => {});
-      if (name !== FILE_FIELD) {
-        stream.resume();
-        fail(new HttpError(400, 'invalid_field', `unknown file part "${name.slice(0, 40)}"; send files as "${FILE_FIELD}"`, close));
-        return;
-      }
-      const fileName = formFileName(info.filename);
-      const slot = slots.push(null) - 1;
-      const writer = new SpoolWriter(limits.spoolDir);
-      writers.push(writer);
-      open++;
-      // busboy cut the part at the limit: the file is too large, whatever follows.
-      stream.on('limit', () => fail(fileTooLarge(fileName || 'the file', limits.maxFileBytes)));
-      stream.on('error', (err: Error) => fail(new HttpError(400, 'bad_multipart', `could not read the file part (${err.message})`, close)));
-      writer.write(stream).then(
-        (done) => {
-          open--;
-          if (settled) return void discardSpooled([done]);
-          // An empty file input in a form: no file was chosen.
-          if (fileName !== '' || done.size > 0) slots[slot] = { ...done, name: fileName };
-          else void discardSpooled([done]);
-          finish();
-        },
-        (err: unknown) => {
-          open--;
-          // The disk would not take it: nothing of the message is acknowledged.
-          const why = `could not take the file for now (${(err as Error).message})`;
-          fail(new HttpError(503, 'unavailable', why, { ...close, 'retry-after': '5' }));
-        },
-      );
-    });
-
-    bb.on('filesLimit', () => fail(tooManyFiles(limits.maxFiles)));
-    bb.on('fieldsLimit', () => fail(new HttpError(413, 'payload_too_large', `a message may have at most ${MAX_FIELDS} fields`, close)));
-    bb.on('partsLimit', () => fail(new HttpError(413, 'payload_too_large', `a message may have at most ${limits.maxFiles + MAX_FIELDS} parts`, close)));
-    bb.on('error', (err: Error) => fail(new HttpError(400, 'bad_multipart', `malformed multipart form: ${err.message}`, close)));
+  start(): void {
+    const { bb, req, limits } = this;
+    bb.on('field', (name, value, info) => this.field(name, value, info));
+    bb.on('file', (name, stream, info) => this.file(name, stream, info));
+    bb.on('filesLimit', () => this.fail(tooManyFiles(limits.maxFiles)));
+    bb.on('fieldsLimit', () => this.fail(new HttpError(413, 'payload_too_large', `a message may have at most ${MAX_FIELDS} fields`, close)));
+    bb.on('partsLimit', () => this.fail(new HttpError(413, 'payload_too_large', `a message may have at most ${limits.maxFiles + MAX_FIELDS} parts`, close)));
+    bb.on('error', (err: Error) => this.fail(new HttpError(400, 'bad_multipart', `malformed multipart form: ${err.message}`, close)));
     bb.on('close', () => {
-      parsed = true;
-      finish();
+      this.parsed = true;
+      this.finish();
     });
-    req.on('aborted', () => fail(new HttpError(400, 'bad_request', 'request aborted')));
-    req.on('error', (err) => fail(new HttpError(400, 'bad_request', `could not read the request body (${err.message})`)));
+    req.on('aborted', () => this.fail(new HttpError(400, 'bad_request', 'request aborted')));
+    req.on('error', (err) => this.fail(new HttpError(400, 'bad_request', `could not read the request body (${err.message})`)));
     req.pipe(bb);
-  });
+  }
+
+  private field(name: string, value: string, info: busboy.FieldInfo): void {
+    if (info.nameTruncated || info.valueTruncated) {
+      this.fail(new HttpError(413, 'payload_too_large', `the field "${name.slice(0, 40)}" is larger than ${sizeText(MAX_BODY_BYTES)}`, close));
+    } else if (Object.hasOwn(this.fields, name)) {
+      this.fail(new HttpError(400, 'invalid_field', `"${name.slice(0, 40)}" was sent twice`, close));
+    } else {
+      this.fields[name] = value;
+    }
+  }
+
+  private file(name: string, stream: Readable, info: busboy.FileInfo): void {
+    stream.on('error', () => {});
+    if (name !== FILE_FIELD) {
+      stream.resume();
+      this.fail(new HttpError(400, 'invalid_field', `unknown file part "${name.slice(0, 40)}"; send files as "${FILE_FIELD}"`, close));
+      return;
+    }
+    const fileName = formFileName(info.filename);
+    const slot = this.slots.push(null) - 1;
+    const writer = new SpoolWriter(this.limits.spoolDir);
+    this.writers.push(writer);
+    this.open++;
+    // busboy cut the part at the limit: the file is too large, whatever follows.
+    stream.on('limit', () => this.fail(fileTooLarge(fileName || 'the file', this.limits.maxFileBytes)));
+    stream.on('error', (err: Error) => this.fail(new HttpError(400, 'bad_multipart', `could not read the file part (${err.message})`, close)));
+    writer.write(stream).then(
+      (done) => {
+        this.open--;
+        if (this.settled) return void discardSpooled([done]);
+        // An empty file input in a form: no file was chosen.
+        if (fileName !== '' || done.size > 0) this.slots[slot] = { ...done, name: fileName };
+        else void discardSpooled([done]);
+        this.finish();
+      },
+      (err: unknown) => {
+        this.open--;
+        // The disk would not take it: nothing of the message is acknowledged.
+        const why = `could not take the file for now (${(err as Error).message})`;
+        this.fail(new HttpError(503, 'unavailable', why, { ...close, 'retry-after': '5' }));
+      },
+    );
+  }
+
+  private fail(err: HttpError): void {
+    if (this.settled) return;
+    this.settled = true;
+    // Stop reading: nothing more reaches the parser, and the socket is closed after the answer.
+    this.req.unpipe(this.bb);
+    this.bb.removeAllListeners();
+    this.bb.on('error', () => {});
+    this.req.resume();
+    // Nothing of a refused message is kept: what was spooled goes, and what is still being written.
+    for (const w of this.writers) w.abandon();
+    void discardSpooled(this.kept());
+    this.reject(err);
+  }
+
+  private finish(): void {
+    if (this.settled || !this.parsed || this.open > 0) return;
+    this.settled = true;
+    this.resolve({ fields: this.fields, files: this.kept() });
+  }
+
+  private kept(): SpooledFile[] {
+    return this.slots.filter((f): f is SpooledFile => f !== null);
+  }
 }
 
 /**
