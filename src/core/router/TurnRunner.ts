@@ -19,6 +19,9 @@ import { findMentions } from './mentions.js';
 import { describeFailure, unrunnableCalls } from './failures.js';
 import type { Summarizer } from '../session/summary.js';
 import { TurnIndicators } from './turnIndicators.js';
+import type { Called, GateResult, Turn, TurnControl } from './turnTypes.js';
+export type { TurnControl } from './turnTypes.js';
+import { HUMAN_CAUSED, mayRun } from './turnChecks.js';
 import type { RoundDeps } from './RoundDeps.js';
 import { countCall, type RoundTally } from './RoundTally.js';
 import { decide, decision, drop } from './decisions.js';
@@ -30,34 +33,6 @@ import type { PromptRef } from '../types.js';
 import type { ToolStep } from '../toolTypes.js';
 import { AwaitingApproval, ToolTurn, addUsage, fitSteps, type ToolTurnResult } from './toolTurn.js';
 import { recordAgentReaction } from './agentReaction.js';
-
-/** Human-caused turns are always answered and wait out cooldowns; the others can be skipped. */
-const HUMAN_CAUSED = new Set<PlannedTurn['reason']>(['addressed', 'sticky', 'rotation', 'direct']);
-
-/**
- * How one turn's model call runs. In a sequential round a turn is on its own; in a parallel
- * voluntary batch (RoundRunner's `voluntaryBatch`) several run at once, and `inOrder` makes each wait, once its
- * call has ended, until the turns before it are settled: outcomes are written in candidate order.
- */
-export interface TurnControl {
-  /** The group's `/stop` signal for this round. */
-  stop: AbortSignal;
-  /** Cancels the call: `/stop`, or (in a batch) enough replies are in. */
-  signal: AbortSignal;
-  inOrder<T>(call: Promise<T>): Promise<T>;
-  /** Stream the reply's text as it comes (not in a batch: a reply there may be discarded). */
-  stream: boolean;
-  /** Agents whose call was cancelled by `signal` (reported once per batch). */
-  cancelled: string[];
-  /** Set by a turn whose tool call waits for a person's decision: until when, at the latest. */
-  parkedUntil?: number | undefined;
-  /**
-   * The turn's outcome is appended (not yet durable): the next turn of a batch may settle. Called
-   * early only for outcomes nothing is posted for (a pass, a discard), so replies still reach the
-   * channel in candidate order; otherwise the end of the turn counts.
-   */
-  decided(): void;
-}
 
 /** The round has the voluntary replies it wants, or its turn cap is reached. */
 export function enoughReplies(g: GroupDoc, round: RoundRecord): boolean {
@@ -80,59 +55,22 @@ export class TurnRunner {
 
   /** Run turn `t` of `round`: checks, prompt, model call, pass or delivery, reactions. */
   async run(g: GroupDoc, round: RoundRecord, t: PlannedTurn, notes: Set<string>, tally: RoundTally, ctl: TurnControl): Promise<void> {
-    const { groups, clock } = this.d;
     const agent = this.d.agents.get(t.agentId);
-    const cfg = g.config;
     if (!agent || !g.participants.includes(t.agentId)) return drop(this.d, g, round, t);
-    const session = groups.session(g, agent.id);
     const turnId = `${round.id}:${agent.id}:${t.depth}`;
-    // A turn that has tool calls recorded is resuming (after an approval, a restart): it goes on.
     const resuming = g.state.tools?.some((c) => c.turn === turnId) ?? false;
-    if (HUMAN_CAUSED.has(t.reason) && !round.forced && !resuming && this.alreadySeen(g, round, g.state.repliedUpTo?.[agent.id] ?? 0)) {
-      // A reply the agent delivered had already seen this round's message(s); no need to wait
-      // out a cooldown first. A pass or a failure never counts as an answer.
-      drop(this.d, g, round, t);
-      return decide(this.d, g, round, 'batch', agent.id, `${agent.name} already answered this together with an earlier message`);
-    }
-    const cooldownLeft = (g.state.lastSpoke[agent.id] ?? -Infinity) + cfg.cooldown_seconds * 1000 - clock.now();
-    const capReached = round.capped >= cfg.max_agent_turns_per_message;
+    if (!(await mayRun(this.d, { g, round, t, agent, resuming, trigger: () => this.trigger(g, round), stop: ctl.stop }, notes))) return;
+    const s = await this.prepare(g, round, t, agent, tally, ctl, turnId);
+    if (await budgetRefuses(this.d, g, round)) return drop(this.d, g, round, t);
+    const called = await this.call(s);
+    if (called) await this.settle(s, called);
+  }
 
-    if (!HUMAN_CAUSED.has(t.reason)) {
-      if (t.reason === 'voluntary' && g.state.muted.includes(agent.id)) return drop(this.d, g, round, t);
-      if (t.reason === 'voluntary' && round.voluntary >= cfg.max_voluntary_responders) return drop(this.d, g, round, t);
-      if (capReached) {
-        drop(this.d, g, round, t);
-        if (!notes.has('cap')) {
-          notes.add('cap');
-          await decide(this.d, g, round, 'cap', undefined, `turn cap reached (${cfg.max_agent_turns_per_message} agent replies for this message)`);
-        }
-        return;
-      }
-      if (cooldownLeft > 0) {
-        drop(this.d, g, round, t);
-        return decide(this.d, g, round, 'cooldown', agent.id, `${agent.name} is cooling down (${Math.ceil(cooldownLeft / 1000)}s left)`);
-      }
-    } else if (cooldownLeft > 0) {
-      // A human's @mention is never dropped: wait the cooldown out.
-      try {
-        await this.d.mailbox.outside(g.id, () => clock.sleep(cooldownLeft, AbortSignal.any([this.d.shutdown, ctl.stop])));
-      } catch {
-        return;
-      }
-    }
-    if (round.asked.includes(agent.id) && t.reason === 'voluntary') return drop(this.d, g, round, t);
-    // Only a turn that calls the model counts against its pair's budget (see rooms/BotPairs).
-    const bot = this.trigger(g, round);
-    const byBot = bot?.authorKind === 'bot' && !resuming;
-    const refused = byBot && this.d.botPairs.answerRefused(g.id, bot, agent, clock.now());
-    if (refused) {
-      drop(this.d, g, round, t);
-      return decide(this.d, g, round, 'cap', agent.id, refused);
-    }
-    if (t.reason === 'voluntary') groups.updateRound(g, round, { asked: [...round.asked, agent.id] });
-
+  /** The turn's prompt parts, from the agent's session and what it has not seen yet. */
+  private async prepare(g: GroupDoc, round: RoundRecord, t: PlannedTurn, agent: AgentDef, tally: RoundTally, ctl: TurnControl, turnId: string): Promise<Turn> {
+    const session = this.d.groups.session(g, agent.id);
     const seenUpTo = g.nextSeq - 1;
-    const mailbox = await groups.mailbox(g, session);
+    const mailbox = await this.d.groups.mailbox(g, session);
     const observations = mailbox.entries.filter((e) => e.seq <= seenUpTo);
     // Reacting is offered on a voluntary turn whose round has a person's message to react to.
     const trigger = this.trigger(g, round);
@@ -140,39 +78,41 @@ export class TurnRunner {
     const ask = this.askFor(g, round, t, session.cursor, reactTo);
     const participants = g.participants.map((p) => this.d.agents.get(p)).filter((a): a is AgentDef => !!a);
     const system = buildSystemPrompt(agent, { title: g.title, participants, handles: (id) => this.d.handles.handlesOf(id) });
-    const model = agent.model ?? this.d.models.model;
     // Fitted to the model's context window (see contextBudget); what the session records is what was sent.
     const files = { vision: agent.vision === true, max: this.d.models.maxImagesInPrompt ?? DEFAULT_MAX_IMAGES };
     const parts: PromptParts = { system, summary: session.summary, history: session.history, observations, omitted: mailbox.omitted, ask, files };
-    let prompt: FittedPrompt | undefined;
-    let window = 0;
-    const refOf = (carrySummary: boolean): PromptRef => this.refs.make(g.id, agent.id, model, window, parts, prompt!, session.summary, { carrySummary });
     const mustReply = ask.kind !== 'voluntary';
-    const timeout = (t.reason === 'voluntary' ? cfg.voluntary_timeout_seconds : cfg.agent_reply_timeout_seconds) * 1000;
+    return {
+      g, round, t, agent, tally, ctl, turnId, session, seenUpTo, parts, reactTo, participants, mustReply,
+      others: participants.filter((p) => p.id !== agent.id),
+      model: agent.model ?? this.d.models.model,
+      // Tools only where someone asked: a voluntary turn may be discarded, and its calls with it.
+      tools: t.reason === 'voluntary' ? [] : this.d.tools.toolsFor(agent.id),
+      window: 0,
+    };
+  }
 
-    if (await budgetRefuses(this.d, g, round)) return drop(this.d, g, round, t);
+  /** What a reply or pass line records of the prompt it answered ("what did it see?"). */
+  private refOf(s: Turn, carrySummary: boolean): PromptRef {
+    return this.refs.make(s.g.id, s.agent.id, s.model, s.window, s.parts, s.prompt!, s.session.summary, { carrySummary });
+  }
+
+  /** The model call (with its tool steps), streamed where the round streams; null when the turn ended without an answer. */
+  private async call(s: Turn): Promise<Called | null> {
+    const { g, t, agent, ctl, model, mustReply, tools } = s;
+    const cfg = g.config;
+    const timeout = (t.reason === 'voluntary' ? cfg.voluntary_timeout_seconds : cfg.agent_reply_timeout_seconds) * 1000;
     const shown = new TurnIndicators(this.d, g, agent);
     shown.begin(mustReply);
     // Pass rules (core/text/passScrubber): the stream shows only text that will be posted.
-    const others = participants.filter((p) => p.id !== agent.id);
-    const streamFilter = passStreamFilter(passRules({ agent, others, mayPass: !mustReply }));
-    const callStarted = clock.now();
-    const stopped = ctl.stream
-      ? new StoppedReply(this.d, g, ctl.stop, (text) => {
-          // The agent remembers saying it, as everyone saw; usage never arrived (the call was cancelled).
-          const usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
-          if (prompt) groups.recordTurn(g, agent.id, [sentTurn(prompt), { role: 'assistant', content: text }], seenUpTo, { usage, costUsd: null });
-          return this.replyEntry(g, round, t, agent, text, { model, usage, latencyMs: clock.now() - callStarted, costUsd: null, cut: 'stopped', prompt: prompt ? refOf(true) : undefined });
-        })
-      : null;
-    // Tools only where someone asked: a voluntary turn may be discarded, and its calls with it.
-    const tools = t.reason === 'voluntary' ? [] : this.d.tools.toolsFor(agent.id);
+    const streamFilter = passStreamFilter(passRules({ agent, others: s.others, mayPass: !mustReply }));
+    const stopped = ctl.stream ? this.stoppedReply(s, this.d.clock.now()) : null;
     let withTools: ToolTurnResult | undefined;
-    let res;
+    let res: GateResult;
     try {
-      res = await ctl.inOrder(withinContext(this.d, this.budgets, g, agent, model, parts, async (p) => {
-        prompt = p;
-        window = this.budgets.window(model, agent);
+      res = await ctl.inOrder(withinContext(this.d, this.budgets, g, agent, model, s.parts, async (p) => {
+        s.prompt = p;
+        s.window = this.budgets.window(model, agent);
         const request = {
           purpose: 'turn' as const,
           model,
@@ -183,7 +123,7 @@ export class TurnRunner {
           agent,
           groupId: g.id,
           mustReply,
-          mayReact: !!reactTo,
+          mayReact: !!s.reactTo,
           readFile: p.files.length > 0 ? (id: string) => this.d.files.read(id) : undefined,
           onDelta: ctl.stream
             ? (chunk: string) => {
@@ -191,15 +131,15 @@ export class TurnRunner {
                 if (text === null) return;
                 shown.setTyping(true);
                 stopped?.add(text);
-                this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text });
+                this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId: s.turnId, text });
               }
             : undefined,
         };
         if (tools.length === 0) return this.d.gate.call(request, timeout, ctl.signal);
         // Tool definitions and results take what the fitted prompt left of the window.
         const room = p.budgetTokens - p.estimatedTokens - this.budgets.tokens(model, JSON.stringify(tools.map((x) => [x.name, x.description, x.inputSchema])));
-        const names = participants.map((x) => x.name);
-        const scope = { g, round, agent, turn: turnId, threadId: this.trigger(g, round)?.threadId, tools, names, stop: ctl.stop, typing: shown.setTyping, fit: (steps: ToolStep[]) => fitSteps(steps, room, (x: string) => this.budgets.tokens(model, x)) };
+        const names = s.participants.map((x) => x.name);
+        const scope = { g, round: s.round, agent, turn: s.turnId, threadId: this.trigger(g, s.round)?.threadId, tools, names, stop: ctl.stop, typing: shown.setTyping, fit: (steps: ToolStep[]) => fitSteps(steps, room, (x: string) => this.budgets.tokens(model, x)) };
         withTools = await this.toolTurn.run(scope, (extra) => this.d.gate.call({ ...request, ...extra }, timeout, ctl.signal));
         // The first call's prompt is the fitted one: the window calibration learns from its usage.
         return { ...withTools.res, usage: withTools.first };
@@ -210,50 +150,74 @@ export class TurnRunner {
     } catch (err) {
       stopped?.dispose();
       shown.end();
-      if (this.d.shutdown.aborted) return; // the turn stays queued and runs after restart
-      // A tool call waits for a person: the turn stays queued, its round steps aside until then.
-      if (err instanceof AwaitingApproval) return void (ctl.parkedUntil = Math.min(ctl.parkedUntil ?? Infinity, err.deadline));
-      if (ctl.signal.aborted) return this.cancelledTurn(g, round, t, ctl, stopped?.kept);
-      const code = err instanceof LlmError ? err.code : 'error';
-      const why = describeFailure(code);
-      this.d.metrics.turnFailed(agent.id, code);
-      tally.failed.push({ agent: agent.id, reason: code });
-      this.d.logger.warn(
-        { group: g.id, agent: agent.id, model, turn: t.reason, code, err: describeError(err), ...(why.hint ? { hint: why.hint } : {}) },
-        `${agent.name} could not reply (${why.reason}): ${describeError(err)}${why.hint ? ` — ${why.hint}` : ''}`,
-      );
-      drop(this.d, g, round, t);
-      if (tools.length > 0) groups.toolChange(g, { t: 'tools-done', turn: turnId });
-      // The mailbox is not drained: the agent sees these observations next time.
-      // Nobody asked a voluntary turn: its failure is a quiet decision line, not a ⚠ in the chat
-      // (one "anyone hungry?" must not bring three notices). Someone did ask the others.
-      if (t.reason === 'voluntary') return decide(this.d, g, round, 'error', agent.id, `${agent.name} could not reply (${why.reason})`);
-      await this.d.recorder.notice(g, `⚠ ${agent.name} could not reply (${why.reason})`, { decision: 'error', agentId: agent.id, round });
-      return;
+      await this.failed(s, err, stopped?.kept);
+      return null;
     }
     stopped?.dispose();
     shown.end();
-    if (ctl.stop.aborted) return this.cancelledTurn(g, round, t, ctl, stopped?.kept); // answered just as /stop came
+    if (ctl.stop.aborted) {
+      await this.cancelledTurn(s.g, s.round, t, ctl, stopped?.kept); // answered just as /stop came
+      return null;
+    }
+    return { res, withTools, streamed: streamFilter.streamed, rest: () => streamFilter.end().rest };
+  }
 
-    const verdict = judgeReply(res.text, { agent, others, mayPass: !mustReply, streamed: streamFilter.streamed, mayReact: !!reactTo });
-    const pass = verdict.pass;
+  /** What `/stop` keeps of a reply that was streaming: the agent remembers saying it, as everyone saw. */
+  private stoppedReply(s: Turn, callStarted: number): StoppedReply {
+    return new StoppedReply(this.d, s.g, s.ctl.stop, (text) => {
+      // Usage never arrived (the call was cancelled).
+      const usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+      if (s.prompt) this.d.groups.recordTurn(s.g, s.agent.id, [sentTurn(s.prompt), { role: 'assistant', content: text }], s.seenUpTo, { usage, costUsd: null });
+      return this.replyEntry(s.g, s.round, s.t, s.agent, text, { model: s.model, usage, latencyMs: this.d.clock.now() - callStarted, costUsd: null, cut: 'stopped', prompt: s.prompt ? this.refOf(s, true) : undefined });
+    });
+  }
+
+  /** The call failed, was cancelled, or waits for a person's approval. */
+  private async failed(s: Turn, err: unknown, kept: TranscriptEntry | null | undefined): Promise<void> {
+    const { g, round, t, agent, ctl } = s;
+    if (this.d.shutdown.aborted) return; // the turn stays queued and runs after restart
+    // A tool call waits for a person: the turn stays queued, its round steps aside until then.
+    if (err instanceof AwaitingApproval) return void (ctl.parkedUntil = Math.min(ctl.parkedUntil ?? Infinity, err.deadline));
+    if (ctl.signal.aborted) return this.cancelledTurn(g, round, t, ctl, kept);
+    const code = err instanceof LlmError ? err.code : 'error';
+    const why = describeFailure(code);
+    this.d.metrics.turnFailed(agent.id, code);
+    s.tally.failed.push({ agent: agent.id, reason: code });
+    this.d.logger.warn(
+      { group: g.id, agent: agent.id, model: s.model, turn: t.reason, code, err: describeError(err), ...(why.hint ? { hint: why.hint } : {}) },
+      `${agent.name} could not reply (${why.reason}): ${describeError(err)}${why.hint ? ` — ${why.hint}` : ''}`,
+    );
+    drop(this.d, g, round, t);
+    if (s.tools.length > 0) this.d.groups.toolChange(g, { t: 'tools-done', turn: s.turnId });
+    // The mailbox is not drained: the agent sees these observations next time.
+    // Nobody asked a voluntary turn: its failure is a quiet decision line, not a ⚠ in the chat
+    // (one "anyone hungry?" must not bring three notices). Someone did ask the others.
+    if (t.reason === 'voluntary') return decide(this.d, g, round, 'error', agent.id, `${agent.name} could not reply (${why.reason})`);
+    await this.d.recorder.notice(g, `⚠ ${agent.name} could not reply (${why.reason})`, { decision: 'error', agentId: agent.id, round });
+  }
+
+  /** The answer: a pass, an emoji reaction, a reply not needed any more, or the reply itself. */
+  private async settle(s: Turn, called: Called): Promise<void> {
+    const { g, round, t, agent, tally, ctl } = s;
+    const { groups } = this.d;
+    const res = called.res;
+    const verdict = judgeReply(res.text, { agent, others: s.others, mayPass: !s.mustReply, streamed: called.streamed, mayReact: !!s.reactTo });
     const text = verdict.text;
     if (verdict.foreignLabels.length > 0) {
       this.d.logger.warn({ group: g.id, agent: agent.id, labels: verdict.foreignLabels }, `${agent.name} began its reply with another participant's name label; stripped`);
     }
-    if (!pass && text) {
-      const rest = streamFilter.end().rest;
-      if (rest !== null) this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId, text: rest });
+    if (!verdict.pass && text) {
+      const rest = called.rest();
+      if (rest !== null) this.d.events.emit({ type: 'delta', groupId: g.id, agentId: agent.id, turnId: s.turnId, text: rest });
     }
     if (!groups.usable(g)) return; // reloaded after a failed write while the model was answering
-    const answer = res;
     // The turn's outcome in the agent's session, usage and the round's queue.
     const turn = (said: string) => {
-      if (tools.length > 0) groups.toolChange(g, { t: 'tools-done', turn: turnId }); // its tool steps are in the transcript
-      groups.recordTurn(g, agent.id, [sentTurn(prompt!), { role: 'assistant', content: said }], seenUpTo, answer);
-      groups.addGroupUsage(g, agent.id, answer);
+      if (s.tools.length > 0) groups.toolChange(g, { t: 'tools-done', turn: s.turnId }); // its tool steps are in the transcript
+      groups.recordTurn(g, agent.id, [sentTurn(s.prompt!), { role: 'assistant', content: said }], s.seenUpTo, res);
+      groups.addGroupUsage(g, agent.id, res);
       drop(this.d, g, round, t);
-      countCall(tally, answer);
+      countCall(tally, res);
     };
     const passed = () => {
       turn(PASS_TOKEN);
@@ -261,12 +225,12 @@ export class TurnRunner {
       tally.passed.push(agent.id);
       // The pass line carries the turn's reference: a later turn's history is rebuilt from it.
       const line = decision(this.d, 'pass', agent.id, `${agent.name} passed`, round.id);
-      const recorded = this.d.recorder.record(g, { entries: [{ ...line, decision: { ...line.decision!, prompt: refOf(false) } }] }).then(() => undefined);
+      const recorded = this.d.recorder.record(g, { entries: [{ ...line, decision: { ...line.decision!, prompt: this.refOf(s, false) } }] }).then(() => undefined);
       ctl.decided();
       return recorded;
     };
-    if (verdict.reaction && reactTo) return recordAgentReaction(this.d, { g, round, agent, emoji: verdict.reaction, trigger: reactTo, tally, turn, passed, ref: () => refOf(false), decided: () => ctl.decided() });
-    if (!pass && text && t.reason === 'voluntary' && (enoughReplies(g, round) || !round.queue.includes(t))) {
+    if (verdict.reaction && s.reactTo) return recordAgentReaction(this.d, { g, round, agent, emoji: verdict.reaction, trigger: s.reactTo, tally, turn, passed, ref: () => this.refOf(s, false), decided: () => ctl.decided() });
+    if (!verdict.pass && text && t.reason === 'voluntary' && (enoughReplies(g, round) || !round.queue.includes(t))) {
       // A parallel batch asked more agents than it needed: the replies before this one in
       // candidate order filled it (or a reaction replaced this turn). Not shown, not remembered:
       // the agent's mailbox stays as it was; only the cost is counted.
@@ -276,17 +240,23 @@ export class TurnRunner {
       ctl.decided();
       return recorded;
     }
-    if (pass || !text) return passed();
+    if (verdict.pass || !text) return passed();
     turn(text);
+    await this.deliver(s, called, text);
+  }
 
-    const ref = refOf(true);
+  /** Record the reply with the turns its mentions cause, in one record with the round's progress. */
+  private async deliver(s: Turn, called: Called, text: string): Promise<void> {
+    const { g, round, t, agent } = s;
+    const { res, withTools } = called;
+    const ref = this.refOf(s, true);
     // "details" shows the whole turn: its tool steps' calls too.
     const figures = withTools ? { usage: addUsage(res.usage, withTools.stepUsage), costUsd: withTools.stepCostUsd === null || res.costUsd == null ? null : withTools.stepCostUsd + res.costUsd } : { usage: res.usage, costUsd: res.costUsd ?? null };
     const made = withTools?.attachments.length ? { attachments: withTools.attachments } : {};
     const reply = { ...this.replyEntry(g, round, t, agent, text, { model: res.model, ...figures, latencyMs: res.latencyMs, cut: res.cut, prompt: ref }), ...made };
-    groups.noteSpoke(g, agent.id, seenUpTo);
+    this.d.groups.noteSpoke(g, agent.id, s.seenUpTo);
     const capped = t.reason === 'voluntary' || t.reason === 'reaction' || t.reason === 'selected';
-    if (capped) groups.updateRound(g, round, { capped: round.capped + 1, voluntary: round.voluntary + (t.reason === 'voluntary' ? 1 : 0) });
+    if (capped) this.d.groups.updateRound(g, round, { capped: round.capped + 1, voluntary: round.voluntary + (t.reason === 'voluntary' ? 1 : 0) });
     const depthNote = this.queueReactions(g, round, t, agent, text);
     const replyTo = HUMAN_CAUSED.has(t.reason) ? this.trigger(g, round)?.platformMessageId : undefined;
     // One record: the reply, the agent's turn and cursor, its cooldown and the round's progress.
@@ -295,9 +265,9 @@ export class TurnRunner {
     const [written] = await this.d.recorder.record(g, { entries: [reply, ...(cutNote ? [cutNote] : []), ...(depthNote ? [depthNote] : [])], replyTo });
     if (written) this.refs.recorded(g.id, agent.id, ref, written.seq);
     this.d.metrics.replied(agent.id);
-    tally.answered.push(agent.id);
+    s.tally.answered.push(agent.id);
     // In the background: the round goes on (see Summarizer).
-    this.summaries.schedule(g, agent, session);
+    this.summaries.schedule(g, agent, s.session);
   }
 
   /**
@@ -325,12 +295,6 @@ export class TurnRunner {
       threadId: this.trigger(g, round)?.threadId,
       meta: { ...figures, depth: t.depth, reason: t.reason, ...(cut ? { cut } : {}), ...this.answerMeta(g, round), ...(prompt ? { prompt } : {}) },
     };
-  }
-
-  /** Every message of the round is at or below `upTo` (what the agent's last delivered reply had seen). */
-  private alreadySeen(g: GroupDoc, round: RoundRecord, upTo: number): boolean {
-    if (round.triggerIds.length === 0) return false;
-    return Math.max(...round.triggerIds.map(seqOfId)) <= upTo;
   }
 
   /** Which message a reply answers, and the reply it regenerates (the page links them). */
