@@ -102,7 +102,6 @@ groups:
 
 async function runAndSignal(signal: NodeJS.Signals, target: 'npm' | 'group' = 'npm') {
   const config = writeConfig();
-  const t0 = performance.now();
   const npm = spawn('npm', ['start', '--silent'], {
     cwd: ROOT,
     env: { ...process.env, CHORUS_CONFIG: config, CHORUS_LOG_FORMAT: 'json', CHORUS_PORT: '', CHORUS_HOST: '', CHORUS_DATA_DIR: '' },
@@ -118,18 +117,15 @@ async function runAndSignal(signal: NodeJS.Signals, target: 'npm' | 'group' = 'n
     throw new Error(`${err.message}\n${out}`);
   });
   await until('/healthz', async () => (await fetch(`${url}/healthz`).catch(() => null))?.ok, 20_000);
-  const startMs = performance.now() - t0;
 
   const tree = descendants(npm.pid!);
   const daemon = tree.find((p) => /\bnode\b.*bin\/chorus\.js start/.test(p.cmd));
-  const stopAsked = performance.now();
   // 'group' is Ctrl-C in a terminal: npm and node both get it, and npm forwards its copy too.
   process.kill(target === 'group' ? -npm.pid! : npm.pid!, signal);
   const everyone = [npm.pid!, ...tree.map((p) => p.pid)];
   await until('every process to exit', () => everyone.every((pid) => !alive(pid)), 30_000).catch((err: Error) => {
     throw new Error(`${err.message}; still running: ${tree.filter((p) => alive(p.pid)).map((p) => `${p.pid} ${p.cmd}`).join(' | ')}\n${out}`);
   });
-  const stopMs = performance.now() - stopAsked;
   const exit = await exited;
   const healthAfter = await fetch(`${url}/healthz`).then(
     (r) => r.status,
@@ -139,7 +135,7 @@ async function runAndSignal(signal: NodeJS.Signals, target: 'npm' | 'group' = 'n
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as { msg: string; signal?: string });
-  return { tree, daemon, startMs, stopMs, exit, healthAfter, logLines, config, out };
+  return { tree, daemon, exit, healthAfter, logLines, config, out };
 }
 
 describe('npm start: compiled runtime and clean signals', () => {
@@ -156,8 +152,6 @@ describe('npm start: compiled runtime and clean signals', () => {
     expect(msgs.at(-1)).toBe('stopped');
     expect(r.exit.code === 0 || r.exit.signal === signal, JSON.stringify(r.exit)).toBe(true);
     expect(r.healthAfter).toBe('refused');
-    // Stopping is quicker than starting (npm, node, module loading), measured in this same run.
-    expect(r.stopMs).toBeLessThan(r.startMs * 3);
     // data_dir "./data" meant the config file's folder, not npm's working directory.
     expect(existsSync(join(r.config, '..', 'data'))).toBe(true);
   }, 120_000);
