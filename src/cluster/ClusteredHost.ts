@@ -18,7 +18,7 @@
  * The core does not route: it runs the groups it was handed (`RunningGroups`) and refuses writes
  * to the others, and the store's fence refuses any write of a group whose lease is gone.
  */
-import type { ChannelHost, ForwardedChange } from '../core/ports.js';
+import type { ChannelHost, PlatformChange, PlatformEvent } from '../core/ports.js';
 import type { GatewayApi } from '../core/gatewayApi.js';
 import type { ChannelKind, ChatRef, InboundMessage, PlatformReaction, ReceiveResult } from '../core/types.js';
 import type { PlatformEdit } from '../core/roomTypes.js';
@@ -30,6 +30,7 @@ import type { ParsedCommand } from '../core/commands/commands.js';
 /** The local router, as the wrapper needs it. */
 export interface LocalHost extends ChannelHost {
   gateway: GatewayApi;
+  receive(msg: InboundMessage): Promise<ReceiveResult>;
   /** This process was handed the group (it is not a read-only copy of another instance's). */
   runs(groupId: string): boolean;
   groupIdOf(msg: InboundMessage): string | undefined;
@@ -46,7 +47,7 @@ export interface Owners {
    */
   forward(groupId: string, msg: InboundMessage, opts?: { awaitAnswer?: boolean }): Promise<ReceiveResult>;
   /** Keep a change that is not a message for the group's owner (throws when it could not be kept). */
-  forwardChange(groupId: string, change: ForwardedChange): Promise<void>;
+  forwardChange(groupId: string, change: PlatformChange): Promise<void>;
   /** Before a message of a group this instance runs is recorded: messages handed over earlier go first. */
   beforeReceive(groupId: string): Promise<void>;
 }
@@ -70,7 +71,13 @@ export class ClusteredHost implements ChannelHost {
     return this.local.logger;
   }
 
-  async receive(msg: InboundMessage): Promise<ReceiveResult> {
+  handle(ev: { kind: 'message'; message: InboundMessage }): Promise<ReceiveResult>;
+  handle(ev: PlatformChange): Promise<void>;
+  handle(ev: PlatformEvent): Promise<ReceiveResult | void> {
+    return ev.kind === 'message' ? this.receive(ev.message) : this.change(ev);
+  }
+
+  private async receive(msg: InboundMessage): Promise<ReceiveResult> {
     const id = this.local.groupIdOf(msg);
     try {
       if (id === undefined) {
@@ -120,38 +127,27 @@ export class ClusteredHost implements ChannelHost {
     return this.local.agentForPostedMessage(channel, chatId, platformMessageId);
   }
 
-  async membershipChanged(chat: ChatRef, change: Parameters<ChannelHost['membershipChanged']>[1]): Promise<void> {
+  /**
+   * A change to another instance's group is kept for its owner in the shared inbox, behind the
+   * messages handed over before it; any other is applied here.
+   */
+  private async change(ev: PlatformChange): Promise<void> {
+    const chat = chatOfChange(ev);
     const id = this.local.findGroup(chat.channel, chat.chatId)?.id;
-    // Another instance runs the group: it applies the change (kept in the shared inbox, in order).
-    if (id !== undefined && !this.local.runs(id)) return this.owners.forwardChange(id, { kind: 'membership', chat, change });
+    if (id !== undefined && !this.local.runs(id)) {
+      await this.owners.forwardChange(id, ev);
+      // Until the copy here has the new id (the owner's change reaches it through the relay), the
+      // chat's next messages would find no group: they go to the owner, behind the change.
+      if (ev.kind === 'rekey') this.moved.set(`${ev.channel}:${ev.newChatId}`, id);
+      return;
+    }
     try {
-      await this.local.membershipChanged(chat, change);
+      await this.local.handle(ev);
     } catch (err) {
       // Another instance created the chat's group a moment ago: that group takes this change.
-      if (err instanceof CreatedElsewhereError) return this.owners.forwardChange(err.groupId, { kind: 'membership', chat, change });
+      if (err instanceof CreatedElsewhereError) return this.owners.forwardChange(err.groupId, ev);
       throw err;
     }
-  }
-
-  async rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
-    const id = this.local.findGroup(channel, oldChatId)?.id;
-    if (id === undefined || this.local.runs(id)) return this.local.rekeyChat(channel, oldChatId, newChatId);
-    await this.owners.forwardChange(id, { kind: 'rekey', channel, oldChatId, newChatId });
-    // Until the copy here has the new id (the owner's change reaches it through the relay), the
-    // chat's next messages would find no group: they go to the owner, behind the change.
-    this.moved.set(`${channel}:${newChatId}`, id);
-  }
-
-  async reacted(r: PlatformReaction): Promise<void> {
-    const id = this.local.findGroup(r.channel, r.chatId)?.id;
-    if (id === undefined || this.local.runs(id)) return this.local.reacted(r);
-    await this.owners.forwardChange(id, { kind: 'reaction', reaction: r });
-  }
-
-  async edited(e: PlatformEdit): Promise<void> {
-    const id = this.local.findGroup(e.channel, e.chatId)?.id;
-    if (id === undefined || this.local.runs(id)) return this.local.edited(e);
-    await this.owners.forwardChange(id, { kind: 'edit', edit: e });
   }
 
   /** The group of a chat whose new id the owner has been handed and the copy here does not know yet. */
@@ -226,5 +222,19 @@ export class ClusteredHost implements ChannelHost {
 
   private elsewhere(groupId: string): StoreUnavailableError {
     return new StoreUnavailableError(`group ${groupId} is run by another instance (${this.owners.ownerOf(groupId) ?? 'being taken over'}); try again`);
+  }
+}
+
+/** The chat a platform change is about (a re-key: the chat under its old id). */
+function chatOfChange(ev: PlatformChange): ChatRef {
+  switch (ev.kind) {
+    case 'membership':
+      return ev.chat;
+    case 'rekey':
+      return { channel: ev.channel, chatId: ev.oldChatId };
+    case 'reaction':
+      return ev.reaction;
+    case 'edit':
+      return ev.edit;
   }
 }

@@ -19,7 +19,7 @@
  */
 import type pg from 'pg';
 import type { Registry } from 'prom-client';
-import type { ConnectionGate, ForwardedChange, Logger, Peers, Store } from '../core/ports.js';
+import type { ConnectionGate, PlatformChange, Logger, Peers, Store } from '../core/ports.js';
 import type { GroupDoc } from '../core/records.js';
 import type { ClusterStatus } from '../core/readModels.js';
 import type { InboundMessage, ReceiveResult } from '../core/types.js';
@@ -158,7 +158,7 @@ export class PgCluster implements Peers, ConnectionGate {
     return this.inbox.forward(groupId, msg, opts);
   }
 
-  forwardChange(groupId: string, change: ForwardedChange): Promise<void> {
+  forwardChange(groupId: string, change: PlatformChange): Promise<void> {
     return this.inbox.forwardChange(groupId, change);
   }
 

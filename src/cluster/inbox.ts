@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { ForwardedChange, Logger } from '../core/ports.js';
+import type { PlatformChange, Logger } from '../core/ports.js';
 import type { EphemeralAnswer, InboundMessage, ReceiveResult } from '../core/types.js';
 import { StoreUnavailableError, describeError } from '../core/errors.js';
 
@@ -32,7 +32,7 @@ export interface InboxOwner {
   runs(groupId: string): boolean;
   /** Record a message handed over (throws `StoreUnavailableError` if the group was lost meanwhile). */
   receiveForwarded(msg: InboundMessage): Promise<ReceiveResult>;
-  applyForwarded(groupId: string, change: ForwardedChange): Promise<void>;
+  applyForwarded(groupId: string, change: PlatformChange): Promise<void>;
 }
 
 export class Inbox {
@@ -97,7 +97,7 @@ export class Inbox {
   }
 
   /** Keep a change (bots joining or leaving, a reaction, an edit, a new chat id) for the group's owner, in order with its messages. */
-  async forwardChange(groupId: string, change: ForwardedChange): Promise<void> {
+  async forwardChange(groupId: string, change: PlatformChange): Promise<void> {
     try {
       await this.o.pool.query(
         `WITH ins AS (INSERT INTO chorus_inbox (group_id, dedupe_key, message) VALUES ($1, $2, $3::json) RETURNING id)
@@ -122,7 +122,7 @@ export class Inbox {
   async drain(groupId: string, owner: InboxOwner): Promise<boolean> {
     for (;;) {
       if (!owner.runs(groupId)) return false;
-      const { rows } = await this.o.pool.query<{ id: string; message: InboundMessage | { forwardedChange: ForwardedChange } }>('SELECT id, message FROM chorus_inbox WHERE group_id = $1 ORDER BY id LIMIT $2', [groupId, INBOX_BATCH]);
+      const { rows } = await this.o.pool.query<{ id: string; message: InboundMessage | { forwardedChange: PlatformChange } }>('SELECT id, message FROM chorus_inbox WHERE group_id = $1 ORDER BY id LIMIT $2', [groupId, INBOX_BATCH]);
       let kept = 0;
       for (const row of rows) {
         const moved = 'forwardedChange' in row.message ? await this.applyChange(groupId, row.id, row.message.forwardedChange, owner) : await this.record(groupId, row.id, row.message, owner);
@@ -135,7 +135,7 @@ export class Inbox {
     }
   }
 
-  private async applyChange(groupId: string, rowId: string, change: ForwardedChange, owner: InboxOwner): Promise<'moved' | 'kept' | 'stop'> {
+  private async applyChange(groupId: string, rowId: string, change: PlatformChange, owner: InboxOwner): Promise<'moved' | 'kept' | 'stop'> {
     try {
       await owner.applyForwarded(groupId, change);
       return 'moved';

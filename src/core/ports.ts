@@ -76,57 +76,47 @@ export interface PostedMessage {
   via?: string | undefined;
 }
 
+/**
+ * What a platform reports besides messages: agent bots joining or leaving a chat (Telegram
+ * my_chat_member; creates the group when allowed and none exists, greeting through the system
+ * voice), a person's reaction on a message (Telegram `message_reaction`, Discord reaction events;
+ * one Chorus does not know, or an emoji it does not take, is ignored and logged), a person's edit
+ * or deletion of their own message (Telegram `edited_message`, Discord update / delete; the entry
+ * follows, the agents are told, the room's other chats get it), or a chat's new platform id
+ * (Telegram group → supergroup). With several instances these go through the cluster's inbox to
+ * the group's owner unchanged.
+ */
+export type PlatformChange =
+  | { kind: 'membership'; chat: ChatRef; change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean } }
+  | { kind: 'reaction'; reaction: PlatformReaction }
+  | { kind: 'edit'; edit: PlatformEdit }
+  | { kind: 'rekey'; channel: ChannelKind; oldChatId: string; newChatId: string };
+
+/** Everything a channel hands the core, through the one method `ChannelHost.handle`. */
+export type PlatformEvent = { kind: 'message'; message: InboundMessage } | PlatformChange;
+
 export interface ChannelHost {
-  /** Hand one inbound message over. Resolves once it is durably recorded (acknowledge then). */
-  receive(msg: InboundMessage): Promise<ReceiveResult>;
+  /**
+   * Hand one event over. A message resolves once it is durably recorded (acknowledge then) with
+   * what became of it; a change resolves once it is applied, and throws StoreUnavailableError when
+   * it could not be recorded (a platform that redelivers, should).
+   */
+  handle(ev: { kind: 'message'; message: InboundMessage }): Promise<ReceiveResult>;
+  handle(ev: PlatformChange): Promise<void>;
   /** All configured agents. */
   agents(): readonly AgentDef[];
   /** The live group bound to this chat, if any. */
   findGroup(channel: ChannelKind, chatId: string): GroupView | undefined;
-  /**
-   * Agent bots joined or left a chat (Telegram my_chat_member). Creates the group when allowed
-   * and none exists, otherwise adds/removes participants; greets through the system voice.
-   */
-  membershipChanged(
-    chat: ChatRef,
-    change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean },
-  ): Promise<void>;
-  /** A chat changed its platform id (Telegram group → supergroup). */
-  rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void>;
   /** Make `handle` (e.g. a Telegram bot username) address `agentId` when typed as `@handle`. */
   registerHandle(handle: string, agentId: string): void;
   /** Which agent posted this platform message (reply-to addressing), if known. */
   agentForPostedMessage(channel: ChannelKind, chatId: string, platformMessageId: string): string | undefined;
-  /**
-   * A person's reaction on a platform message changed (Telegram `message_reaction`, Discord
-   * reaction events). Recorded on the entry that message is; a message Chorus does not know, a
-   * chat without a group or an emoji it does not take is ignored (logged).
-   */
-  reacted(r: PlatformReaction): Promise<void>;
-  /**
-   * A person edited or deleted a message on the platform (Telegram `edited_message`, Discord
-   * message update / delete): the entry follows (its author's own message only), the agents are
-   * told, and the room's other chats get the change. A message Chorus does not know is ignored.
-   * Throws StoreUnavailableError when it could not be recorded (a platform that redelivers, should).
-   */
-  edited(e: PlatformEdit): Promise<void>;
   /** Keep the files of an inbound message before handing it over; read kept files to post them. */
   files: Files;
   /** Group management and live events, for channels that offer a UI/API (the web feed). */
   gateway: GatewayApi;
   logger: Logger;
 }
-
-/**
- * A change that is not a message, handed to the group's owner through the cluster's inbox: what
- * a platform connection held by another instance reported (bots joining or leaving, a person's
- * reaction or edit, the chat's new id after a Telegram upgrade).
- */
-export type ForwardedChange =
-  | { kind: 'membership'; chat: ChatRef; change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean } }
-  | { kind: 'reaction'; reaction: PlatformReaction }
-  | { kind: 'edit'; edit: PlatformEdit }
-  | { kind: 'rekey'; channel: ChannelKind; oldChatId: string; newChatId: string };
 
 /**
  * Connections only one instance may hold at a time (a Telegram bot's long poll: Telegram ends a

@@ -9,7 +9,7 @@
  * fence had refused. The message was then in neither the log nor the inbox.
  */
 import { describe, expect, it } from 'vitest';
-import type { ForwardedChange, Peers } from '../../src/core/ports.js';
+import type { PlatformChange, Peers } from '../../src/core/ports.js';
 import type { Owners } from '../../src/cluster/ClusteredHost.js';
 import type { ClusterStatus } from '../../src/core/readModels.js';
 import type { GroupRouter } from '../../src/core/router/GroupRouter.js';
@@ -53,7 +53,7 @@ class SwitchableOwnership implements Peers, Owners {
     this.inbox.push(msg);
     return { status: 'forwarded', groupId, inboxId: String(this.inbox.length), ...(opts?.awaitAnswer ? this.answer : {}) };
   }
-  async forwardChange(_groupId: string, _change: ForwardedChange): Promise<void> {}
+  async forwardChange(_groupId: string, _change: PlatformChange): Promise<void> {}
   async beforeReceive(): Promise<void> {}
   status(): ClusterStatus | undefined {
     return undefined;
@@ -75,20 +75,20 @@ describe('an acknowledged message survives a lost lease', () => {
 
     // The fence refuses the append: the lease is gone. The poster is told to try again.
     store.failWrites = 'fenced: this instance no longer holds the lease';
-    const first = await host.receive(m);
+    const first = await host.handle({ kind: 'message', message: m });
     expect(first).toMatchObject({ status: 'rejected', code: 'unavailable' });
     store.failWrites = null;
 
     // The instance noticed it lost the lease; the object it ran is still there (broken) until the
     // read-only copy replaces it. The retry must reach the new owner through the inbox.
     ownership.owned = false;
-    const retry = await host.receive({ ...m });
+    const retry = await host.handle({ kind: 'message', message: { ...m } });
     expect(retry.status).toBe('forwarded');
     expect(ownership.inbox.map((x) => x.messageId)).toEqual([m.messageId]);
 
     // Once the copy is read from the store (the id is not in it) the answer is the same.
     await router.groups.reload(group.id);
-    const again = await host.receive({ ...m });
+    const again = await host.handle({ kind: 'message', message: { ...m } });
     expect(again.status).toBe('duplicate'); // the inbox row already holds it
     expect(await store.readEntries(group.id, { afterSeq: 0, limit: 100 })).not.toContainEqual(expect.objectContaining({ platformMessageId: m.messageId }));
   });
@@ -96,11 +96,11 @@ describe('an acknowledged message survives a lost lease', () => {
   it('a copy read from the store still answers "duplicate" for a message that is durably recorded', async () => {
     const { router, host, ownership, message, group } = await rig();
     const m = message('@analyst hello', { ephemeral: true });
-    expect((await host.receive(m)).status).toBe('recorded');
+    expect((await host.handle({ kind: 'message', message: m })).status).toBe('recorded');
     await router.idle();
     ownership.owned = false;
     await router.groups.reload(group.id);
-    expect((await host.receive({ ...m })).status).toBe('duplicate');
+    expect((await host.handle({ kind: 'message', message: { ...m } })).status).toBe('duplicate');
     expect(ownership.inbox).toEqual([]);
   });
 
@@ -108,7 +108,7 @@ describe('an acknowledged message survives a lost lease', () => {
     const { router, host, store, message, group } = await rig();
     const m = message('@analyst first', { ephemeral: true });
     store.failWrites = 'fenced';
-    expect(await host.receive(m)).toMatchObject({ status: 'rejected', code: 'unavailable' });
+    expect(await host.handle({ kind: 'message', message: m })).toMatchObject({ status: 'rejected', code: 'unavailable' });
     store.failWrites = null;
     // The same id arrives from the inbox before the group was reloaded: not recorded, not a
     // duplicate — the inbox keeps the row (PgCluster deletes it only on another answer).
@@ -122,9 +122,9 @@ describe('an acknowledged message survives a lost lease', () => {
 
   it('a handed-over message is recorded even past the rate limit: it was acknowledged where it was posted', async () => {
     const { router, host, store, message, group } = await rig({ user_messages_per_minute: 1, max_message_chars: 8000 });
-    expect((await host.receive(message('one', { ephemeral: true }))).status).toBe('recorded');
+    expect((await host.handle({ kind: 'message', message: message('one', { ephemeral: true }) })).status).toBe('recorded');
     // A direct second message is refused to its sender (nothing recorded) ...
-    expect(await host.receive(message('two', { ephemeral: true }))).toMatchObject({ status: 'rejected', code: 'rate_limited' });
+    expect(await host.handle({ kind: 'message', message: message('two', { ephemeral: true }) })).toMatchObject({ status: 'rejected', code: 'rate_limited' });
     // ... but one another instance already answered 202 for is recorded.
     const handed = message('three, handed over', { ephemeral: true });
     expect((await router.receiveForwarded(handed)).status).toBe('recorded');
@@ -136,9 +136,9 @@ describe('an acknowledged message survives a lost lease', () => {
   it('a non-owner checks the limits before it acknowledges and hands over', async () => {
     const { host, ownership, message } = await rig({ user_messages_per_minute: 1, max_message_chars: 20 });
     ownership.owned = false;
-    expect((await host.receive(message('short', { ephemeral: true }))).status).toBe('forwarded');
-    expect(await host.receive(message('second one', { ephemeral: true }))).toMatchObject({ status: 'rejected', code: 'rate_limited', ephemeral: { kind: 'refusal' } });
-    expect(await host.receive(message('x'.repeat(30), { ephemeral: true }))).toMatchObject({ status: 'rejected', code: 'too_long' });
+    expect((await host.handle({ kind: 'message', message: message('short', { ephemeral: true }) })).status).toBe('forwarded');
+    expect(await host.handle({ kind: 'message', message: message('second one', { ephemeral: true }) })).toMatchObject({ status: 'rejected', code: 'rate_limited', ephemeral: { kind: 'refusal' } });
+    expect(await host.handle({ kind: 'message', message: message('x'.repeat(30), { ephemeral: true }) })).toMatchObject({ status: 'rejected', code: 'too_long' });
     expect(ownership.inbox.map((m) => m.text)).toEqual(['short']);
   });
 });
@@ -148,10 +148,10 @@ describe('web-only command answers on an instance that does not run the group', 
     const { host, store, ownership, message, group } = await rig();
     ownership.owned = false;
     const before = (await store.readEntries(group.id, { afterSeq: 0, limit: 100 })).length;
-    const help = await host.receive(message('/help', { ephemeral: true }));
+    const help = await host.handle({ kind: 'message', message: message('/help', { ephemeral: true }) });
     expect(help.status).toBe('command');
     expect(help.ephemeral?.text).toMatch(/\/group/);
-    const list = await host.receive(message('/group list', { ephemeral: true }));
+    const list = await host.handle({ kind: 'message', message: message('/group list', { ephemeral: true }) });
     expect(list.status).toBe('command');
     expect(list.ephemeral?.text).toContain('Test room');
     expect(ownership.inbox).toEqual([]);
@@ -162,15 +162,15 @@ describe('web-only command answers on an instance that does not run the group', 
     const { host, ownership, message } = await rig();
     ownership.owned = false;
     // No answer from the owner in time: the asker is told where it went (shown to them alone).
-    const res = await host.receive(message('/group config cooldown_seconds 5', { ephemeral: true }));
+    const res = await host.handle({ kind: 'message', message: message('/group config cooldown_seconds 5', { ephemeral: true }) });
     expect(res.status).toBe('forwarded');
     expect(res.ephemeral).toEqual({ kind: 'command', text: expect.stringContaining('"other-instance"') });
     expect(ownership.inbox).toHaveLength(1);
     // The owner's answer came back: it is the asker's answer, as if asked there.
     ownership.answer = { ephemeral: { kind: 'command', text: 'cooldown_seconds: expected a number' } };
-    expect(await host.receive(message('/group config cooldown_seconds x', { ephemeral: true }))).toMatchObject({ status: 'command', ephemeral: { text: 'cooldown_seconds: expected a number' } });
+    expect(await host.handle({ kind: 'message', message: message('/group config cooldown_seconds x', { ephemeral: true }) })).toMatchObject({ status: 'command', ephemeral: { text: 'cooldown_seconds: expected a number' } });
     ownership.answer = { entryId: 'room.9' };
-    expect(await host.receive(message('/group config cooldown_seconds 6', { ephemeral: true }))).toMatchObject({ status: 'command', entryId: 'room.9' });
+    expect(await host.handle({ kind: 'message', message: message('/group config cooldown_seconds 6', { ephemeral: true }) })).toMatchObject({ status: 'command', entryId: 'room.9' });
   });
 });
 

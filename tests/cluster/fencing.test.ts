@@ -75,7 +75,7 @@ describe('cluster leases and fencing (PostgreSQL)', () => {
     const a = await instance('a');
     await a.gateway.createGroup({ title: 'G', participants: ['analyst'], id: 'g1' });
     expect(a.cluster!.owns('g1')).toBe(true);
-    expect((await a.host.receive(msg('m1'))).status).toBe('recorded');
+    expect((await a.host.handle({ kind: 'message', message: msg('m1') })).status).toBe('recorded');
     await a.router.idle();
 
     const b = await instance('b');
@@ -86,10 +86,10 @@ describe('cluster leases and fencing (PostgreSQL)', () => {
     await expect(b.gateway.updateConfig('g1', { cooldown_seconds: 5 })).rejects.toMatchObject({ status: 409, code: 'not_owner', message: expect.stringContaining('"a"') });
 
     // A message posted to B is kept in the inbox (acknowledged) and recorded by A, once.
-    const fwd = await b.host.receive(msg('m2'));
+    const fwd = await b.host.handle({ kind: 'message', message: msg('m2') });
     expect(fwd.status).toBe('forwarded');
     expect(fwd.inboxId).toMatch(/^\d+$/);
-    expect((await b.host.receive(msg('m2'))).status).toBe('duplicate');
+    expect((await b.host.handle({ kind: 'message', message: msg('m2') })).status).toBe('duplicate');
     await until('a to record m2', async () => (await a.gateway.messages('g1', { limit: 50 })).some((e) => e.platformMessageId === 'm2'));
 
     // A stalls: it stops renewing but still believes it runs g1. B takes the lease over.
@@ -98,10 +98,10 @@ describe('cluster leases and fencing (PostgreSQL)', () => {
     expect(a.cluster!.owns('g1')).toBe(true); // A does not know yet
 
     // A's write is refused inside the append transaction: 503 for the sender, nothing kept.
-    const stale = await a.host.receive(msg('stale'));
+    const stale = await a.host.handle({ kind: 'message', message: msg('stale') });
     expect(stale).toMatchObject({ status: 'rejected', code: 'unavailable' });
     // B continues the same log.
-    expect((await b.host.receive(msg('m3'))).status).toBe('recorded');
+    expect((await b.host.handle({ kind: 'message', message: msg('m3') })).status).toBe('recorded');
     await b.router.idle();
 
     const c = new pg.Client({ connectionString: db.url });
@@ -148,7 +148,7 @@ describe('spreading groups (PostgreSQL)', () => {
     // Handed-over groups keep working on their new owner, and a message to any instance lands once.
     for (const [i, id] of ids.entries()) {
       const via = [x, y, z][i % 3]!;
-      const res = await via.host.receive({ channel: 'web', chatId: id, messageId: `spread-${id}`, author: { id: 'maya', name: 'Maya' }, text: `@analyst hi ${id}`, ts: Date.now() });
+      const res = await via.host.handle({ kind: 'message', message: { channel: 'web', chatId: id, messageId: `spread-${id}`, author: { id: 'maya', name: 'Maya' }, text: `@analyst hi ${id}`, ts: Date.now() } });
       expect(['recorded', 'forwarded']).toContain(res.status);
     }
     for (const id of ids) {
@@ -261,7 +261,7 @@ describe('the inbox keeps what it cannot place (PostgreSQL)', () => {
       const next: InboundMessage = { ...msg('after'), chatId: 'gk' };
       for (const m of [lost, next]) await c.query(`INSERT INTO chorus_inbox (group_id, dedupe_key, message) VALUES ('gk', $1, $2)`, [m.messageId, JSON.stringify(m)]);
       // A message posted to the owner drains the inbox first.
-      expect((await k.host.receive({ ...msg('direct'), chatId: 'gk' })).status).toBe('recorded');
+      expect((await k.host.handle({ kind: 'message', message: { ...msg('direct'), chatId: 'gk' } })).status).toBe('recorded');
       await k.router.idle();
       const humans = (await k.gateway.messages('gk', { limit: 50 })).filter((e) => e.kind === 'human').map((e) => e.platformMessageId);
       expect(humans).toEqual(['after', 'direct']);

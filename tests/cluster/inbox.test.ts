@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { Inbox, type InboxOwner } from '../../src/cluster/inbox.js';
 import { CLUSTER_SQL } from '../../src/cluster/schema.js';
-import type { ForwardedChange } from '../../src/core/ports.js';
+import type { PlatformChange } from '../../src/core/ports.js';
 import type { InboundMessage, ReceiveResult } from '../../src/core/types.js';
 import { StoreUnavailableError, UserError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/silentLogger.js';
@@ -29,13 +29,13 @@ afterAll(async () => {
   await db?.drop().catch(() => undefined);
 });
 
-const REACTION: ForwardedChange = { kind: 'reaction', reaction: { channel: 'telegram', chatId: '-100', platformMessageId: '7', by: { id: '5001', name: 'Maya' }, emoji: '👍', on: true } };
+const REACTION: PlatformChange = { kind: 'reaction', reaction: { channel: 'telegram', chatId: '-100', platformMessageId: '7', by: { id: '5001', name: 'Maya' }, emoji: '👍', on: true } };
 const message = (id: string): InboundMessage => ({ channel: 'telegram', chatId: '-100', messageId: id, author: { id: '5001', name: 'Maya' }, text: `line ${id}`, ts: Date.now() });
 
 /** An owner that records messages and applies changes by `apply` (which may throw). */
-function owner(apply: (c: ForwardedChange) => void): InboxOwner & { recorded: string[]; applied: ForwardedChange[] } {
+function owner(apply: (c: PlatformChange) => void): InboxOwner & { recorded: string[]; applied: PlatformChange[] } {
   const recorded: string[] = [];
-  const applied: ForwardedChange[] = [];
+  const applied: PlatformChange[] = [];
   return {
     recorded,
     applied,

@@ -3,7 +3,7 @@
  * whole router. Behaves like the router on dedupe: the same (channel, chat, message id) twice is
  * answered 'duplicate'.
  */
-import type { ChannelHost, GatewayApi } from '../../src/core/ports.js';
+import type { ChannelHost, GatewayApi, PlatformChange, PlatformEvent } from '../../src/core/ports.js';
 import type { GroupView } from '../../src/core/readModels.js';
 import type { AgentDef, ChannelKind, ChatRef, InboundMessage, PlatformReaction, ReceiveResult } from '../../src/core/types.js';
 import { silentLogger } from './logger.js';
@@ -32,7 +32,28 @@ export class RecordingHost implements ChannelHost {
 
   constructor(private readonly agentList: AgentDef[]) {}
 
-  async receive(msg: InboundMessage): Promise<ReceiveResult> {
+  handle(ev: { kind: 'message'; message: InboundMessage }): Promise<ReceiveResult>;
+  handle(ev: PlatformChange): Promise<void>;
+  async handle(ev: PlatformEvent): Promise<ReceiveResult | void> {
+    switch (ev.kind) {
+      case 'message':
+        return this.receive(ev.message);
+      case 'membership':
+        this.memberships.push({ chat: ev.chat, joined: ev.change.joined, left: ev.change.left });
+        return;
+      case 'rekey':
+        this.rekeys.push({ from: ev.oldChatId, to: ev.newChatId });
+        return;
+      case 'edit':
+        this.edits.push(ev.edit);
+        for (const w of this.waiters.splice(0)) w();
+        return;
+      case 'reaction':
+        this.reactions.push(ev.reaction);
+        return;
+    }
+  }
+  protected async receive(msg: InboundMessage): Promise<ReceiveResult> {
     const key = `${msg.channel}:${msg.chatId}:${msg.messageId}`;
     if (this.seen.has(key)) return { status: 'duplicate' };
     this.seen.add(key);
@@ -47,26 +68,13 @@ export class RecordingHost implements ChannelHost {
   findGroup(channel: ChannelKind, chatId: string): GroupView | undefined {
     return this.groups.get(`${channel}:${chatId}`);
   }
-  async membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[] }): Promise<void> {
-    this.memberships.push({ chat, joined: change.joined, left: change.left });
-  }
-  async rekeyChat(_channel: ChannelKind, from: string, to: string): Promise<void> {
-    this.rekeys.push({ from, to });
-  }
   readonly handles = new Map<string, string>();
   registerHandle(handle: string, agentId: string): void {
     this.handles.set(handle, agentId);
   }
   /** Edits and deletions the adapter reported. */
   readonly edits: PlatformEdit[] = [];
-  async edited(e: PlatformEdit): Promise<void> {
-    this.edits.push(e);
-    for (const w of this.waiters.splice(0)) w();
-  }
   readonly reactions: PlatformReaction[] = [];
-  async reacted(r: PlatformReaction): Promise<void> {
-    this.reactions.push(r);
-  }
   agentForPostedMessage(channel: ChannelKind, chatId: string, id: string): string | undefined {
     return this.posted.get(`${channel}:${chatId}:${id}`);
   }

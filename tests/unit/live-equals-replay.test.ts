@@ -602,13 +602,13 @@ function message(r: Rig, text: string, extra: Partial<InboundMessage> = {}): Inb
 
 async function step(r: Rig, inp: Input | RoomInput): Promise<void> {
   const { router } = r;
-  const send = (text: string, extra: Partial<InboundMessage> = {}) => router.receive(message(r, text, extra));
+  const send = (text: string, extra: Partial<InboundMessage> = {}) => router.handle({ kind: 'message', message: message(r, text, extra) });
   switch (inp.k) {
     case 'say': {
       const mentions = [...inp.to.map((a) => `@${a}`), ...(inp.all ? ['@all'] : [])].join(' ');
       const msg = message(r, inp.empty ? '   ' : `message ${r.n + 1} ${mentions}`.trim());
       r.sent.push(msg);
-      await router.receive(msg);
+      await router.handle({ kind: 'message', message: msg });
       return;
     }
     case 'burst': {
@@ -616,14 +616,14 @@ async function step(r: Rig, inp: Input | RoomInput): Promise<void> {
       const mention = inp.to.map((a) => ` @${a}`).join('');
       const msgs = Array.from({ length: inp.count }, () => message(r, `burst ${r.n + 1}${mention}`));
       r.sent.push(...msgs);
-      await Promise.all(msgs.map((m) => router.receive(m)));
+      await Promise.all(msgs.map((m) => router.handle({ kind: 'message', message: m })));
       return;
     }
     case 'dup': {
       const msg = r.sent.length ? r.sent[inp.of % r.sent.length]! : message(r, 'said twice');
       if (!r.sent.length) r.sent.push(msg);
-      if (inp.together) await Promise.all([router.receive({ ...msg }), router.receive({ ...msg })]);
-      else await router.receive({ ...msg });
+      if (inp.together) await Promise.all([router.handle({ kind: 'message', message: { ...msg } }), router.handle({ kind: 'message', message: { ...msg } })]);
+      else await router.handle({ kind: 'message', message: { ...msg } });
       return;
     }
     case 'config':
@@ -683,7 +683,7 @@ async function step(r: Rig, inp: Input | RoomInput): Promise<void> {
     case 'join':
     case 'leave':
       try {
-        await router.membershipChanged({ channel: 'web', chatId: r.id }, inp.k === 'join' ? { joined: [inp.agent], autoCreate: false } : { left: [inp.agent], autoCreate: false });
+        await router.handle({ kind: 'membership', chat: { channel: 'web', chatId: r.id }, change: inp.k === 'join' ? { joined: [inp.agent], autoCreate: false } : { left: [inp.agent], autoCreate: false } });
       } catch (err) {
         if (!(err instanceof UserError)) throw err;
       }

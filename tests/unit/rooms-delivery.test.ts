@@ -71,7 +71,7 @@ async function room(store = new MemoryStore(), clock = new FakeClock()) {
 describe('a room across three chats', () => {
   it('relays a person to the other chats under their name and posts the agent in all of them', async () => {
     const r = await room();
-    const res = await r.router.receive(r.msg('telegram', '@analyst what is 2+2?'));
+    const res = await r.router.handle({ kind: 'message', message: r.msg('telegram', '@analyst what is 2+2?') });
     expect(res.status).toBe('recorded');
     await r.settle();
     // The person: relayed to Discord (not back to Telegram; the web shows the transcript).
@@ -95,7 +95,7 @@ describe('a room across three chats', () => {
   it('a chat that is down holds back nothing elsewhere and gets its backlog in order, once', async () => {
     const r = await room();
     r.chans.discord.failPosts = true;
-    for (const t of ['@analyst one', '@writer two', '@analyst three']) await r.router.receive(r.msg('web', t));
+    for (const t of ['@analyst one', '@writer two', '@analyst three']) await r.router.handle({ kind: 'message', message: r.msg('web', t) });
     await r.settle();
     // Telegram has everything (three people's messages and three replies), in transcript order.
     expect(r.chans.telegram.relayed.map((p) => p.text)).toEqual(['@analyst one', '@writer two', '@analyst three']);
@@ -119,7 +119,7 @@ describe('a room across three chats', () => {
     const clock = new FakeClock();
     const a = await room(store, clock);
     a.chans.telegram.failPosts = true;
-    await a.router.receive(a.msg('discord', '@writer hello'));
+    await a.router.handle({ kind: 'message', message: a.msg('discord', '@writer hello') });
     await a.settle();
     expect(a.chans.telegram.relayed).toEqual([]);
     await a.router.stop();
@@ -135,17 +135,17 @@ describe('a room across three chats', () => {
 
   it('an edit and a deletion reach the copies; an edit on a platform changes the entry', async () => {
     const r = await room();
-    await r.router.receive(r.msg('telegram', 'first draft'));
+    await r.router.handle({ kind: 'message', message: r.msg('telegram', 'first draft') });
     await r.settle();
     const entry = r.g().transcript.find((e) => e.kind === 'human')!;
-    await r.router.edited({ channel: 'telegram', chatId: TG, platformMessageId: 'telegram-1', author: { id: 'telegram-maya', name: 'Maya' }, text: 'second draft' });
+    await r.router.handle({ kind: 'edit', edit: { channel: 'telegram', chatId: TG, platformMessageId: 'telegram-1', author: { id: 'telegram-maya', name: 'Maya' }, text: 'second draft' } });
     await r.settle();
     expect(r.g().transcript.find((e) => e.id === entry.id)!.text).toBe('second draft');
     expect(r.chans.discord.changed).toEqual([{ chatId: DC, ids: [r.chans.discord.relayed[0]!.id], by: { relayed: { name: 'Maya', platform: 'telegram', kind: 'person' } }, text: 'second draft' }]);
     // Someone else's edit of it changes nothing.
-    await r.router.edited({ channel: 'telegram', chatId: TG, platformMessageId: 'telegram-1', author: { id: 'someone', name: 'Sam' }, text: 'hijacked' });
+    await r.router.handle({ kind: 'edit', edit: { channel: 'telegram', chatId: TG, platformMessageId: 'telegram-1', author: { id: 'someone', name: 'Sam' }, text: 'hijacked' } });
     expect(r.g().transcript.find((e) => e.id === entry.id)!.text).toBe('second draft');
-    await r.router.edited({ channel: 'telegram', chatId: TG, platformMessageId: 'telegram-1', author: { id: 'telegram-maya', name: 'Maya' }, deleted: true });
+    await r.router.handle({ kind: 'edit', edit: { channel: 'telegram', chatId: TG, platformMessageId: 'telegram-1', author: { id: 'telegram-maya', name: 'Maya' }, deleted: true } });
     await r.settle();
     expect(r.chans.discord.changed.at(-1)).toMatchObject({ deleted: true, ids: [r.chans.discord.relayed[0]!.id] });
     expect(r.g().state.carry).toBeUndefined();
@@ -153,10 +153,10 @@ describe('a room across three chats', () => {
 
   it('a reply on one platform to a copy is a reply to the same entry, and addresses its agent', async () => {
     const r = await room();
-    await r.router.receive(r.msg('web', '@analyst hi'));
+    await r.router.handle({ kind: 'message', message: r.msg('web', '@analyst hi') });
     await r.settle();
     const copyOnDiscord = r.chans.discord.posts.find((p) => p.agentId === 'analyst')!;
-    await r.router.receive(r.msg('discord', 'and why?', { replyToPlatformId: copyOnDiscord.id }));
+    await r.router.handle({ kind: 'message', message: r.msg('discord', 'and why?', { replyToPlatformId: copyOnDiscord.id }) });
     await r.settle();
     const human = r.g().transcript.filter((e) => e.kind === 'human').at(-1)!;
     const reply = r.g().transcript.find((e) => e.kind === 'agent')!;
@@ -172,7 +172,7 @@ describe('a room across three chats', () => {
     const bot = { author: { id: 'helperbot', name: 'HelperBot' }, authorKind: 'bot' as const };
     // One at a time, as a bot answering each answer would.
     for (let i = 0; i < 4; i++) {
-      await r.router.receive(r.msg('telegram', `@analyst ping ${i}`, bot));
+      await r.router.handle({ kind: 'message', message: r.msg('telegram', `@analyst ping ${i}`, bot) });
       await r.settle();
     }
     // Two answers a minute for this pair (the test's limit): the other two messages are kept, not answered.
@@ -184,13 +184,13 @@ describe('a room across three chats', () => {
     expect(r.chans.discord.relayed.map((p) => p.text)).toEqual(['@analyst ping 0', '@analyst ping 1']);
     // A minute later the pair is still stopped: a window that refills would let the exchange start again.
     await r.clock.advance(61_000);
-    await r.router.receive(r.msg('telegram', '@analyst again', bot));
+    await r.router.handle({ kind: 'message', message: r.msg('telegram', '@analyst again', bot) });
     await r.settle();
     expect(r.chans.web.posts.filter((p) => p.agentId === 'analyst')).toHaveLength(2);
     expect(r.chans.discord.relayed).toHaveLength(2);
     // A person writes: the bot is answered and copied again.
-    await r.router.receive(r.msg('discord', 'hello everyone'));
-    await r.router.receive(r.msg('telegram', '@analyst and now?', bot));
+    await r.router.handle({ kind: 'message', message: r.msg('discord', 'hello everyone') });
+    await r.router.handle({ kind: 'message', message: r.msg('telegram', '@analyst and now?', bot) });
     await r.settle();
     expect(r.chans.web.posts.filter((p) => p.agentId === 'analyst')).toHaveLength(3);
     expect(r.chans.discord.relayed.map((p) => p.text).at(-1)).toBe('@analyst and now?');

@@ -27,7 +27,7 @@ async function rig(opts: HarnessOptions = {}) {
   }
   let n = 0;
   const send = async (channel: ChannelKind, chatId: string, text: string, extra: Partial<InboundMessage> = {}) => {
-    const res = await h.router.receive({ channel, chatId, messageId: `x${++n}`, author: { id: 'boss', name: 'Boss' }, text, ts: h.clock.now(), ...extra });
+    const res = await h.router.handle({ kind: 'message', message: { channel, chatId, messageId: `x${++n}`, author: { id: 'boss', name: 'Boss' }, text, ts: h.clock.now(), ...extra } });
     await h.router.idle();
     return res;
   };
@@ -196,7 +196,7 @@ describe('the chat index', () => {
     const code2 = await r.codeFrom(r.tg, '-100');
     await r.send('telegram', '-300', `/group link ${code2}`, { chatTitle: 'Ops' });
     expect(r.router.groups.find('telegram', '-300')).toBe(r.team);
-    await r.router.rekeyChat('telegram', '-300', '-100300');
+    await r.router.handle({ kind: 'rekey', channel: 'telegram', oldChatId: '-300', newChatId: '-100300' });
     expect(r.router.groups.find('telegram', '-300')).toBeUndefined();
     expect(r.router.groups.find('telegram', '-100300')).toBe(r.team);
     expect(r.team.chatId).toBe('-100');
@@ -217,7 +217,7 @@ describe('the chat index', () => {
     await r.send('discord', 'd1', `/group link ${code}`, { chatTitle: '#general' });
     const code2 = await r.codeFrom(r.tg, '-100');
     await r.send('telegram', '-300', `/group link ${code2}`, { chatTitle: 'Ops' });
-    await r.router.rekeyChat('telegram', '-300', '-100300');
+    await r.router.handle({ kind: 'rekey', channel: 'telegram', oldChatId: '-300', newChatId: '-100300' });
     const unused = await r.codeFrom(r.dc, 'd1');
     await r.router.groups.settle();
     const live = structuredClone(headOf(r.team));

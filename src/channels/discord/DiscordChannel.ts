@@ -302,7 +302,7 @@ export class DiscordChannel implements Channel {
     // One chat's messages reach the router in the order Discord delivered them.
     const notify = (t: string) => this.postAsSystem({ channel: 'discord', chatId: msg.chatId, threadId: msg.threadId }, t);
     void this.inbound
-      .run(msg.chatId, async () => (m.attachments.size === 0 || (await attachFiles(m, msg, run.host.files, notify, this.log)) ? run.host.receive(msg) : null))
+      .run(msg.chatId, async () => (m.attachments.size === 0 || (await attachFiles(m, msg, run.host.files, notify, this.log)) ? run.host.handle({ kind: 'message', message: msg }) : null))
       .then((res) => {
         // The gateway does not deliver a message twice: say plainly that this one was not kept.
         if (res?.status === 'rejected' && res.code === 'unavailable') this.log.error({ messageId: msg.messageId, chatId: msg.chatId }, 'discord: storage unavailable; this message was not recorded');
@@ -327,14 +327,14 @@ export class DiscordChannel implements Channel {
   private onEdit(e: PlatformEdit): void {
     const run = this.running;
     if (!run) return;
-    void this.inbound.run(e.chatId, () => run.host.edited(e)).catch((err) => this.log.error({ err, messageId: e.platformMessageId, chatId: e.chatId }, 'discord: an edit or deletion was not recorded'));
+    void this.inbound.run(e.chatId, () => run.host.handle({ kind: 'edit', edit: e })).catch((err) => this.log.error({ err, messageId: e.platformMessageId, chatId: e.chatId }, 'discord: an edit or deletion was not recorded'));
   }
 
   /** A person's reaction, in order with the chat's messages (one reacted to has been handed on first). */
   private onReaction(r: PlatformReaction): void {
     const run = this.running;
     if (!run) return;
-    void this.inbound.run(r.chatId, () => run.host.reacted(r)).catch((err) => this.log.error({ err, messageId: r.platformMessageId, chatId: r.chatId }, 'discord: a reaction was not recorded'));
+    void this.inbound.run(r.chatId, () => run.host.handle({ kind: 'reaction', reaction: r })).catch((err) => this.log.error({ err, messageId: r.platformMessageId, chatId: r.chatId }, 'discord: a reaction was not recorded'));
   }
 
   /** `opts.approval`: every argument shown; no buttons (webhooks cannot carry them), the text names the commands. */

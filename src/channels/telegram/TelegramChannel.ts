@@ -230,7 +230,7 @@ export class TelegramChannel implements Channel {
     // Which bots are admins (warnings: reactions reach only those): read once per chat, then kept by my_chat_member.
     if (!inbound.isPrivate) this.refreshAdmins({ channel: 'telegram', chatId: inbound.chatId, viaAgentId: b.agent.id }, Infinity);
     if (hasFiles(msg) && !(await attachFiles(() => this.tgFiles.take(b.bot, b.token, msg, `${inbound.chatId}:${inbound.messageId}`, host.files), inbound, (t) => this.postAsSystem({ channel: 'telegram', chatId: inbound.chatId, threadId: inbound.threadId, viaAgentId: b.agent.id }, t), this.log))) return;
-    const res = await host.receive(inbound);
+    const res = await host.handle({ kind: 'message', message: inbound });
     // A host that refuses while we are shutting down, or whose store cannot write, has not recorded
     // it: leave it unconfirmed so Telegram hands it over again.
     if (res.status === 'rejected' && (!this.running || res.code === 'unavailable' || res.code === 'shutting_down')) throw new Error('not recorded; will be fetched again');
@@ -250,13 +250,10 @@ export class TelegramChannel implements Channel {
     this.log.info({ agent: b.agent.id, chatId: chat.chatId, change: dir }, `telegram: bot of "${b.agent.id}" ${dir} a chat`);
     // In turn per chat: a chat about to form its group takes in the other agents' bots already there.
     const forming = () => dir === 'joined' && this.opts.config.auto_create_groups && !host.findGroup('telegram', chat.chatId);
-    await this.memberQueues.run(chat.chatId, async () =>
-      host.membershipChanged(chat, {
-        ...(dir === 'joined' ? { joined: [b.agent.id, ...(forming() ? await alsoInChat(b, this.bots, u.chat.id, this.log) : [])] } : { left: [b.agent.id] }),
-        title,
-        autoCreate: this.opts.config.auto_create_groups,
-      }),
-    );
+    await this.memberQueues.run(chat.chatId, async () => {
+      const who = dir === 'joined' ? { joined: [b.agent.id, ...(forming() ? await alsoInChat(b, this.bots, u.chat.id, this.log) : [])] } : { left: [b.agent.id] };
+      return host.handle({ kind: 'membership', chat, change: { ...who, title, autoCreate: this.opts.config.auto_create_groups } });
+    });
   }
 
   /** Re-key once per migration, however many bots (and which of the two service messages) report it. */
@@ -269,7 +266,7 @@ export class TelegramChannel implements Channel {
       const was = this.present.get(oldId);
       if (was) this.present.set(newId, new Set(was));
       this.log.info({ from: oldId, to: newId }, 'telegram: group was upgraded to a supergroup; re-keying');
-      p = this.host!.rekeyChat('telegram', String(oldId), String(newId)).catch((err: unknown) => {
+      p = this.host!.handle({ kind: 'rekey', channel: 'telegram', oldChatId: String(oldId), newChatId: String(newId) }).catch((err: unknown) => {
         this.rekeys.delete(key); // let the redelivered update try again
         throw err;
       });

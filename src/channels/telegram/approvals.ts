@@ -101,7 +101,7 @@ export class ApprovalButtons {
     const unwatch = this.watch(p.message.chatId, (text, via) => lines.push({ text, via }));
     let res: ReceiveResult;
     try {
-      res = await host.receive(p.message);
+      res = await host.handle({ kind: 'message', message: p.message });
     } finally {
       unwatch();
     }

@@ -38,7 +38,7 @@ export class InboundEdits {
     const key = `${edit.chatId}:${edit.platformMessageId}:${msg.edit_date ?? 0}`;
     let p = this.handing.get(key);
     if (!p) {
-      p = host.edited(edit).catch((err: unknown) => {
+      p = host.handle({ kind: 'edit', edit: edit }).catch((err: unknown) => {
         this.handing.delete(key); // a redelivered copy tries again
         throw err;
       });

@@ -80,7 +80,7 @@ export class TelegramReactions {
       p = (async () => {
         try {
           const dmAgentId = u.chat.type === 'private' ? agent : undefined;
-          for (const c of changes) await host.reacted({ channel: 'telegram', chatId, platformMessageId, by, emoji: c.emoji, on: c.on, dmAgentId });
+          for (const c of changes) await host.handle({ kind: 'reaction', reaction: { channel: 'telegram', chatId, platformMessageId, by, emoji: c.emoji, on: c.on, dmAgentId } });
           this.done.add(key);
         } finally {
           this.inflight.delete(key);

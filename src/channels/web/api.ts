@@ -188,7 +188,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
     if (!agentId) throw new HttpError(400, 'not_failure', `message "${notice.id}" is not a notice that an agent could not reply`);
     if (!g.participants.includes(agentId)) throw new HttpError(409, 'not_member', `${agentId} is no longer in this group`);
     const about = (await questionOfRound(host.gateway, g.id, notice)) ?? notice.id;
-    const result = await host.receive({
+    const result = await host.handle({ kind: 'message', message: {
       channel: 'web',
       chatId: g.webChatId,
       messageId: `retry:${notice.id}:${randomUUID()}`,
@@ -200,7 +200,7 @@ export function registerApiRoutes(router: Router, deps: ApiDeps): void {
       clientTag: tagOf(req.headers['x-chorus-client']),
       chatTitle: g.title,
       ephemeral: true,
-    });
+    } });
     if (result.status === 'no_group') throw new HttpError(404, 'unknown_group', result.reason);
     if (result.status === 'rejected') {
       if (result.code === 'shutting_down' || result.code === 'unavailable') throw new HttpError(503, 'unavailable', result.reason, { 'retry-after': '5' });

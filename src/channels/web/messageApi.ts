@@ -142,7 +142,7 @@ async function postRead(
     // The same bytes twice are one file.
     if (!attachments.some((a) => a.id === kept.attachment.id)) attachments.push(kept.attachment);
   }
-  const result = await host.receive({
+  const result = await host.handle({ kind: 'message', message: {
     channel: 'web',
     chatId: webChatId,
     messageId: clientId ?? randomUUID(),
@@ -158,7 +158,7 @@ async function postRead(
     // The page shows command answers and refusals to the asker alone; they are not stored.
     ephemeral: true,
     ...(attachments.length > 0 ? { attachments } : {}),
-  });
+  } });
   const files = attachments.length > 0 ? { attachments } : {};
   if (result.ephemeral && result.status !== 'rejected' && result.status !== 'forwarded') {
     sendJson(res, 200, { status: result.status, entryId: null, groupId: result.groupId ?? g.id, ephemeral: result.ephemeral });

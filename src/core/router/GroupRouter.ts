@@ -5,13 +5,13 @@
  * mailbox (`mailbox`, its one writer); rounds step outside it while a model, tool or platform
  * answers. Group management and the web feed's API live in GroupAdmin (`router.gateway`).
  */
-import type { Channel, ChannelHost, Logger, Peers } from '../ports.js';
+import type { Channel, ChannelHost, Logger, Peers, PlatformChange, PlatformEvent } from '../ports.js';
 import { noFiles, type Files } from '../fileTypes.js';
 import type { GroupDoc } from '../records.js';
 import type { GroupView, RegenerateResult, StopResult } from '../readModels.js';
 import { RunningGroups, noPeers } from '../peers.js';
 import { Hosting } from './Hosting.js';
-import type { AgentDef, ChannelKind, ChatRef, InboundMessage, PlatformReaction, ReceiveResult } from '../types.js';
+import type { AgentDef, ChannelKind, InboundMessage, ReceiveResult } from '../types.js';
 import { StoreUnavailableError, describeError } from '../errors.js';
 import { EventHub } from '../events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
@@ -36,7 +36,6 @@ import { replaceInPlace, type Reconfiguration } from './reconfigure.js';
 import { noTools } from './toolTurn.js';
 import type { RouterOptions } from './RouterOptions.js';
 export type { RouterOptions } from './RouterOptions.js';
-import type { PlatformEdit } from '../roomTypes.js';
 import { Rooms } from '../rooms/Rooms.js';
 import { originOf } from '../rooms/chats.js';
 import { BotPairs } from '../rooms/BotPairs.js';
@@ -211,7 +210,6 @@ export class GroupRouter implements ChannelHost {
       groups: this.groups,
       running: this.running,
       outbox: this.outbox,
-      admin: this.gateway,
       queues: this.queues,
       logger: opts.logger,
       stopRounds: (id, why) => this.runner.stop(id, why),
@@ -382,19 +380,20 @@ export class GroupRouter implements ChannelHost {
     return this.outbox.agentFor(channel, chatId, platformMessageId);
   }
 
-  edited(e: PlatformEdit): Promise<void> {
-    return this.rooms.edited(e);
-  }
-
-  reacted(r: PlatformReaction): Promise<void> {
-    return platformReaction({ groups: this.groups, gateway: this.gateway, logger: this.logger }, r);
-  }
-
-  membershipChanged(chat: ChatRef, change: { joined?: string[]; left?: string[]; title?: string | undefined; autoCreate: boolean }): Promise<void> {
-    return this.gateway.membershipChanged(chat, change);
-  }
-
-  rekeyChat(channel: ChannelKind, oldChatId: string, newChatId: string): Promise<void> {
-    return this.gateway.rekeyChat(channel, oldChatId, newChatId);
+  handle(ev: { kind: 'message'; message: InboundMessage }): Promise<ReceiveResult>;
+  handle(ev: PlatformChange): Promise<void>;
+  handle(ev: PlatformEvent): Promise<ReceiveResult | void> {
+    switch (ev.kind) {
+      case 'message':
+        return this.receive(ev.message);
+      case 'edit':
+        return this.rooms.edited(ev.edit);
+      case 'reaction':
+        return platformReaction({ groups: this.groups, gateway: this.gateway, logger: this.logger }, ev.reaction);
+      case 'membership':
+        return this.gateway.membershipChanged(ev.chat, ev.change);
+      case 'rekey':
+        return this.gateway.rekeyChat(ev.channel, ev.oldChatId, ev.newChatId);
+    }
   }
 }

@@ -3,7 +3,7 @@
  * process when several share one database. The process runs only the groups it has been handed
  * (`RunningGroups`); the store's fence refuses any write of a group whose lease is gone.
  */
-import type { ChannelHost, ForwardedChange, Logger } from '../ports.js';
+import type { PlatformChange, Logger } from '../ports.js';
 import type { GroupDoc } from '../records.js';
 import type { TranscriptEntry } from '../types.js';
 import { StoreUnavailableError } from '../errors.js';
@@ -18,7 +18,6 @@ export interface HostingDeps {
   groups: GroupManager;
   running: RunningGroups;
   outbox: Outbox;
-  admin: GroupAdmin;
   queues: KeyedQueue;
   logger: Logger;
   /** Cancel the group's running round (its model calls) now. */
@@ -26,7 +25,7 @@ export interface HostingDeps {
   /** Finish the group's recorded rounds and deliveries, once the process has resumed. */
   resume(g: GroupDoc): void;
   /** What a platform reports besides messages, applied here when another instance heard it. */
-  platform: Pick<ChannelHost, 'reacted' | 'edited' | 'rekeyChat'>;
+  platform: { handle(c: PlatformChange): Promise<void> };
 }
 
 export class Hosting {
@@ -83,18 +82,9 @@ export class Hosting {
   }
 
   /** A change another instance handed over through the inbox (this process runs the group). */
-  async applyForwarded(groupId: string, c: ForwardedChange): Promise<void> {
+  async applyForwarded(groupId: string, c: PlatformChange): Promise<void> {
     if (!this.d.running.runs(groupId)) throw new StoreUnavailableError(`group ${groupId} is no longer run by this instance`);
-    switch (c.kind) {
-      case 'membership':
-        return this.d.admin.membershipChanged(c.chat, c.change);
-      case 'reaction':
-        return this.d.platform.reacted(c.reaction);
-      case 'edit':
-        return this.d.platform.edited(c.edit);
-      case 'rekey':
-        return this.d.platform.rekeyChat(c.channel, c.oldChatId, c.newChatId);
-    }
+    return this.d.platform.handle(c);
   }
 
   /** Another instance recorded an entry of a group this one does not run: add it to the copy. */

@@ -16,12 +16,13 @@ import { checkTelegram } from '../../../src/ops/checks/telegram.js';
 import { formatFinding } from '../../../src/ops/findings.js';
 import type { ChatRef, PlatformReaction, TranscriptEntry } from '../../../src/core/types.js';
 import { StoreUnavailableError } from '../../../src/core/errors.js';
+import type { PlatformEvent } from '../../../src/core/ports.js';
 import { FakeTelegram, type Posted } from '../../fakes/telegram/FakeTelegram.js';
 import { ALLOWED_REACTIONS } from '../../fakes/telegram/reactions.js';
 import { FakeLlm } from '../../helpers/fake-llm.js';
 import { CapturingLogger, silentLogger } from '../../helpers/logger.js';
 import { MemoryStore } from '../../helpers/memory-store.js';
-import { agentDef, makeWorld, MAYA, TOKENS, TOM, USERNAMES, waitUntil, type AgentId, type World } from './harness.js';
+import { agentDef, makeWorld, MAYA, TOKENS, TOM, USERNAMES, waitUntil, type AgentId, type CountingHost, type World } from './harness.js';
 
 const IDS: AgentId[] = ['analyst', 'writer', 'critic'];
 const PUBLIC = 'https://chorus.example.com';
@@ -375,12 +376,14 @@ describe('telegram: reactions at the adapter', () => {
     const { chatId } = await world(['analyst', 'writer']);
     let fail = 1;
     const attempts: PlatformReaction[] = [];
-    const record = w!.host.reacted.bind(w!.host);
-    w!.host.reacted = async (r) => {
-      attempts.push(r);
-      if (fail-- > 0) throw new StoreUnavailableError('cannot write: disk full');
-      return record(r);
-    };
+    const handle = w!.host.handle.bind(w!.host) as (ev: PlatformEvent) => Promise<unknown>;
+    w!.host.handle = (async (ev: PlatformEvent) => {
+      if (ev.kind === 'reaction') {
+        attempts.push(ev.reaction);
+        if (fail-- > 0) throw new StoreUnavailableError('cannot write: disk full');
+      }
+      return handle(ev);
+    }) as CountingHost["handle"];
     const said = w!.fake.humanSays(chatId, MAYA, 'Numbers are in.');
     w!.fake.humanReacts(chatId, MAYA, said.messageId, [], ['👍']);
     await waitUntil(() => w!.host.reactions.length === 1 || undefined, 'recorded on the second delivery', 15_000);

@@ -7,7 +7,7 @@ import { MemoryStore } from '../../helpers/memory-store.js';
 import { FileKeeper } from '../../../src/files/FileKeeper.js';
 import type { Files } from '../../../src/core/fileTypes.js';
 import { UserError } from '../../../src/core/errors.js';
-import type { ChannelHost, GatewayApi } from '../../../src/core/ports.js';
+import type { ChannelHost, GatewayApi, PlatformChange, PlatformEvent } from '../../../src/core/ports.js';
 import type { AroundPage, GatewayEvent, GroupDetail, GroupSummary, GroupView, RegenerateResult, SearchPage, StopResult, TranscriptPage } from '../../../src/core/readModels.js';
 import type { PromptContext } from '../../../src/core/groups/promptContextView.js';
 import type { AgentDef, ChannelKind, ChatRef, GroupConfig, InboundMessage, ReceiveResult, TranscriptEntry } from '../../../src/core/types.js';
@@ -205,7 +205,14 @@ export class FakeGateway implements GatewayApi, ChannelHost {
 
   // ---- ChannelHost
 
-  async receive(msg: InboundMessage): Promise<ReceiveResult> {
+  handle(ev: { kind: 'message'; message: InboundMessage }): Promise<ReceiveResult>;
+  handle(ev: PlatformChange): Promise<void>;
+  /** Messages are recorded like the router does; other platform changes are not used on the web. */
+  async handle(ev: PlatformEvent): Promise<ReceiveResult | void> {
+    if (ev.kind === 'message') return this.receive(ev.message);
+  }
+
+  private receive(msg: InboundMessage): ReceiveResult {
     this.received.push(msg);
     if (this.nextResult) {
       const r = this.nextResult;
@@ -248,10 +255,6 @@ export class FakeGateway implements GatewayApi, ChannelHost {
   registerHandle(handle: string, agentId: string): void {
     this.handles.set(handle.toLowerCase(), agentId);
   }
-  async membershipChanged(): Promise<void> {}
-  async rekeyChat(): Promise<void> {}
-  async reacted(): Promise<void> {}
-  async edited(): Promise<void> {}
   /** Link codes made and not used yet (code → group); `linkCalls` records who asked what. */
   readonly linkCodes = new Map<string, { groupId: string; until: number }>();
   readonly linkCalls: Array<{ method: 'linkCode' | 'linkWeb' | 'unlinkChat'; groupId?: string; code?: string; chat?: ChatAddress; by: string }> = [];

@@ -143,7 +143,7 @@ export class RoomWorld {
     // A dissolved group's chats are no room any more; messages there would start other groups.
     if (!g || g.state.archived) return;
     const linked = (g.links ?? []).filter((l) => l.channel !== 'web');
-    const send = (chat: ChatAddress, text: string, extra: Partial<InboundMessage> = {}) => r.router.receive(this.message(r, chat, text, extra));
+    const send = (chat: ChatAddress, text: string, extra: Partial<InboundMessage> = {}) => r.router.handle({ kind: 'message', message: this.message(r, chat, text, extra) });
     switch (inp.k) {
       case 'from': {
         const chat = linked[inp.chat % Math.max(1, linked.length)];
@@ -156,7 +156,7 @@ export class RoomWorld {
         const author = inp.bot ? { id: 'helper-bot', name: 'HelperBot' } : { id: `${chat.channel}-maya`, name: 'Maya' };
         const msg = this.message(r, chat, `from ${chat.channel} ${r.n}${mentions}`, { author, ...(inp.bot ? { authorKind: 'bot' as const } : {}), replyToPlatformId });
         r.sent.push(msg);
-        await r.router.receive(msg);
+        await r.router.handle({ kind: 'message', message: msg });
         return;
       }
       case 'link': {
@@ -196,7 +196,7 @@ export class RoomWorld {
         if (!e) return;
         const [channel, authorId] = [e.origin!.channel, e.authorId.slice(e.authorId.indexOf(':') + 1)];
         const author = inp.byOther ? { id: 'sam', name: 'Sam' } : { id: authorId, name: e.authorName };
-        await r.router.edited({ channel, chatId: e.origin!.chatId, platformMessageId: e.platformMessageId!, author, ...(inp.deleted ? { deleted: true as const } : { text: `${e.text} (edited ${r.n++})` }) });
+        await r.router.handle({ kind: 'edit', edit: { channel, chatId: e.origin!.chatId, platformMessageId: e.platformMessageId!, author, ...(inp.deleted ? { deleted: true as const } : { text: `${e.text} (edited ${r.n++})` }) } });
         return;
       }
       case 'migrate': {
@@ -208,7 +208,7 @@ export class RoomWorld {
         // The platform's fault goes with the chat.
         this.faults.delete(old);
         if (fault) this.faults.set(next, fault);
-        await r.router.rekeyChat('telegram', old, next);
+        await r.router.handle({ kind: 'rekey', channel: 'telegram', oldChatId: old, newChatId: next });
         return;
       }
     }
