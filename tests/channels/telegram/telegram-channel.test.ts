@@ -4,46 +4,10 @@
  * Posting behaviour (limits, 429, parse errors, topics, migration) is in telegram-posting.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { runChannelContract } from '../../contract/channel-contract.js';
-import { FakeTelegram } from '../../fakes/telegram/FakeTelegram.js';
 import { CapturingLogger } from '../../helpers/logger.js';
 import { RecordingHost } from '../../helpers/recording-host.js';
 import { TelegramChannel } from '../../../src/channels/telegram/TelegramChannel.js';
-import { agentDef, makeWorld, MAYA, TOKENS, TOM, USERNAMES, waitUntil, type World } from './harness.js';
-
-// On Telegram the system voice speaks through an agent's bot (SPEC §7.1). The contract tells the
-// system voice apart from the agent by author, so the chat also holds a second bot (writer) and
-// the chat ref names it as the bot commands were addressed to.
-runChannelContract('telegram', async () => {
-  const fake = await FakeTelegram.start();
-  const agent = agentDef('analyst');
-  const voice = agentDef('writer');
-  fake.addBot({ token: TOKENS.analyst, username: USERNAMES.analyst, firstName: agent.name });
-  fake.addBot({ token: TOKENS.writer, username: USERNAMES.writer, firstName: voice.name });
-  const group = fake.createGroup('Contract room');
-  fake.addBotToChat(group.id, TOKENS.analyst, MAYA);
-  fake.addBotToChat(group.id, TOKENS.writer, MAYA);
-  const channel = new TelegramChannel({
-    config: { enabled: true, api_root: fake.apiRoot, auto_create_groups: true, admins: [] },
-    agents: [agent, voice],
-    logger: new CapturingLogger(),
-    pollTimeoutSeconds: 5,
-  });
-  const host = new RecordingHost([agent, voice]);
-  return {
-    channel,
-    host,
-    agent,
-    chat: { channel: 'telegram', chatId: String(group.id), viaAgentId: 'writer' },
-    async humanSays(text) {
-      return String(fake.humanSays(group.id, MAYA, text).messageId);
-    },
-    async posted() {
-      return fake.transcript(group.id).map((m) => ({ id: String(m.id), author: m.author, text: m.text }));
-    },
-    close: () => fake.close(),
-  };
-});
+import { makeWorld, MAYA, TOKENS, TOM, USERNAMES, waitUntil, type World } from './harness.js';
 
 describe('telegram adapter: inbound', () => {
   let w: World | undefined;
