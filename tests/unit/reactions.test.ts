@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { StoreUnavailableError, UserError } from '../../src/core/errors.js';
 import { TRANSCRIPT_TAIL } from '../../src/core/groups/evolve.js';
-import { MAX_EMOJI_PER_ENTRY, Reactions } from '../../src/core/groups/Reactions.js';
+import { Reactions } from '../../src/core/groups/Reactions.js';
+import { MAX_EMOJI_PER_ENTRY } from '../../src/core/edits/decide.js';
 import type { RunningGroups } from '../../src/core/peers.js';
 import type { LlmRequest, ReactionRequest } from '../../src/core/ports.js';
 import type { GatewayEvent } from '../../src/core/readModels.js';

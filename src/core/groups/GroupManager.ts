@@ -12,10 +12,10 @@
  */
 import { applyOutcome } from './deliveryOutcome.js';
 import { chatKeyOf } from '../roomTypes.js';
-import { copiesFor } from '../rooms/chats.js';
+import { newEntry, type Decision } from './decision.js';
 import type { Logger, Store, StoredGroup } from '../ports.js';
 import type { TranscriptPage } from '../readModels.js';
-import type { DeliveryOutcome, EntryEdit, GroupChange, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
+import type { DeliveryOutcome, GroupChange, GroupDoc, GroupRecord, RoundRecord, SessionDelta, SessionDoc } from '../records.js';
 import type { AgentDef, ChannelKind, ChatTurn, GroupConfig, NewEntry, TranscriptEntry, Usage } from '../types.js';
 import { UserError } from '../errors.js';
 import { TRANSCRIPT_TAIL, emptyGroup, emptyUsage, entryAt, plus, pruneSeen, rebuild } from './evolve.js';
@@ -270,11 +270,6 @@ export class GroupManager {
     this.setSession(g, { agentId, reset: true, append: [], cursor: g.nextSeq - 1, summary: null, usage: { ...s.usage } });
   }
 
-  /** The agent's memory of this group rewritten (an edited or deleted message in it). */
-  rewriteMemory(g: GroupDoc, agentId: string, history: ChatTurn[], summary: string | null): void {
-    const s = this.session(g, agentId);
-    this.setSession(g, { agentId, reset: true, append: history, cursor: s.cursor, summary, usage: { ...s.usage } });
-  }
 
   private setSession(g: GroupDoc, delta: SessionDelta): void {
     this.writes.change(g, { t: 'session', ...delta });
@@ -297,13 +292,23 @@ export class GroupManager {
 
   /** Add a transcript entry (id and seq assigned); durable with the next commit. */
   append(g: GroupDoc, entry: NewEntry, o: { copies?: boolean } = {}): TranscriptEntry {
-    const seq = g.nextSeq;
-    const full: TranscriptEntry = { ...entry, id: `${g.id}.${seq}`, seq, ts: entry.ts ?? this.now() };
-    // The copies owed in a room's other chats (unless `copies: false`) are decided now and recorded with it.
-    const copies = o.copies === false ? undefined : copiesFor(g, full);
-    if (copies) full.copies = copies;
+    const full = newEntry(g, { ...entry, ts: entry.ts ?? this.now() }, o);
     this.writes.entry(g, full);
     return full;
+  }
+
+  /**
+   * Apply a decider's decision to the group (each part with `evolve`, at once) and leave it for
+   * the group's next record; the task that decided commits it. Its entries must come next.
+   */
+  apply<R>(g: GroupDoc, d: Decision<R>): R {
+    for (const e of d.entries) {
+      if (e.seq !== g.nextSeq) throw new Error(`group ${g.id}: a decision's entry ${e.seq} is not the next (${g.nextSeq}): decided on another state`);
+      this.writes.entry(g, e);
+    }
+    for (const ed of d.edits) this.writes.edit(g, ed);
+    for (const c of d.changes) this.writes.change(g, c);
+    return d.result;
   }
 
   /** The channel posted (or gave up on) an entry: in the home chat, or its copy in the room's chat `chat`. */
@@ -317,11 +322,6 @@ export class GroupManager {
   /** Edits to carry to copies in a room's other chats, and those carried. */
   roomChange(g: GroupDoc, c: Extract<GroupChange, { t: 'carry' | 'carried' }>): void {
     this.writes.change(g, c);
-  }
-
-  /** The author edited or deleted an entry: applied now, written with the next record. */
-  edit(g: GroupDoc, ed: EntryEdit): void {
-    this.writes.edit(g, ed);
   }
 
   /** A new round (its object is the group's from now on: change it only through `updateRound`). */

@@ -6,6 +6,9 @@
  * their next prompt; the page draws no line for it, the message itself says "edited"), and each
  * agent's memory brought to the new text, so that a later deletion has one text to take out.
  *
+ * What each changes is decided in edits/decide.ts (`decideEdit`, `decideDeletion`); this shell
+ * checks who may, reads the entry, and applies and commits the decision in the group's task.
+ *
  * A deletion hides the text from everyone: the entry and the notes about it (its edits, its
  * reactions) become deleted (mailboxes skip them, stores read them back without text), its
  * reactions and files go with it, and every agent's history and summary are rewritten without it
@@ -15,14 +18,14 @@
  */
 import type { Store } from '../ports.js';
 import type { RunningGroups } from '../peers.js';
-import type { EntryEdit, GroupDoc } from '../records.js';
+import type { GroupDoc } from '../records.js';
 import type { ChatTurn, TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError } from '../errors.js';
-import { edited, editNoteText, forgetEntry, redactTurns, rewriteMemory } from './entryEdit.js';
+import { redactTurns } from './entryEdit.js';
+import { decideDeletion, decideEdit } from '../edits/decide.js';
 import { entryAt, seqOfId } from './evolve.js';
 import type { GroupManager } from './GroupManager.js';
 import type { GroupMailbox } from './GroupMailbox.js';
-import { carryFor } from '../rooms/carry.js';
 
 /** Who changes a message: the browser that sent it, or its author on a platform (checked by the caller). */
 type Who = { clientTag: string | undefined; platform?: true | undefined };
@@ -62,42 +65,28 @@ export class MessageEditor {
     if (text.length > by.maxChars) throw new UserError(`the new text is too long (${text.length} characters; the limit is ${by.maxChars})`, 'too_long', 400);
     return this.serial(groupId, async () => {
       const { g, entry } = await this.mine(groupId, entryId, by);
-      if (entry.text === text) return entry;
-      const before = { ...entry };
-      const at = this.d.now();
-      const note = this.d.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', text: editNoteText(entry.authorName, text), editOf: entry.id, ts: at });
-      // The whole edit state: the new text, every note about the message, its reactions as they are.
-      const ed: EntryEdit = { seq: entry.seq, text, at, notes: [...(entry.editNotes ?? []), note.seq], ...(entry.reactions?.length ? { reactions: entry.reactions } : {}) };
-      this.d.groups.edit(g, ed);
-      this.carry(g, entry, ed);
-      this.rewriteSessions(g, before, text);
+      const d = decideEdit(g, entry, { text, at: this.d.now() });
+      if (d.entries.length === 0) return d.result;
+      this.d.groups.apply(g, d);
       await this.d.groups.commit(g).durable;
-      return edited(entry, ed);
+      return d.result;
     });
   }
 
   remove(groupId: string, entryId: string, by: Who): Promise<TranscriptEntry> {
     return this.serial(groupId, async () => {
       const { g, entry } = await this.mine(groupId, entryId, by);
+      // The entry as it was: applying the decision changes the copy in memory.
       const before = { ...entry };
       const at = this.d.now();
-      const ed: EntryEdit = { seq: entry.seq, deleted: true, at, ...(entry.editNotes?.length ? { notes: entry.editNotes } : {}) };
-      this.d.groups.edit(g, ed);
-      for (const seq of entry.editNotes ?? []) this.d.groups.edit(g, { seq, deleted: true, at });
-      this.carry(g, entry, ed);
-      this.forgetInSessions(g, before);
+      const d = decideDeletion(g, entry, { at });
+      this.d.groups.apply(g, d);
       await this.d.groups.commit(g).durable;
       const list = (this.gone.get(g.id) ?? []).filter((x) => x.until > at);
       list.push({ entry: before, until: at + IN_FLIGHT_MS });
       this.gone.set(g.id, list);
-      return edited(entry, ed);
+      return d.result;
     });
-  }
-
-  /** In a room of several chats the copies of the message follow (carried by their chats' queues). */
-  private carry(g: GroupDoc, entry: TranscriptEntry, ed: EntryEdit): void {
-    const items = carryFor(g, entry, ed);
-    if (items.length) this.d.groups.roomChange(g, { t: 'carry', items });
   }
 
   /** The entry `entryId` of a group this instance runs, if it is a message `who` sent and may still change. */
@@ -107,22 +96,6 @@ export class MessageEditor {
     if (!who.platform && (!who.clientTag || entry.clientTag !== who.clientTag)) throw new UserError('only the browser that sent a message can edit or delete it', 'forbidden', 403);
     if (entry.deleted) throw new UserError('this message was deleted', 'deleted', 409);
     return { g, entry };
-  }
-
-  /** Every agent's history and summary with the entry's text replaced. */
-  private rewriteSessions(g: GroupDoc, entry: TranscriptEntry, replacement: string): void {
-    for (const s of [...g.sessions.values()]) {
-      const r = rewriteMemory(s.history, s.summary, entry, entry.text, replacement);
-      if (r) this.d.groups.rewriteMemory(g, s.agentId, r.history, r.summary);
-    }
-  }
-
-  /** Every agent's history and summary without the deleted message: its words and its files. */
-  private forgetInSessions(g: GroupDoc, entry: TranscriptEntry): void {
-    for (const s of [...g.sessions.values()]) {
-      const r = forgetEntry(s.history, s.summary, entry);
-      if (r) this.d.groups.rewriteMemory(g, s.agentId, r.history, r.summary);
-    }
   }
 
   private filter(g: GroupDoc, turns: ChatTurn[]): ChatTurn[] {

@@ -12,6 +12,9 @@
  * not changes nothing. Changes of one group's entries run one after another, with edits and
  * deletions (MessageEditor), so each reads the state the previous one left.
  *
+ * What a reaction changes is decided in edits/decide.ts (`decideReaction`); this shell checks who
+ * reacts and how often, reads the entry, and applies and commits the decision in the group's task.
+ *
  * Who reacts is the caller's: the web API (a browser's client tag), Telegram and Discord reactions
  * (platformReactions.ts). An agent's `[REACT 👍]` (byKey `agent:<id>`) comes through `byAgent`,
  * in the same queue, recorded together with the agent's turn (core/router/agentReaction.ts); its
@@ -20,24 +23,20 @@
 import type { ReactionRequest } from '../gatewayApi.js';
 import type { Store } from '../ports.js';
 import type { RunningGroups } from '../peers.js';
-import type { EntryEdit, GroupDoc } from '../records.js';
-import type { Reaction, TranscriptEntry } from '../types.js';
+import type { GroupDoc } from '../records.js';
+import type { TranscriptEntry } from '../types.js';
 import { StoreUnavailableError, UserError } from '../errors.js';
 import type { GroupMailbox } from './GroupMailbox.js';
 import { RateLimiter } from '../router/RateLimiter.js';
-import { reactionNoteText } from '../session/reactionNotes.js';
 import { cleanDisplayName } from '../text/displayName.js';
 import { isOneEmoji } from '../text/emoji.js';
-import { edited } from './entryEdit.js';
+import type { Decision } from './decision.js';
+import { decideReaction } from '../edits/decide.js';
 import type { GroupManager } from './GroupManager.js';
 import { entryToChange } from './MessageEditor.js';
 
 /** `limits.reactions_per_minute` when none is given. */
 export const REACTIONS_PER_MINUTE = 30;
-/** Different emoji one message may carry: its list (written with every later change of it) stays small. */
-export const MAX_EMOJI_PER_ENTRY = 20;
-/** Notes about one message (its edits and reactions) past which a reaction adds none: the agents have heard. */
-const MAX_NOTES = 100;
 /** The longest `byKey` taken. */
 const MAX_KEY = 200;
 
@@ -86,19 +85,11 @@ export class Reactions {
         throw new UserError(`you are reacting faster than ${this.d.perMinute ?? REACTIONS_PER_MINUTE} times a minute; please wait a moment`, 'rate_limited', 429, wait);
       }
       const { entry } = await entryToChange(this.d, groupId, entryId);
-      const why = notReactable(entry);
-      if (why) throw new UserError(why, 'not_reactable', 409);
-      const list = entry.reactions ?? [];
-      const mine = (x: Reaction) => x.byKey === key && x.emoji === emoji;
-      // Idempotent: nothing to record.
-      if (list.some(mine) === r.on) return { ...entry };
-      if (r.on && !list.some((x) => x.emoji === emoji) && new Set(list.map((x) => x.emoji)).size >= MAX_EMOJI_PER_ENTRY) {
-        throw new UserError(`a message takes at most ${MAX_EMOJI_PER_ENTRY} different emoji`, 'too_many_reactions', 409);
-      }
-      const reactions = r.on ? [...list, { emoji, by: name, byKey: key, at: now }] : list.filter((x) => !mine(x));
-      const ed = this.change(g, entry, now, reactions, r.on ? { emoji, by: name } : null);
+      const d = decideReaction(g, entry, { emoji, on: r.on, by: { key, name }, at: now });
+      if (!d.result.changed) return d.result.entry;
+      this.d.groups.apply(g, d);
       await this.d.groups.commit(g).durable;
-      return edited(entry, ed);
+      return d.result.entry;
     });
   }
 
@@ -114,46 +105,17 @@ export class Reactions {
    */
   async byAgent<T>(g: GroupDoc, entryId: string, agent: { id: string; name: string }, emoji: string, write: (how: 'added' | 'there' | null) => Promise<T>): Promise<T> {
     const found = await entryToChange(this.d, g.id, entryId).catch(() => null);
-    const entry = found?.g === g && this.d.groups.usable(g) && !notReactable(found.entry) ? found.entry : null;
-    if (!entry) return write(null);
-    const key = `agent:${agent.id}`;
-    const list = entry.reactions ?? [];
-    if (list.some((x) => x.byKey === key && x.emoji === emoji)) return write('there');
-    if (!list.some((x) => x.emoji === emoji) && new Set(list.map((x) => x.emoji)).size >= MAX_EMOJI_PER_ENTRY) return write(null);
-    const now = this.d.now();
-    this.change(g, entry, now, [...list, { emoji, by: agent.name, byKey: key, at: now }], { emoji, by: agent.name, agentId: agent.id });
+    if (!found || found.g !== g || !this.d.groups.usable(g)) return write(null);
+    let d: Decision<{ changed: boolean }>;
+    try {
+      d = decideReaction(g, found.entry, { emoji, on: true, by: { key: `agent:${agent.id}`, name: agent.name, agentId: agent.id }, at: this.d.now() });
+    } catch (err) {
+      // Not taken: the entry takes no reactions, or no other emoji.
+      if (err instanceof UserError) return write(null);
+      throw err;
+    }
+    if (!d.result.changed) return write('there');
+    this.d.groups.apply(g, d);
     return write('added');
   }
-
-  /**
-   * The entry's reactions are now `reactions`: the edit, and a note for the agents when one was
-   * added (`added`), as pending changes of the group. Returns the edit.
-   */
-  private change(g: GroupDoc, entry: TranscriptEntry, now: number, reactions: Reaction[], added: { emoji: string; by: string; agentId?: string } | null): EntryEdit {
-    let notes = entry.editNotes ?? [];
-    if (added && notes.length < MAX_NOTES) {
-      const { emoji, by, agentId } = added;
-      const note = this.d.groups.append(g, { kind: 'system', authorId: 'system', authorName: 'Chorus', ...(agentId ? { agentId } : {}), text: reactionNoteText(by, emoji, entry.authorName, entry.text), reactionOf: { id: entry.id, emoji, by }, ts: now });
-      notes = [...notes, note.seq];
-    }
-    // The whole edit state: an edited message's text and time stay as they are.
-    const ed: EntryEdit = {
-      seq: entry.seq,
-      at: now,
-      ...(entry.editedAt !== undefined ? { text: entry.text, editedAt: entry.editedAt } : {}),
-      ...(notes.length ? { notes } : {}),
-      reactions,
-    };
-    this.d.groups.edit(g, ed);
-    return ed;
-  }
-}
-
-/** Why an entry takes no reactions, or null when it does. */
-function notReactable(e: TranscriptEntry): string | null {
-  if (e.deleted) return 'this message was deleted';
-  if (e.editOf || e.reactionOf) return 'a note about another message takes no reactions';
-  if (e.kind === 'decision') return 'a decision line takes no reactions';
-  if (e.hiddenFromAgents) return 'a command or its answer takes no reactions';
-  return null;
 }
