@@ -28,6 +28,7 @@ import { makeRssData, type SoakPoint, type ThroughputResult } from './scenarios/
 import { postgresRuns } from './scenarios/postgres.js';
 import { fileStoreKeepRun } from './scenarios/files.js';
 import { CLUSTER_FULL, CLUSTER_QUICK, clusterRuns } from './scenarios/cluster.js';
+import { pageStreamingRun } from './scenarios/page.js';
 
 /** Sizes of one bench run. */
 export interface Profile {
@@ -164,6 +165,7 @@ export const TARGETS: Record<string, Target> = {
   cluster_throughput_msgs_per_s_2_instances: { op: 'report', note: 'the same, 2 instances on one database (2 cores shared by all)' },
   cluster_cpu_ms_per_reply_1_instance: { op: 'report', note: 'user + system CPU of the daemons ÷ replies (messages that wait for a round are answered together, so replies < messages)' },
   cluster_cpu_ms_per_reply_2_instances: { op: 'report', note: 'the same, 2 instances' },
+  page_longest_task_ms_streaming: { op: '<=', value: 100, note: 'longest main-thread task of the web page in Chromium while a 20 KB Markdown reply streams in 4-character chunks every 5 ms; absent without Chromium' },
   soak_rss_growth_ratio: { op: '<=', value: 1.3, note: 'last/first point' },
   soak_heap_growth_ratio: { op: 'report', note: 'last/first point' },
 };
@@ -364,6 +366,13 @@ export async function runBench(p: Profile, log: Log = () => undefined): Promise<
     cl.throughput.forEach((x, i) => (raw[`cluster_cpu_ms_per_reply_${i === 0 ? '1_instance' : '2_instances'}`] = [(x.cpuMsPerMessage * x.messages) / x.replies]));
     details['cluster'] = { lease_seconds: cl.leaseSeconds, takeover_ms: cl.takeoverMs, throughput: cl.throughput.map((x) => ({ instances: x.instances, msgs_per_s: round(x.msgsPerS, 1), wall_ms: x.wallMs, replies: x.replies, cpu_ms_per_message: round(x.cpuMsPerMessage, 2), cpu_ms_per_reply: round((x.cpuMsPerMessage * x.messages) / x.replies, 2) })) };
   } else details['cluster'] = 'skipped: no PostgreSQL';
+
+  log('the web page while a 20 KB reply streams (Chromium, longtask observer)');
+  const pg = await pageStreamingRun();
+  if (pg) {
+    raw['page_longest_task_ms_streaming'] = [pg.longestTaskMs];
+    details['page_streaming'] = { long_tasks: pg.longTasks, stream_ms: round(pg.streamMs, 0) };
+  }
 
   const soak = process.env['BENCH_SOAK'] && process.env['BENCH_SOAK'] !== '0' && p.soak.points.at(-1)! < FULL_SOAK.points.at(-1)! ? FULL_SOAK : p.soak;
   log(`soak (${soak.points.at(-1)} messages over ${soak.groups} groups, LLM 0 ms, fsync ${soak.fsync}; memory at ${soak.points.join(' / ')})`);

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runBench, TARGETS, TINY } from '../../bench/run.js';
+import { HAVE_CHROMIUM } from '../../bench/scenarios/page.js';
 
 describe('bench smoke', () => {
   // The daemon scenario runs the built daemon: build it once here, so the test's own time is the
@@ -21,7 +22,7 @@ describe('bench smoke', () => {
     const pgSkipped = r.details['postgres'] === 'skipped: no PostgreSQL' && process.env.CHORUS_REQUIRE_POSTGRES !== '1';
     // The cluster figures (real daemons, SIGKILL) are left out of the tiny profile.
     const clusterSkipped = typeof r.details['cluster'] === 'string';
-    expect(Object.keys(r.figures).sort()).toEqual(Object.keys(TARGETS).filter((k) => !(pgSkipped && k.endsWith('_postgres')) && !(clusterSkipped && k.startsWith('cluster_'))).sort());
+    expect(Object.keys(r.figures).sort()).toEqual(Object.keys(TARGETS).filter((k) => !(pgSkipped && k.endsWith('_postgres')) && !(clusterSkipped && k.startsWith('cluster_')) && !(!HAVE_CHROMIUM && k.startsWith('page_'))).sort());
     for (const [key, f] of Object.entries(r.figures)) {
       for (const v of [f.median, f.min, f.max]) expect(Number.isFinite(v), `${key} = ${v}`).toBe(true);
     }
