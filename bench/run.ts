@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: what Chorus adds on top of the models (issue 7). Runs every scenario several
+ * `npm run bench`: what Chorus adds on top of the models. Runs every scenario several
  * times, prints a table (median, min, max, target, pass/miss) and writes bench/results.json with
  * the machine it ran on. `BENCH_QUICK=1` runs a small smoke configuration; `BENCH_SOAK=1` runs the
  * full 100,000-message soak in any profile.
@@ -45,7 +45,7 @@ export interface Profile {
   rss: { groups: number; messages: number };
   cache: { turns: number; personaTokens: number };
   voluntary: { messages: number };
-  /** Voluntary round time, 8 agents, model latency `latencyMs` (issue 12). */
+  /** Voluntary round time, 8 agents, model latency `latencyMs`. */
   rounds: { latencyMs: number; messages: number };
   throughput: { groups: number; messages: number; inFlight: number };
   /** Keeping a 5 MB photo through FileKeeper: `samples` measured keeps after `warmup`, per run. */
@@ -58,7 +58,7 @@ export interface Profile {
 /** History (human messages in the group) at which bytes per message are measured. */
 export const BYTES_POINTS = [10, 500, 10_000] as const;
 
-/** The issue's soak: 100,000 messages over 100 groups (also with BENCH_SOAK=1 in any profile). */
+/** The full soak: 100,000 messages over 100 groups (also with BENCH_SOAK=1 in any profile). */
 export const FULL_SOAK: Profile['soak'] = { groups: 100, points: [10_000, 50_000, 100_000], fsync: 'always', pointFigures: true, timeoutMs: 900_000 };
 
 export const FULL: Profile = {
@@ -355,7 +355,7 @@ export async function runBench(p: Profile, log: Log = () => undefined): Promise<
     };
   } else details['postgres'] = 'skipped: no PostgreSQL';
 
-  // Several instances on one database (issue 16): real daemons, SIGKILL, 1 vs 2 instances.
+  // Several instances on one database: real daemons, SIGKILL, 1 vs 2 instances.
   // Not in the tiny profile (the smoke test): starting and killing daemons takes a minute.
   const cl = p.name === 'tiny' ? undefined : await clusterRuns(p.name === 'full' ? CLUSTER_FULL : CLUSTER_QUICK, log);
   if (cl === undefined) details['cluster'] = 'skipped: tiny profile';

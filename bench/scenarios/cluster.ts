@@ -1,5 +1,5 @@
 /**
- * Several instances on one PostgreSQL database (issue 16), with real daemons (`src/main.ts start`
+ * Several instances on one PostgreSQL database, with real daemons (`src/main.ts start`
  * as child processes), the web API over HTTP and an OpenAI-compatible fake model that answers at
  * once:
  *

@@ -88,7 +88,7 @@ const GROUP3 = ['analyst', 'writer', 'critic'];
 
 /**
  * `messages` `@analyst` messages spread over the groups, at most one per group waiting for its
- * reply (a second message to a busy group would be answered together with the first, §4.7), so
+ * reply (a second message to a busy group would be answered together with the first), so
  * min(groups, inFlight) messages are in flight. Every message is one person's, who posts the next
  * one once the reply is delivered.
  */

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store beside the file store (issue 16): the same overhead and throughput scenarios
+ * The PostgreSQL store beside the file store: the same overhead and throughput scenarios
  * (one instance, the real router, the model taking no time), with the store swapped.
  *
  * - overhead: `router.receive` → the reply handed to the channel, one group, messages one after

@@ -1,5 +1,5 @@
 /**
- * Voluntary round time (issue 12): one unaddressed message in an 8-agent group whose model takes
+ * Voluntary round time: one unaddressed message in an 8-agent group whose model takes
  * `latencyMs` per call, `voluntary_execution: sequential` against `parallel`. Time runs from handing
  * the message over to the round being finished (every outcome written); calls are the model calls
  * the round cost. Two cases:

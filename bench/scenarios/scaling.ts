@@ -4,7 +4,7 @@
  * ceil(groups / concurrency) rounds of `latencyMs`; the ratio says how much the router, the queues
  * and the store add on top. Wall time runs from handing over the first message to the last reply
  * reaching the channel. The messages address the three agents in turn: one agent may hold only
- * its share of the slots (`llm.max_concurrency_per_agent`, issue 13), and this figure is about
+ * its share of the slots (`llm.max_concurrency_per_agent`), and this figure is about
  * the router's overhead, not about that cap.
  */
 import { FakeLlm } from '../../tests/helpers/fake-llm.js';

@@ -1,5 +1,5 @@
 /**
- * What Chorus adds around one tool call (issue: agents that act): the same @analyst message
+ * What Chorus adds around one tool call: the same @analyst message
  * answered with and without one read-only tool step, the model and the tool both instant, through
  * the real router and the file store (fsync as configured). The difference of the medians is what
  * one step costs Chorus: recording the call before it runs (one durable write), its result and

@@ -1,5 +1,5 @@
 /**
- * Display names are cleaned where they enter from Telegram and Discord too (issue 13, item 4):
+ * Display names are cleaned where they enter from Telegram and Discord too:
  * a first name or Discord display name with a right-to-left override, zero-width or control
  * characters reaches the router as its visible letters, on one line, at most 64 characters.
  */

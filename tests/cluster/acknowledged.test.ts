@@ -1,5 +1,5 @@
 /**
- * "Nothing acknowledged is lost" across a lost lease (issue 16), deterministically, in the core:
+ * "Nothing acknowledged is lost" across a lost lease, deterministically, in the core:
  * a real GroupRouter with a store that refuses one append (what the cluster's fence does once the
  * lease is gone) and an ownership that can be taken away between two attempts.
  *
@@ -174,7 +174,7 @@ describe('web-only command answers on an instance that does not run the group', 
   });
 });
 
-describe('a group that could not be created leaves nothing behind (review of issue 16)', () => {
+describe('a group that could not be created leaves nothing behind', () => {
   it('a claim the database cannot answer: refused, and no half-made group stays in memory', async () => {
     const { router, host, ownership } = await rig();
     ownership.claimError = new Error('connection terminated');

@@ -1,5 +1,5 @@
 /**
- * Discord with two instances on one database (issue 16): the gateway connection is a lease
+ * Discord with two instances on one database: the gateway connection is a lease
  * (`discord:gateway`), so only one instance is logged in (Discord would deliver each message to
  * every session); the other posts through the webhooks for the groups it runs; when the holder
  * goes away the other logs in within the lease time and the bot keeps answering. What the holder

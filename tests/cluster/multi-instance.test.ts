@@ -1,5 +1,5 @@
 /**
- * Several instances on one PostgreSQL database (issue 16): two real daemons (`src/main.ts
+ * Several instances on one PostgreSQL database: two real daemons (`src/main.ts
  * start`) share a database; 300 messages over 10 web groups are posted to both of them (each
  * group's messages alternate between the instances, one after the other); instance A is killed
  * with SIGKILL twice mid-run and restarted. Afterwards, read from the database: every

@@ -1,5 +1,5 @@
 /**
- * Telegram polling mode with two instances on one database (issue 16): each bot's long poll is
+ * Telegram polling mode with two instances on one database: each bot's long poll is
  * held by one instance at a time (a lease), so Telegram never sees two `getUpdates` for one token
  * (which it would end with 409 Conflict); messages are handled once; when the holder goes away,
  * the other instance takes the polls over and the bots keep answering.

@@ -1,5 +1,5 @@
 /**
- * Web-only command answers with two instances on one database (issue 16), over HTTP: a question
+ * Web-only command answers with two instances on one database, over HTTP: a question
  * (`/help`, `/group list`) posted to the instance that does not run the group is answered by it,
  * to the asker alone (200 with `ephemeral`), and nothing is recorded or handed over; a command
  * that changes the group is handed over through the inbox, run by the owner, and its outcome comes

@@ -1,6 +1,6 @@
 /**
- * Issue 14, item 7 and the rest of item 3, in real Chromium (playwright-core + Debian's chromium)
- * against the real app with the offline scripted provider:
+ * Readable colours and a page that works on a phone, in real Chromium (playwright-core +
+ * Debian's chromium) against the real app with the offline scripted provider:
  * - agent colours used as text reach 4.5:1 against their background, in light and dark themes,
  *   even for configured colours that do not (green on white, navy on the dark theme);
  * - at phone size (390×844) every visible button and group row is at least 40 px;

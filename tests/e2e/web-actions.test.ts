@@ -1,5 +1,5 @@
 /**
- * Issue 14 §4 and §6 in real Chromium against the real app: command answers and refusals shown
+ * In real Chromium against the real app: command answers and refusals shown
  * to the asker alone (never stored, not in a second page, once), and the message actions —
  * reply (with its "replying to" chip), ask again, regenerate, mute/unmute from the member list —
  * by mouse, by keyboard and on a phone-size screen. Screenshots go to test-output/screenshots.

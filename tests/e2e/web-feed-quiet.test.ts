@@ -1,5 +1,5 @@
 /**
- * Issue 14, a quiet feed and help while typing, in real Chromium (playwright-core + Debian's
+ * A quiet feed and help while typing, in real Chromium (playwright-core + Debian's
  * chromium) against the real app with the offline scripted provider (the demo a newcomer sees):
  * - the passes of one round fold into one line that opens on click, live and in scroll-back;
  *   failures and cap notices stay visible with "Decisions" off;

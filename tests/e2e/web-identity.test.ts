@@ -1,5 +1,5 @@
 /**
- * People never look like agents on the page (issue 13, item 4), in real Chromium: a Telegram
+ * People never look like agents on the page, in real Chromium: a Telegram
  * person called "Analyst" is shown as a person ("person" tag, no avatar or @handle) next to the
  * agent Analyst; a name with a right-to-left override shows its real letters; and the composer
  * refuses an agent's name with the reason while keeping the text. (Which side a person's message

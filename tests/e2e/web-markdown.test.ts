@@ -1,6 +1,6 @@
 /**
- * Issue 14, items 1 and 3, in real Chromium (playwright-core + Debian's chromium) against the real
- * app with the offline scripted provider:
+ * Markdown messages and a feed that follows the conversation, in real Chromium (playwright-core +
+ * Debian's chromium) against the real app with the offline scripted provider:
  * - message text is Markdown (marked + DOMPurify bundled into the page's script): code blocks keep their
  *   indentation, scroll sideways and have a Copy button; bold and lists render; raw HTML and
  *   `javascript:` links stay inert under the page's strict CSP;

@@ -217,7 +217,7 @@ suite('web page in Chromium', () => {
     const color = await reply.locator('.bubble').evaluate((el) => getComputedStyle(el).borderLeftColor);
     expect(color).toBe('rgb(22, 163, 74)');
     const nameColor = await reply.locator('.author').evaluate((el) => getComputedStyle(el).color);
-    // As text the green is darkened to read at 4.5:1 on white (issue 14; web-accessible.test.ts).
+    // As text the green is darkened to read at 4.5:1 on white (web-accessible.test.ts).
     expect(nameColor).toBe('rgb(17, 122, 56)');
     // The link is a real, safe anchor without the trailing full stop.
     const link = reply.locator('.text a');
@@ -359,7 +359,7 @@ suite('web page in Chromium', () => {
     const { page } = await openPage();
     await openGroup(page, 'Lobby');
     const before = await page.locator('.msg.system').count();
-    // Issue 14 §4: the answer to a query is a line only this reader sees, nothing is stored.
+    // The answer to a query is a line only this reader sees, nothing is stored.
     await send(page, '/group list');
     await expect.poll(() => page.locator('.msg.local').count(), POLL).toBe(1);
     expect(await page.locator('.msg.local .text').textContent()).toContain('Analyst');
@@ -379,7 +379,7 @@ suite('web page in Chromium', () => {
     await expect.poll(() => page.locator('#members .member').count(), POLL).toBe(3);
     await expect.poll(() => app.gateway.getGroup(groupId('Book club'))?.participants, POLL).toEqual(['writer', 'critic', 'analyst']);
     await page.locator('#members .member[data-agent-id="critic"] .remove').click();
-    // Removing asks first (issue 14): the member stays until the confirm button.
+    // Removing asks first: the member stays until the confirm button.
     await page.locator('#members .member[data-agent-id="critic"] .confirm-remove').click();
     await expect.poll(() => page.locator('#members .member').count(), POLL).toBe(2);
     expect(app.gateway.getGroup(groupId('Book club'))?.participants).toEqual(['writer', 'analyst']);

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 1: every scan over message or reply text is linear. Each scanner (mentions and
+ * Every scan over message or reply text is linear. Each scanner (mentions and
  * code spans, pass detection, the stream filter, splitting, Telegram markdown conversion) gets
  * adversarial inputs of 1 MB; its time per KB there must stay within a generous factor of its
  * time per KB on a small input of the same shape, measured in the same run. A quadratic scan

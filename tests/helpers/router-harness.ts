@@ -1,6 +1,7 @@
 /**
  * A real GroupRouter with a fake LLM, fake clock, memory store and fake channel — the unit-test
- * rig for SPEC §4–§5. `say()` sends a human message and waits for the round to finish.
+ * rig for the rules of the round and what agents see. `say()` sends a human message and waits
+ * for the round to finish.
  */
 import { parseConfigText } from '../../src/config/load.js';
 import { validateGroupConfig } from '../../src/config/groupConfig.js';

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 3: a runaway model cannot flood Chorus. The whole app runs against the
+ * A runaway model cannot flood Chorus. The whole app runs against the
  * OpenAI-compatible fake (the real `openai` client), which streams a 10 MB reply: the reply is cut
  * at `llm.max_reply_bytes` while it streams and marked, the HTTP stream to the model is closed
  * early, and nothing larger reaches the SSE deltas, the transcript, the files on disk, the
@@ -68,7 +68,7 @@ describe('a 10 MB streaming reply through the whole app', () => {
       reply: (req) => (req.body['model'] === 'runaway-model' ? { repeat: { piece: PIECE, times: TIMES }, chunkDelayMs: 1 } : 'Noted.'),
     });
     // max_tokens 4096 allows 64 KiB by its token share, so the byte limit is the one that bites.
-    // A 32k context: with openai's default 4096 the reply would get at most half of it (issue 12).
+    // A 32k context: with openai's default 4096 the reply would get at most half of it.
     const { config } = parseConfigText(
       `
 data_dir: ${dir}

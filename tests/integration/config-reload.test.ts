@@ -1,5 +1,5 @@
 /**
- * Config reload on SIGHUP (issue 15, item 5), against the real daemon with a fake OpenAI-compatible
+ * Config reload on SIGHUP, against the real daemon with a fake OpenAI-compatible
  * model: a good file changes personas, adds an agent and its aliases, and sets new group defaults
  * without a restart; a broken file is refused with the same problems `chorus check` prints and the
  * running config keeps answering; removing an agent is refused. The reloader is also driven

@@ -1,5 +1,5 @@
 /**
- * Issue 12, done when: the real `openai` provider (official SDK) against a fake llama.cpp-like
+ * A small context on the real `openai` provider (official SDK) against a fake llama.cpp-like
  * server with a 1,024-token context (`-c 1024`) and 80-token replies: a long conversation among
  * three agents — many @mentions, long messages — ends with every addressed turn answered, and
  * no prompt too long after the first shrink. Also: what the model streamed is what is stored

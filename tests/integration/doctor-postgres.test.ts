@@ -1,5 +1,5 @@
 /**
- * `chorus doctor` with `storage.kind: postgres` (issue 16): it connects, reads the schema version,
+ * `chorus doctor` with `storage.kind: postgres`: it connects, reads the schema version,
  * tries a write inside a rolled-back transaction, and says what is wrong in one line with its fix —
  * an empty database, a read-only one, one of a newer Chorus, one it cannot reach — without
  * printing the password or changing anything.

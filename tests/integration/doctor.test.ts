@@ -1,5 +1,5 @@
 /**
- * `chorus doctor` (issue 15) against the local fakes, through the real clients: grammY to the fake
+ * `chorus doctor` against the local fakes, through the real clients: grammY to the fake
  * Bot API (good, privacy-mode and rejected tokens; a bot missing from a group), discord.js to the
  * fake Discord (login, the Message Content intent, Manage Webhooks per channel), the Anthropic and
  * OpenAI SDKs to their fakes (a served model, an unknown one, a wrong key, a model without a price),

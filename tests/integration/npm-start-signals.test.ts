@@ -1,5 +1,5 @@
 /**
- * `npm start` the way pm2 or a plain service unit runs it (issue 15, item 1): the compiled daemon
+ * `npm start` the way pm2 or a plain service unit runs it: the compiled daemon
  * starts from dist/ (no tsx anywhere in the process tree), and SIGTERM or SIGINT sent to the npm
  * process itself stops everything — npm, shell, node — with a final "stopped" log line. The stop
  * time is compared with the start time measured in the same run, never with a fixed number.

@@ -1,5 +1,5 @@
 /**
- * Metrics and logs an operator can rely on (issue 15): `/metrics` scraped over HTTP from a real
+ * Metrics and logs an operator can rely on: `/metrics` scraped over HTTP from a real
  * app (real Anthropic SDK against the fake, real pino), parsed as Prometheus exposition text.
  * Series exist at zero from the start, move with a round, and have the right types; durations
  * are histograms in seconds; each round leaves one info line; requests leave a debug access

@@ -1,5 +1,5 @@
 /**
- * Health you can trust (issue 15): `/healthz` says the process is alive, `/readyz` says whether
+ * Health you can trust: `/healthz` says the process is alive, `/readyz` says whether
  * Chorus can do its job — the store takes writes and every enabled channel is connected, with the
  * state of each Telegram bot. A rejected token makes it 503; `chorus status` prints the same.
  * Everything runs against the fake Bot API through the real grammY client and the real HTTP server.

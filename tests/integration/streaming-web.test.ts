@@ -1,5 +1,5 @@
 /**
- * Issue 5: a reply streamed by the Anthropic provider reaches a web client as SSE delta events,
+ * A reply streamed by the Anthropic provider reaches a web client as SSE delta events,
  * and the final message matches what was streamed; the group's usage is visible over the API.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

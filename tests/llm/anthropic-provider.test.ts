@@ -50,7 +50,7 @@ describe('AnthropicProvider: requests and prompt caching', () => {
     await p.complete(request({ messages, summary: 'Earlier: Maya asked about AAPL.' }));
     const [logged] = fake.messages();
     const body = logged!.body;
-    // The summary has its own breakpoint (issue 12): prefix + summary stay cached while old turns are left out.
+    // The summary has its own breakpoint: prefix + summary stay cached while old turns are left out.
     expect(breakpointPaths(body)).toEqual(['system[0]', 'system[1]', `messages[${messages.length - 1}].content[0]`]);
     const system = body['system'] as Array<{ text: string; cache_control?: unknown }>;
     expect(system).toHaveLength(2);

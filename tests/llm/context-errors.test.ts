@@ -1,5 +1,5 @@
 /**
- * Issue 12: "prompt too long" answers come out of both real providers (official SDKs, local fake
+ * "Prompt too long" answers come out of both real providers (official SDKs, local fake
  * servers) as `context_too_long` with the figures the server gave, not as a bad request.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -71,7 +71,7 @@ describe('context too long', () => {
   });
 });
 
-describe('the summary block keeps its own cache entry (issue 12)', () => {
+describe('the summary block keeps its own cache entry', () => {
   it('when the context budget leaves the oldest turns out, prefix + summary are still read from cache', async () => {
     const { ManualClock } = await import('../fakes/anthropic/index.js');
     const clock = new ManualClock();

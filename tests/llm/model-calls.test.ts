@@ -1,5 +1,5 @@
 /**
- * Issue 12 through the real SDKs: the LlmGate's streaming time limits on the real providers
+ * Model calls through the real SDKs: the LlmGate's streaming time limits on the real providers
  * against the fake servers (real clock, generous bounds — the exact semantics are proven with the
  * fake clock in tests/unit/llm-gate.test.ts), thinking that never becomes reply text, replies cut
  * at max_tokens, and failures classified into the reasons people see.

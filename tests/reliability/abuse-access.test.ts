@@ -1,5 +1,5 @@
 /**
- * Abuse and access (issue 8): floods of @all, pasted [PASS] and mention storms stay within the
+ * Abuse and access: floods of @all, pasted [PASS] and mention storms stay within the
  * caps; rate and length limits answer politely; admin commands are refused to non-admins; ids
  * cannot escape data_dir; configured secrets never reach logs or error messages; without a token
  * the web server refuses to bind beyond loopback.

@@ -1,5 +1,6 @@
 /**
- * Crash at every write (SPEC §5 exactly-once mailboxes, §6 restarts). The random SIGKILL tests
+ * Crash at every write: each observation still reaches each agent exactly once, and a restart
+ * resumes from what was persisted. The random SIGKILL tests
  * rarely land between two particular writes; this one makes every log append and every checkpoint
  * a crash point. A store persists writes until write k, then the process "dies": write k and
  * everything after it is lost ('stop'), or write k is lost while writes issued in the same tick
@@ -83,7 +84,7 @@ class FailpointStore extends MemoryStore {
 
 const MESSAGES = 8;
 const GROUP = { cooldown_seconds: 0, history_turns: 1000 };
-/** The same with every voluntary candidate asked at once (issue 12): outcomes settle in order. */
+/** The same with every voluntary candidate asked at once: outcomes settle in order. */
 const PARALLEL = { ...GROUP, voluntary_execution: 'parallel' as const, max_voluntary_responders: 3 };
 const CHECKPOINT_EVERY = 3;
 

@@ -1,5 +1,5 @@
 /**
- * Discord under platform faults (issue 8): the real app with the Discord channel (discord.js
+ * Discord under platform faults: the real app with the Discord channel (discord.js
  * gateway bot, agents posting through the channel webhook) against the fake Discord, whose
  * webhook executions meet 429 storms, 5xx answers and dropped connections. Every agent reply must
  * reach the channel once and in order; assertions are on what the fake channel shows.

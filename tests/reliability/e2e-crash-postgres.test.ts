@@ -1,5 +1,5 @@
 /**
- * End-to-end crash safety with `storage.kind: postgres` (issue 16): the real daemon
+ * End-to-end crash safety with `storage.kind: postgres`: the real daemon
  * (`src/main.ts start`) on a real PostgreSQL server, the web channel and an OpenAI-compatible fake
  * LLM with latency; messages across groups over HTTP; SIGKILL at seeded random moments, restarted
  * each time; unacknowledged messages are sent again with the same `client_id` (dedupe). Afterwards,

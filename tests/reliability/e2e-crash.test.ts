@@ -1,5 +1,5 @@
 /**
- * End-to-end crash safety (issue 8): the real daemon (`src/main.ts start`) with the web channel
+ * End-to-end crash safety: the real daemon (`src/main.ts start`) with the web channel
  * and an OpenAI-compatible fake LLM with latency; 200 messages across 5 groups over HTTP; SIGKILL
  * at 5 seeded random moments, restarted each time; unacknowledged messages are sent again with the
  * same `client_id` (dedupe). Afterwards: every JSON file parses, every 202-acknowledged message is

@@ -1,5 +1,5 @@
 /**
- * Faults (issue 8): an LLM that fails 30% of calls — 429, 529, timeouts, empty or garbage text —
+ * Faults: an LLM that fails 30% of calls — 429, 529, timeouts, empty or garbage text —
  * never stalls a group, gives at most one notice per failure, lets the other agents answer, and
  * is never retried by the router (each planned turn makes at most one call). SSE clients that
  * vanish leave no listener and no timer behind.

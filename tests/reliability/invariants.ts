@@ -1,5 +1,5 @@
 /**
- * Invariants of a Chorus data directory after crashes (SPEC §5, §6), checked straight from the
+ * Invariants of a Chorus data directory after crashes, checked straight from the
  * JSON files on disk. Used by the storage crash test, the end-to-end daemon crash test and the
  * in-memory crash-point test. Each check returns human-readable violations (empty = fine).
  *

@@ -1,5 +1,5 @@
 /**
- * Storage crash test (issue 2, SPEC §6): a child process runs a real router on FileStore and is
+ * Storage crash test: a child process runs a real router on FileStore and is
  * killed with SIGKILL at seeded random moments, then restarted; unacknowledged messages are sent
  * again (as a platform would redeliver them). Afterwards every file parses, every acknowledged
  * message is in its transcript once, every round is finished, no round turn was answered twice,

@@ -1,7 +1,7 @@
 /**
  * A store that cannot write (full disk, read-only data_dir), seen through the web API: every
  * change is refused with 503 and Retry-After, nothing of it is kept or answered later, /readyz
- * says why, and everything works again once the store does (issue 11).
+ * says why, and everything works again once the store does.
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';

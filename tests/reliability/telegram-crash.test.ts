@@ -1,5 +1,5 @@
 /**
- * End-to-end crash safety on Telegram (issue 8): the real daemon (`src/main.ts start`, via tsx)
+ * End-to-end crash safety on Telegram: the real daemon (`src/main.ts start`, via tsx)
  * with the Telegram channel talking to the fake Bot API, which runs in this test process and so
  * outlives every daemon. Humans keep writing in three group chats while the daemon is SIGKILLed at
  * seeded moments and restarted; Telegram keeps every update a bot has not confirmed.

@@ -1,5 +1,5 @@
 /**
- * Telegram under platform faults (issue 8): the real app (router, store, Telegram channel with
+ * Telegram under platform faults: the real app (router, store, Telegram channel with
  * real grammY bots) against the fake Bot API, which answers some sendMessage calls with 429
  * storms, 5xx (JSON and an HTML proxy page) or drops the connection. Every agent reply must reach
  * the chat once and in order; assertions are on what the fake chat shows.

@@ -1,5 +1,5 @@
 /**
- * The file store on real files (SPEC §6, issue 11): append and page back over many segments,
+ * The file store on real files: append and page back over many segments,
  * records replayed after a restart, group commit, checkpoints never ahead of the log, torn tails
  * cut, damaged files reported and never written over, newer formats refused, failed writes that
  * leave nothing behind.

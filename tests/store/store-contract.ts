@@ -1,5 +1,5 @@
 /**
- * What every Store must do (SPEC §6), run against each implementation (file-store.test.ts,
+ * What every Store must do, run against each implementation (file-store.test.ts,
  * postgres-store.test.ts): the log replayed after a restart, pages of history back and forward
  * with their latest delivery state, appends of one tick from many groups, checkpoints that
  * shorten replay, records serialised when appended, text kept byte for byte.

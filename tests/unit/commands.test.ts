@@ -1,4 +1,4 @@
-/** SPEC §3: commands, admin checks through the channel, and their effects. */
+/** Commands, admin checks through the channel, and their effects. */
 import { describe, expect, it } from 'vitest';
 import { parseCommand, parseValue } from '../../src/core/commands/commands.js';
 import { makeRouter } from '../helpers/router-harness.js';

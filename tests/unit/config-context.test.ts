@@ -1,5 +1,5 @@
 /**
- * Issue 12, configuration: `context_tokens` (per agent and under `llm`), the summary model's
+ * Configuring the context budget: `context_tokens` (per agent and under `llm`), the summary model's
  * default per provider, and what `chorus check` warns about.
  */
 import { spawnSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * Issue 15, item 5: environment values in the config. `${VAR}` is replaced after the YAML is
+ * Environment values in the config. `${VAR}` is replaced after the YAML is
  * parsed and only in string values, so a value is never read as YAML; `CHORUS_*` overrides;
  * `.env` files; relative paths from the config file's folder.
  */

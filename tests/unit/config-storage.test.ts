@@ -1,4 +1,4 @@
-/** `storage.kind: postgres` in the config (issue 16): the URL is required, checked, read from the environment, and kept out of logs. */
+/** `storage.kind: postgres` in the config: the URL is required, checked, read from the environment, and kept out of logs. */
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText } from '../../src/config/load.js';
 import { configSecrets } from '../../src/redact.js';

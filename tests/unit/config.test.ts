@@ -1,4 +1,4 @@
-/** SPEC §2: config loading — a table of broken files, each with the exact message expected. */
+/** Config loading — a table of broken files, each with the exact message expected. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseConfigText } from '../../src/config/load.js';

@@ -1,5 +1,5 @@
 /**
- * Issue 12: every prompt fits the model's context window — mailbox digests, history left out
+ * Every prompt fits the model's context window — mailbox digests, history left out
  * oldest first, overflow answers that shrink and retry once, an agent never left failing — and
  * summaries that are made in the background and placed under their own heading.
  */
@@ -226,7 +226,7 @@ describe('overflow recovery through the router', () => {
   });
 });
 
-describe('summaries (issue 12)', () => {
+describe('summaries', () => {
   it('are made in the background: the round finishes before the summary call resolves', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 6: handles are folded the same way as the text they are looked up in (NFKC,
+ * Handles are folded the same way as the text they are looked up in (NFKC,
  * zero-width characters and soft hyphens removed, `＠` folded), so what reads as `@analyst`
  * addresses Analyst; letters from other scripts stay different, so look-alikes do not.
  */

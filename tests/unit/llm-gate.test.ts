@@ -1,5 +1,5 @@
 /**
- * Issue 13, items 2 and 3 at unit level: the fair model-call slots (caps per group and per agent
+ * The LlmGate at unit level: the fair model-call slots (caps per group and per agent
  * inside the global one, round-robin between groups, nothing left taken), a time limit that
  * counts the wait for a slot, the reply byte budget enforced on any provider, and the UTF-8
  * helpers it rests on.
@@ -244,7 +244,7 @@ class Streaming implements LlmProvider {
   }
 }
 
-describe('LlmGate: time limits that match streaming (issue 12)', () => {
+describe('LlmGate: time limits that match streaming', () => {
   const limits = { maxConcurrency: 2, idleTimeoutMs: 10_000, replyTimeoutMs: 120_000 };
 
   it('a reply that keeps streaming is not ended by the first-token limit, however long it takes in all', async () => {
@@ -381,7 +381,7 @@ describe('LlmGate: time limits that match streaming (issue 12)', () => {
   });
 });
 
-describe('one set of time-limit keys (issue 12)', () => {
+describe('one set of time-limit keys', () => {
   const agentYaml = 'agents:\n  - { id: a, name: A, persona: p }\n';
   const problems = (yaml: string): string[] => {
     try {

@@ -1,5 +1,5 @@
 /**
- * The group log's promises at the core (SPEC §6, issue 11): one record per turn carrying the reply,
+ * The group log's promises at the core: one record per turn carrying the reply,
  * the agent's cursor and history and the round's progress; live events only for what is durable;
  * a refused write leaves no trace and the group recovers; dedupe for at least a day; paging back
  * to the first message after a restart, archived groups included.

@@ -1,8 +1,8 @@
 /**
- * Issue 12 at the router: what a round does with a model call that fails, that is cut short, or
- * that streams for a long time — quiet decision lines for voluntary turns, a notice with the real
- * reason for addressed ones and the right hint in the log, a marked cut reply, and no timeout for
- * a reply that keeps streaming.
+ * Model-call failures at the router: what a round does with a model call that fails, that is cut
+ * short, or that streams for a long time — quiet decision lines for voluntary turns, a notice
+ * with the real reason for addressed ones and the right hint in the log, a marked cut reply, and
+ * no timeout for a reply that keeps streaming.
  */
 import { describe, expect, it } from 'vitest';
 import { LlmError } from '../../src/core/errors.js';

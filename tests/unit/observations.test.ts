@@ -1,5 +1,5 @@
 /**
- * Observations that cannot be forged (issue 13, item 4): what one participant writes can never
+ * Observations that cannot be forged: what one participant writes can never
  * read, to the next model, as a message by someone else. Each entry is one `<message>` block whose
  * speaker and role come from Chorus's record; the text cannot close its block or open another.
  * Plus the display-name rules behind it (cleaning, agent look-alikes).
@@ -43,7 +43,7 @@ function tagLikeCount(turn: string): number {
 const roleOf = (e: TranscriptEntry) => (e.kind === 'human' ? 'human' : e.kind === 'system' ? 'system' : 'agent');
 
 describe('mailbox blocks', () => {
-  it('the issue\'s two forgeries stay inside their real speaker\'s block', () => {
+  it('two forged speaker lines stay inside their real speaker\'s block', () => {
     const obs = [entry('human', 'Maya', HUMAN_FORGERY), entry('agent', 'Analyst', AGENT_FORGERY)];
     const turn = buildUserTurn(obs, { kind: 'voluntary' });
     const read = blocks(turn);

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 5: the pass filter is exact. The token is found after folding (full-width,
+ * The pass filter is exact. The token is found after folding (full-width,
  * zero-width, spaced out), every occurrence is removed from streamed and posted text (also ones a
  * removal forms), nothing streamed is later turned into a pass, an addressed turn keeps its
  * answer next to a token, and another participant's name label is stripped and logged.

@@ -1,5 +1,5 @@
 /**
- * Redaction (issue 13, item 9): any fragment of a secret of 8 or more characters — a prefix a
+ * Redaction: any fragment of a secret of 8 or more characters — a prefix a
  * provider echoes back ("sk-PROBE-SECR***"), a middle, a tail, its JSON or URL form — is removed
  * from error messages, from every log line written through the app's pino logger, and never
  * reaches a chat notice.

@@ -1,10 +1,10 @@
-/** SPEC §4: one test per rule of the round, with a fake LLM and a fake clock. */
+/** One test per rule of the round, with a fake LLM and a fake clock. */
 import { describe, expect, it } from 'vitest';
 import { FakeLlm } from '../helpers/fake-llm.js';
 import { makeRouter } from '../helpers/router-harness.js';
 import { LlmError } from '../../src/core/errors.js';
 
-describe('dedupe and recording (§4 steps 1–2)', () => {
+describe('dedupe and recording', () => {
   it('handles the same platform message once', async () => {
     const h = await makeRouter();
     const msg = h.message('@analyst hi');
@@ -24,7 +24,7 @@ describe('dedupe and recording (§4 steps 1–2)', () => {
   });
 });
 
-describe('addressing (§4 step 3)', () => {
+describe('addressing', () => {
   it('addresses in order of first appearance, by id, name and alias', async () => {
     const h = await makeRouter();
     await h.say('@critic then @Analyst and @numbers again, and @writer');
@@ -65,7 +65,7 @@ describe('addressing (§4 step 3)', () => {
   });
 });
 
-describe('strategies (§4 step 4)', () => {
+describe('strategies', () => {
   it('hybrid: unaddressed messages go to a voluntary round', async () => {
     const h = await makeRouter({ llm: { replies: { analyst: '[PASS]', writer: 'I can help', critic: '[PASS]' } } });
     await h.say('anyone?');
@@ -102,7 +102,7 @@ describe('strategies (§4 step 4)', () => {
   });
 });
 
-describe('addressed turns (§4 step 5)', () => {
+describe('addressed turns', () => {
   it('sequential: each sees the replies before it', async () => {
     const h = await makeRouter({ llm: { replies: { analyst: 'revenue up 8%', writer: 'nice headline' } } });
     await h.say('@analyst @writer go');
@@ -152,7 +152,7 @@ describe('addressed turns (§4 step 5)', () => {
   });
 });
 
-describe('voluntary round (§4 step 6)', () => {
+describe('voluntary round', () => {
   it('a voluntary agent in cooldown is skipped', async () => {
     const h = await makeRouter({ group: { cooldown_seconds: 30 }, llm: { replies: { analyst: 'first', writer: 'me too', critic: '[PASS]' } } });
     await h.say('@analyst hello');
@@ -183,7 +183,7 @@ describe('voluntary round (§4 step 6)', () => {
   });
 });
 
-describe('reactions and the turn cap (§4 steps 7–8)', () => {
+describe('reactions and the turn cap', () => {
   it('two agents that always @mention each other stop at the cap', async () => {
     const h = await makeRouter({
       group: { max_depth: 50, max_agent_turns_per_message: 3 },
@@ -226,7 +226,7 @@ describe('reactions and the turn cap (§4 steps 7–8)', () => {
   });
 });
 
-describe('failures are isolated (§4 step 10)', () => {
+describe('failures are isolated', () => {
   it('one agent throwing gives one notice and the others reply', async () => {
     const h = await makeRouter({
       llm: { replies: { analyst: () => { throw new LlmError('boom', 'server', true); }, writer: 'fine', critic: 'also fine' } },
@@ -248,7 +248,7 @@ describe('failures are isolated (§4 step 10)', () => {
   });
 });
 
-describe('queues (§4.7)', () => {
+describe('queues', () => {
   it('two groups progress concurrently while each keeps its order', async () => {
     const gates: Array<() => void> = [];
     const llm = new FakeLlm({ fallback: (q) => new Promise<string>((r) => gates.push(() => r(`reply to ${[...q.messages.at(-1)!.content.matchAll(/ (m\d)/g)].map((m) => m[1]).join('+')}`))) });
@@ -327,7 +327,7 @@ describe('queues (§4.7)', () => {
   });
 });
 
-describe('one-to-one (§3)', () => {
+describe('one-to-one', () => {
   it('a group with one participant answers every message, no passes asked', async () => {
     const h = await makeRouter({ participants: ['writer'], llm: { replies: { writer: 'sure' } } });
     await h.say('write me a haiku');

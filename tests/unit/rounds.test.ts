@@ -1,5 +1,5 @@
 /**
- * Issue 12, rounds: a human's @mention is never swallowed by a voluntary turn, voluntary rounds
+ * Rounds: a human's @mention is never swallowed by a voluntary turn, voluntary rounds
  * are fair (and can ask everyone at once), `/stop` ends a group's work, daily budgets, and `/ask`
  * recorded once. Fake LLM, fake clock, memory store (see tests/helpers).
  */
@@ -43,7 +43,7 @@ async function settle(rounds = 20): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
 }
 
-describe('a human @mention is never swallowed (issue 12)', () => {
+describe('a human @mention is never swallowed', () => {
   it('a mention shown in a voluntary prompt that the agent passed on still gets its addressed turn', async () => {
     // The analyst's voluntary turn hangs; meanwhile "@critic …" is recorded. The critic's voluntary
     // turn in the same round then shows that mention under "otherwise reply [PASS]", and it passes.
@@ -124,7 +124,7 @@ describe('a human @mention is never swallowed (issue 12)', () => {
   });
 });
 
-describe('fair voluntary order (issue 12)', () => {
+describe('fair voluntary order', () => {
   it('with max_voluntary_responders 1 and nobody passing, every agent gets to speak', async () => {
     const h = await makeRouter({ yaml: FOUR, participants: ['analyst', 'writer', 'critic', 'poet'], group: { max_voluntary_responders: 1 }, llm: { fallback: (q) => `${q.agent?.id} speaks` } });
     for (let i = 0; i < 8; i++) await h.say(`open question ${i}`);
@@ -162,7 +162,7 @@ describe('fair voluntary order (issue 12)', () => {
   });
 });
 
-describe('voluntary_execution: parallel (issue 12)', () => {
+describe('voluntary_execution: parallel', () => {
   it('asks every candidate at once and delivers the first replies in candidate order, up to the cap', async () => {
     const holds = { analyst: gate(), writer: gate(), critic: gate(), poet: gate() };
     const h = await makeRouter({
@@ -238,7 +238,7 @@ describe('voluntary_execution: parallel (issue 12)', () => {
   });
 });
 
-describe('/stop (issue 12)', () => {
+describe('/stop', () => {
   it('ends the running round, cancels its call, drops queued rounds, keeps the messages; a restart does not resume', async () => {
     const store = new MemoryStore();
     const clock = new FakeClock();
@@ -303,7 +303,7 @@ describe('/stop (issue 12)', () => {
   });
 });
 
-describe('daily group budget (issue 12)', () => {
+describe('daily group budget', () => {
   // The fake LLM counts 10 input tokens plus a quarter of the reply's length: "ok from analyst" = 14.
   it('warns once at 80%, refuses at 100% with one notice a day, keeps recording, survives a restart', async () => {
     const store = new MemoryStore();
@@ -356,7 +356,7 @@ describe('daily group budget (issue 12)', () => {
   });
 });
 
-describe('/ask records its question once (issue 12)', () => {
+describe('/ask records its question once', () => {
   it('the chat and the agents see the question once; the command line is not a second entry', async () => {
     const h = await makeRouter({ group: { reply_strategy: 'mention_only' } });
     await h.say('/ask writer how much is it?');
@@ -375,7 +375,7 @@ describe('/ask records its question once (issue 12)', () => {
   });
 });
 
-describe('config keys of issue 12', () => {
+describe('config keys for voluntary rounds, budgets and talkativeness', () => {
   const base = 'agents:\n  - { id: a, name: A, persona: p }\n';
   function problems(yaml: string): string[] {
     try {
@@ -403,7 +403,7 @@ describe('config keys of issue 12', () => {
   });
 });
 
-describe('commands answered once when the web page retries them (issue 12 review)', () => {
+describe('commands answered once when the web page retries them', () => {
   it('a retried web /ask without text and a retried /stop are each carried out once', async () => {
     const h = await makeRouter({ group: { reply_strategy: 'mention_only' } });
     await h.say('what do you think?');

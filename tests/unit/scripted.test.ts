@@ -1,4 +1,4 @@
-/** The offline demo provider (SPEC §8): deterministic, persona-flavoured, passes unless touched, sometimes reacts. */
+/** The offline demo provider: deterministic, persona-flavoured, passes unless touched, sometimes reacts. */
 import { describe, expect, it } from 'vitest';
 import { ScriptedProvider } from '../../src/llm/ScriptedProvider.js';
 import type { AgentDef } from '../../src/core/types.js';

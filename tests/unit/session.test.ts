@@ -1,4 +1,4 @@
-/** SPEC §5: what an agent sees — prompts, mailboxes exactly once, passes, labels, summaries. */
+/** What an agent sees — prompts, mailboxes exactly once, passes, labels, summaries. */
 import { describe, expect, it } from 'vitest';
 import { isPass, cleanReply } from '../../src/core/router/pass.js';
 import { passStreamFilter } from '../../src/core/text/passStream.js';
@@ -28,7 +28,7 @@ describe('pass detection (fail-closed)', () => {
     const h = await makeRouter({ llm: { replies: { analyst: 'Fine. [PASS]', writer: 'ok [PASS] ok', critic: 'Critic: [pass]' } } });
     await h.say('@all anything?');
     expect(h.channel.texts().join('\n')).not.toMatch(/\[\s*pass\s*\]/i);
-    // Addressed (@all): a token next to real text is stripped and the text kept (issue 13);
+    // Addressed (@all): a token next to real text is stripped and the text kept;
     // a reply that is only a label and the token is a pass.
     expect(h.speakers().sort()).toEqual(['analyst', 'writer']);
     expect(h.channel.texts()).toContain('Fine.');
@@ -70,7 +70,7 @@ describe('prompts', () => {
     expect(a.system).not.toContain('first');
     expect(b.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
     expect(b.messages[2]!.content).toMatch(/^## Group conversation since your last turn\n<message from="Maya" role="human">@analyst second<\/message>\n\n## Your turn\nYou were addressed directly by Maya: answer\. \[PASS\] and \[REACT <emoji>\] are not available for this turn\.$/);
-    // The prefix offers the pass only for turns that were not addressed (issue 12).
+    // The prefix offers the pass only for turns that were not addressed.
     expect(a.system).toContain('When you were not addressed and have nothing meaningful to add, reply with exactly [PASS]');
     expect(a.system).not.toMatch(/^If you have nothing meaningful to add/m);
   });

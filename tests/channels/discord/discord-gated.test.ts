@@ -1,5 +1,5 @@
 /**
- * The Discord channel under a connection gate (several instances, issue 16), against the fake
+ * The Discord channel under a connection gate (several instances), against the fake
  * Discord through the real discord.js: without the gateway lease it opens no gateway session
  * but posts through the webhook, answers admin checks over REST and reports "posting"; given the
  * lease it logs in and reads messages; when the lease goes it logs out and goes on posting.

@@ -1,7 +1,8 @@
 /**
- * Web API of issue 14 §4/§6 against the real app (router, store, web channel, FakeLlm):
- * ephemeral command answers and refusals (answered to the asker, never stored), regenerate
- * (202, the old reply kept, 404/409 JSON errors) and "ask again" about one message (`reply_to`).
+ * The web API for command answers and message actions, against the real app (router, store,
+ * web channel, FakeLlm): ephemeral command answers and refusals (answered to the asker, never
+ * stored), regenerate (202, the old reply kept, 404/409 JSON errors) and "ask again" about one
+ * message (`reply_to`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

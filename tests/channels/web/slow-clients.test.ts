@@ -1,5 +1,5 @@
 /**
- * Slow and greedy clients are cut (issue 13, item 8): raw sockets on 127.0.0.1 that behave like
+ * Slow and greedy clients are cut: raw sockets on 127.0.0.1 that behave like
  * the slow-client probe — they never close their own side — against the real web server with
  * short configured timeouts. Each socket must be gone, counted by the server itself (a client
  * that does not read its socket never sees the close), after its own timeout and never before

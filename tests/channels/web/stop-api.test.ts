@@ -1,5 +1,5 @@
 /**
- * `/stop` on the web (issue 12): `POST /api/groups/:id/stop` and `/stop` typed in the composer,
+ * `/stop` on the web: `POST /api/groups/:id/stop` and `/stop` typed in the composer,
  * against the real app (router, file store, web channel over HTTP, FakeLlm).
  */
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Who a web client is (issue 13, items 4 and 7): the per-person rate limit counts per client
+ * Who a web client is: the per-person rate limit counts per client
  * (its address), not per self-declared `author_name`; names are cleaned and length-limited; a
  * person cannot post under an agent's name, id or alias, however it is dressed up; and each
  * message records which browser sent it (a tag of the browser's own key), so a page can tell its

@@ -65,7 +65,7 @@
  * {@link FakeFailure} (HTTP error with status, type, message and headers). Every request is kept
  * in `requests` with its headers, body and the cache outcome, for assertions.
  *
- * Runaway models (issue 13): `hang: 'headers'` never answers, `hang: 'body'` starts the stream
+ * Runaway models: `hang: 'headers'` never answers, `hang: 'body'` starts the stream
  * and falls silent — both until the client goes away; `repeat` streams one piece many times (a
  * 10 MB reply without holding 10 MB), honouring socket back-pressure. Each logged request says
  * how many body bytes were written (`bytesSent`) and whether the client closed the connection
@@ -104,7 +104,7 @@ export interface FakeReply {
   /** Stream `piece` this many times instead of `text` (generated lazily). */
   repeat?: { piece: string; times: number };
   /**
-   * A `thinking` block before the text (issue 12: models that think by default): streamed as
+   * A `thinking` block before the text (for models that think by default): streamed as
    * `content_block_start` (thinking) → `thinking_delta` per word → `signature_delta` →
    * `content_block_stop`, each event `chunkDelayMs` apart; in JSON answers a `thinking` content
    * block. Counted in `output_tokens`, like the real API.

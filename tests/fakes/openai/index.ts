@@ -14,7 +14,7 @@
  *   older servers that validate strictly.
  * - Errors in OpenAI's shape `{error: {message, type, param, code}}`.
  *
- * A small context like llama.cpp's `llama-server -c N` (issue 12): with `nCtx`, a request whose prompt
+ * A small context like llama.cpp's `llama-server -c N`: with `nCtx`, a request whose prompt
  * tokens reach `nCtx` is refused with llama.cpp's own answer — 400 `{"error": {"code": 400, "message":
  * "request (P tokens) exceeds the available context size (N tokens)", "type":
  * "exceed_context_size_error", "n_prompt_tokens": P, "n_ctx": N}}` — and logged with `overflow: true`.
@@ -35,7 +35,7 @@
  * tools, each `tool` message answering a call of the assistant message before it, each call
  * answered): a 400 otherwise. Tools and tool calls count in the prompt tokens.
  *
- * Runaway models (issue 13): `hang: 'headers'` never answers, `hang: 'body'` sends the headers and
+ * Runaway models: `hang: 'headers'` never answers, `hang: 'body'` sends the headers and
  * the first chunk and then falls silent — both until the client goes away; `repeat` streams one
  * piece many times (a 10 MB reply without holding 10 MB), honouring socket back-pressure so the
  * fake never buffers what the client did not read. Each logged request says how many body bytes
@@ -64,7 +64,7 @@ export interface OpenAiReply {
   /** Stream `piece` this many times instead of `text` (generated lazily). */
   repeat?: { piece: string; times: number };
   /**
-   * Reasoning before the answer, the way llama.cpp / vLLM / DeepSeek send it (issue 12): streamed
+   * Reasoning before the answer, the way llama.cpp / vLLM / DeepSeek send it: streamed
    * as `delta.reasoning_content` chunks (one per word) before any content, and as
    * `message.reasoning_content` in JSON answers. Inline `<think>` blocks go in `text` / `chunks`.
    */
